@@ -1,0 +1,5 @@
+"""SQLAlchemy models, sessions, queries and migrations; the shared history records."""
+
+from storage.records import Advisory, Change, FileEntry, Revision, Severity, Snapshot
+
+__all__ = ["Advisory", "Change", "FileEntry", "Revision", "Severity", "Snapshot"]

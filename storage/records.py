@@ -1,0 +1,130 @@
+"""The history records every room shares: revisions, snapshots, changes, advisories.
+
+They are defined once, here, as frozen dataclasses: the tracker builds them
+from the Hub, storage persists them, feeds renders them. JSON values inside
+(``Change.old`` / ``Change.new``, plan JSON) are plain JSON-compatible
+Python values, never ORM objects.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+JsonValue = Any
+"""A value that ``json.dumps`` accepts (dict, list, str, int, float, bool, None)."""
+
+
+class Severity(enum.IntEnum):
+    """How much a change can break a user who pinned the previous revision.
+
+    Ordered, so feeds can filter with ``severity >= Severity.MODERATE``.
+    """
+
+    INFO = 0
+    LOW = 1
+    MODERATE = 2
+    HIGH = 3
+    CRITICAL = 4
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            names = ", ".join(s.label for s in cls)
+            raise ValueError(f"unknown severity {text!r}; expected one of {names}") from None
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One commit of a repo, as the Hub's commit list reports it."""
+
+    repo_id: str
+    sha: str
+    parents: tuple[str, ...]
+    date: datetime
+    title: str
+    author: str | None = None
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file of a revision's tree.
+
+    ``content_key`` is the content address: the LFS sha256 for LFS files,
+    the git blob id otherwise, so an unchanged file maps to the same key in
+    every revision that shares it.
+    """
+
+    path: str
+    size: int
+    blob_id: str
+    lfs_sha256: str | None = None
+
+    @property
+    def content_key(self) -> str:
+        return self.lfs_sha256 or self.blob_id
+
+    @property
+    def is_lfs(self) -> bool:
+        return self.lfs_sha256 is not None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the tracker recorded of one revision.
+
+    ``texts`` maps a path to the content key of a text artifact whose bytes
+    sit in the blob store; ``oversized`` lists text files skipped for size;
+    ``manifest`` is the weight manifest (tensor name -> {dtype, shape, file})
+    read from safetensors headers and index files.
+    """
+
+    revision: Revision
+    files: tuple[FileEntry, ...]
+    texts: Mapping[str, str] = field(default_factory=dict)
+    oversized: tuple[str, ...] = ()
+    manifest: Mapping[str, JsonValue] | None = None
+    card: Mapping[str, JsonValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One typed, meaningful difference between two revisions.
+
+    ``artifact`` names the kind of file (config, generation_config, tokenizer,
+    tokenizer_config, chat_template, weights, code, card, estimate, repo);
+    ``kind`` is what happened (added, removed, modified, parse_error, ...).
+    """
+
+    artifact: str
+    path: str
+    kind: str
+    old: JsonValue
+    new: JsonValue
+    severity: Severity
+    message: str
+
+
+@dataclass(frozen=True)
+class Advisory:
+    """One OSV advisory for a noteworthy transition old_sha -> new_sha."""
+
+    id: str
+    repo_id: str
+    old_sha: str | None
+    new_sha: str
+    published: datetime
+    modified: datetime
+    summary: str
+    severity: Severity
+    osv: Mapping[str, JsonValue]
+    withdrawn: datetime | None = None

@@ -1,0 +1,18 @@
+"""Subcommands of the CLI, one module each, listed in ``COMMANDS``.
+
+A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
+``run(args, settings) -> int``. Errors a user can fix are raised as
+``UsageError`` (or a room's own error type translated to it) and printed by
+the CLI as one line with exit code 2.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+
+class UsageError(Exception):
+    """Bad arguments or input: the CLI prints the message and exits 2."""
+
+
+COMMANDS: tuple[ModuleType, ...] = ()

@@ -1,0 +1,63 @@
+"""One settings object, built from defaults, the TOML file and the environment.
+
+Precedence, lowest first: built-in defaults, the TOML file named by
+``--config`` or ``NEURARCH_CONFIG``, then environment variables
+(``NEURARCH_*`` and the Hub's own ``HF_ENDPOINT`` / ``HF_TOKEN``). Everything
+below the CLI receives a ``Settings`` and never reads the environment itself.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import platformdirs
+
+DEFAULT_HF_ENDPOINT = "https://huggingface.co"
+
+
+class SettingsError(Exception):
+    """The configuration file or an environment variable is unusable."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where the data lives and how the Hub is reached."""
+
+    database_url: str
+    data_dir: Path
+    hf_endpoint: str = DEFAULT_HF_ENDPOINT
+    hf_token: str | None = None
+
+    @classmethod
+    def load(cls, config_file: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        data_dir = Path(env.get("NEURARCH_DATA_DIR") or platformdirs.user_data_dir("neurarch-trace"))
+        settings = cls(database_url=f"sqlite:///{data_dir / 'neurarch-trace.db'}", data_dir=data_dir)
+        path = config_file or (Path(env["NEURARCH_CONFIG"]) if env.get("NEURARCH_CONFIG") else None)
+        if path is not None:
+            settings = settings._with_file(path)
+        return replace(
+            settings,
+            database_url=env.get("NEURARCH_DATABASE_URL") or settings.database_url,
+            hf_endpoint=(env.get("HF_ENDPOINT") or settings.hf_endpoint).rstrip("/"),
+            hf_token=env.get("HF_TOKEN") or settings.hf_token,
+        )
+
+    def _with_file(self, path: Path) -> Settings:
+        try:
+            document = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise SettingsError(f"{path}: configuration file not found") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise SettingsError(f"{path}: not valid TOML: {exc}") from None
+        section = document.get("storage", {})
+        hub = document.get("hub", {})
+        return replace(
+            self,
+            database_url=str(section.get("database_url", self.database_url)),
+            hf_endpoint=str(hub.get("endpoint", self.hf_endpoint)),
+        )
