@@ -72,7 +72,9 @@ class Linear:
 
     @property
     def parameters(self) -> int:
-        return self.copies * (self.in_features * self.out_features + (self.out_features if self.bias else 0))
+        return self.copies * (
+            self.in_features * self.out_features + (self.out_features if self.bias else 0)
+        )
 
 
 @dataclass(frozen=True)

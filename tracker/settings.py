@@ -33,10 +33,16 @@ class Settings:
     hf_token: str | None = None
 
     @classmethod
-    def load(cls, config_file: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    def load(
+        cls, config_file: Path | None = None, environ: Mapping[str, str] | None = None
+    ) -> Settings:
         env = os.environ if environ is None else environ
-        data_dir = Path(env.get("NEURARCH_DATA_DIR") or platformdirs.user_data_dir("neurarch-trace"))
-        settings = cls(database_url=f"sqlite:///{data_dir / 'neurarch-trace.db'}", data_dir=data_dir)
+        data_dir = Path(
+            env.get("NEURARCH_DATA_DIR") or platformdirs.user_data_dir("neurarch-trace")
+        )
+        settings = cls(
+            database_url=f"sqlite:///{data_dir / 'neurarch-trace.db'}", data_dir=data_dir
+        )
         path = config_file or (Path(env["NEURARCH_CONFIG"]) if env.get("NEURARCH_CONFIG") else None)
         if path is not None:
             settings = settings._with_file(path)
