@@ -1,0 +1,144 @@
+"""Builders that collect one layer's parameters once and stamp it out per layer.
+
+Families describe a layer with relative names (``self_attn.q_proj``) into a
+``LayerParts``; the frozen ``LayerTemplate`` it yields is then instantiated
+for every layer index that shares it. Layers of a model are nearly always
+identical but for their index, so describe() does the per-tensor work once
+per distinct layer kind and only renames for the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from estimator.architecture import (
+    AttentionSpec,
+    Block,
+    FeedForwardSpec,
+    Linear,
+    MoeSpec,
+    Stack,
+    Tensor,
+    TensorRole,
+)
+
+Shape = tuple[int, ...]
+
+
+def numel(shape: Shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@dataclass
+class LayerParts:
+    """Mutable collector for the parameters and linears of one layer (or the model's top)."""
+
+    tensors: list[tuple[str, Shape, TensorRole]] = field(default_factory=list)
+    linears: list[Linear] = field(default_factory=list)
+    norms: int = 0
+
+    def param(self, name: str, shape: Shape, role: TensorRole) -> None:
+        self.tensors.append((name, shape, role))
+
+    def linear(
+        self,
+        name: str,
+        in_features: int,
+        out_features: int,
+        bias: bool,
+        role: TensorRole,
+        *,
+        conv1d: bool = False,
+    ) -> None:
+        """An nn.Linear (weight ``(out, in)``) or GPT-2's Conv1D (weight ``(in, out)``)."""
+        shape = (in_features, out_features) if conv1d else (out_features, in_features)
+        self.tensors.append((f"{name}.weight", shape, role))
+        if bias:
+            self.tensors.append((f"{name}.bias", (out_features,), role))
+        self.linears.append(Linear(name, in_features, out_features, bias))
+
+    def norm(self, name: str, width: int, bias: bool, *, affine: bool = True) -> None:
+        self.norms += 1
+        if not affine:
+            return
+        self.tensors.append((f"{name}.weight", (width,), "norm"))
+        if bias:
+            self.tensors.append((f"{name}.bias", (width,), "norm"))
+
+
+@dataclass(frozen=True)
+class LayerTemplate:
+    """One kind of layer: its parameters by relative name and its specs."""
+
+    stack: Stack
+    attention: AttentionSpec
+    cross_attention: AttentionSpec | None
+    feed_forward: FeedForwardSpec | None
+    moe: MoeSpec | None
+    tensors: tuple[tuple[str, Shape, TensorRole], ...]
+    linears: tuple[Linear, ...]
+    norms: int
+    parameters: int
+
+
+def template(
+    parts: LayerParts,
+    *,
+    stack: Stack,
+    attention: AttentionSpec,
+    cross_attention: AttentionSpec | None = None,
+    feed_forward: FeedForwardSpec | None = None,
+    moe: MoeSpec | None = None,
+) -> LayerTemplate:
+    return LayerTemplate(
+        stack=stack,
+        attention=attention,
+        cross_attention=cross_attention,
+        feed_forward=feed_forward,
+        moe=moe,
+        tensors=tuple(parts.tensors),
+        linears=tuple(parts.linears),
+        norms=parts.norms,
+        parameters=sum(numel(shape) for _, shape, _ in parts.tensors),
+    )
+
+
+@dataclass
+class ModelParts:
+    """The whole model being assembled: top-level tensors plus stacked layers."""
+
+    tensors: list[Tensor] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+
+    def param(self, name: str, shape: Shape, role: TensorRole) -> None:
+        self.tensors.append(Tensor(name, shape, role))
+
+    def extend(self, prefix: str, parts: LayerParts, block: int | None = None) -> None:
+        """Add top-level parts (embeddings, head) under ``prefix``."""
+        for name, shape, role in parts.tensors:
+            self.tensors.append(Tensor(prefix + name, shape, role, block))
+
+    def layers(self, prefix: str, templates: list[LayerTemplate], first_index: int = 0) -> None:
+        """Stamp out ``templates[i]`` as ``{prefix}{i}.*``; block indices continue across stacks."""
+        append = self.tensors.append
+        for i, tpl in enumerate(templates):
+            index = first_index + i
+            head = f"{prefix}{i}."
+            for name, shape, role in tpl.tensors:
+                append(Tensor(head + name, shape, role, index))
+            self.blocks.append(
+                Block(
+                    index=index,
+                    stack=tpl.stack,
+                    attention=tpl.attention,
+                    cross_attention=tpl.cross_attention,
+                    feed_forward=tpl.feed_forward,
+                    moe=tpl.moe,
+                    linears=tpl.linears,
+                    norms=tpl.norms,
+                    parameters=tpl.parameters,
+                )
+            )

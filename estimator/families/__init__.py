@@ -1,0 +1,81 @@
+"""config.json -> Architecture, dispatched on ``model_type`` through one table.
+
+``TABLE`` maps each supported model_type to its ``Family``; a config without
+model_type is matched on its ``architectures[0]`` class prefix, and an unknown
+type gets the generic decoder estimate marked ``supported=False``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from estimator.architecture import Architecture
+from estimator.config import Config
+from estimator.families import (
+    deepseek_v3,
+    gemma,
+    gpt_oss,
+    moe,
+    generic,
+    llama,
+    mistral,
+    phi3,
+    qwen2,
+    qwen3,
+    smollm3,
+)
+from estimator.families.family import Family, Request
+from estimator.families.heads import architecture_of, head_of
+
+TABLE: dict[str, Family] = {
+    "llama": llama.FAMILY,
+    "mistral": mistral.FAMILY,
+    "qwen2": qwen2.FAMILY,
+    "qwen3": qwen3.FAMILY,
+    "gemma": gemma.FAMILY,
+    "gemma2": gemma.FAMILY2,
+    "gemma3_text": gemma.FAMILY3,
+    "phi3": phi3.FAMILY,
+    "smollm3": smollm3.FAMILY,
+    "mixtral": moe.MIXTRAL_FAMILY,
+    "qwen2_moe": moe.QWEN2_MOE_FAMILY,
+    "qwen3_moe": moe.QWEN3_MOE_FAMILY,
+    "granitemoe": moe.GRANITE_MOE_FAMILY,
+    "gpt_oss": gpt_oss.FAMILY,
+    "deepseek_v3": deepseek_v3.FAMILY,
+}
+
+# Longest prefix first, so "DistilBert" wins over "Bert" for configs without model_type.
+_BY_PREFIX: tuple[tuple[str, str], ...] = tuple(
+    sorted(((f.class_prefix, mt) for mt, f in TABLE.items()), key=lambda p: -len(p[0]))
+)
+
+
+def _model_type(cfg: Config, architecture: str | None) -> str | None:
+    model_type = cfg.optional_text("model_type")
+    if model_type is not None or architecture is None:
+        return model_type
+    for prefix, mt in _BY_PREFIX:
+        if architecture.startswith(prefix) and architecture[len(prefix) :][:1].isupper():
+            return mt
+    return None
+
+
+def describe(config: Mapping[str, object] | object) -> Architecture:
+    """The model a config.json describes; raises ConfigError naming the offending field."""
+    cfg = Config(config)
+    architecture = architecture_of(cfg)
+    model_type = _model_type(cfg, architecture)
+    family = TABLE.get(model_type) if model_type is not None else None
+    if family is None:
+        return generic.build(cfg, model_type, architecture)
+    if architecture is None:
+        architecture = family.default_architecture
+    head = head_of(architecture)
+    supported = head is not None and head in family.heads
+    if head is None or head not in family.heads:
+        head = head_of(family.default_architecture) or "base"
+    return family.build(cfg, Request(model_type or family.name, architecture, head, supported))
+
+
+__all__ = ["TABLE", "describe"]

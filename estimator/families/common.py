@@ -1,0 +1,77 @@
+"""What every family shares: the Architecture assembly and the config facts outside the layers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from estimator.architecture import Architecture, HeadKind, NormKind, PositionKind
+from estimator.blocks.layer import ModelParts
+from estimator.config import Config
+
+
+def declared_dtype(cfg: Config) -> str | None:
+    return cfg.optional_text("torch_dtype") or cfg.optional_text("dtype")
+
+
+def _frozen(value: object) -> object:
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def rope_scaling(cfg: Config) -> tuple[tuple[str, object], ...] | None:
+    scaling = cfg.mapping("rope_scaling")
+    if scaling is None:
+        return None
+    return tuple(sorted((str(k), _frozen(v)) for k, v in scaling.items()))
+
+
+def rope_theta(cfg: Config) -> float | None:
+    theta = cfg.number("rope_theta", None)
+    if theta is not None:
+        return theta
+    params = cfg.mapping("rope_parameters")
+    value = params.get("rope_theta") if params else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def assemble(
+    cfg: Config,
+    model: ModelParts,
+    *,
+    model_type: str,
+    family: str,
+    architecture: str,
+    head: HeadKind,
+    hidden_size: int,
+    vocab_size: int,
+    max_position_embeddings: int | None,
+    tie_word_embeddings: bool,
+    norm: NormKind,
+    position: PositionKind,
+    hidden_dropout: float = 0.0,
+    supported: bool = True,
+) -> Architecture:
+    return Architecture(
+        model_type=model_type,
+        architecture=architecture,
+        head=head,
+        family=family,
+        supported=supported,
+        hidden_size=hidden_size,
+        vocab_size=vocab_size,
+        max_position_embeddings=max_position_embeddings,
+        tie_word_embeddings=tie_word_embeddings,
+        declared_dtype=declared_dtype(cfg),
+        norm=norm,
+        position=position,
+        hidden_dropout=hidden_dropout,
+        blocks=tuple(model.blocks),
+        tensors=tuple(model.tensors),
+        rope_scaling=rope_scaling(cfg),
+        rope_theta=rope_theta(cfg),
+    )

@@ -1,0 +1,49 @@
+"""SmolLM3: Llama layout with tied embeddings by default (NoPE layers change no parameters)."""
+
+from __future__ import annotations
+
+from estimator.architecture import Architecture
+from estimator.config import Config
+from estimator.families.decoder import (
+    DECODER_HEADS,
+    Defaults,
+    build_decoder,
+    dense_mlp,
+    llama_layer,
+    read_shape,
+    self_attention,
+    stamp,
+)
+from estimator.families.family import Family, Request
+from estimator.families.qwen2 import qwen_windows
+
+DEFAULTS = Defaults(
+    vocab_size=128256,
+    hidden_size=2048,
+    intermediate_size=11008,
+    num_hidden_layers=36,
+    num_attention_heads=16,
+    num_key_value_heads=4,
+    max_position_embeddings=32768,
+    tie_word_embeddings=True,
+)
+
+
+def build(cfg: Config, req: Request) -> Architecture:
+    shape = read_shape(cfg, DEFAULTS)
+    bias = cfg.flag("attention_bias", False)
+    mlp_bias = cfg.flag("mlp_bias", False)
+    windows = qwen_windows(cfg, shape)
+    layers = stamp(
+        shape.num_layers,
+        lambda i: windows[i],
+        lambda w: llama_layer(
+            shape,
+            lambda p: self_attention(p, shape, w, qkv_bias=bias, out_bias=bias),
+            dense_mlp(shape, bias=mlp_bias),
+        ),
+    )
+    return build_decoder(cfg, req, shape, layers, family="smollm3")
+
+
+FAMILY = Family("smollm3", "SmolLM3", "SmolLM3ForCausalLM", DECODER_HEADS, build)

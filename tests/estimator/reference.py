@@ -1,0 +1,78 @@
+"""What transformers itself instantiates for a config, built on the meta device.
+
+The independent source the exact-parameter tests compare against: the class
+``architectures[0]`` names (or, when that class belongs to another model type
+or does not exist, the Auto class transformers would pick for the same head).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+from collections.abc import Mapping
+
+import torch
+import transformers
+from transformers import (
+    CONFIG_MAPPING,
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForMaskedLM,
+    AutoModelForPreTraining,
+    AutoModelForSeq2SeqLM,
+    AutoModelForSequenceClassification,
+)
+
+from estimator.architecture import Architecture
+
+AUTO_BY_HEAD = {
+    "base": AutoModel,
+    "causal-lm": AutoModelForCausalLM,
+    "masked-lm": AutoModelForMaskedLM,
+    "sequence-classification": AutoModelForSequenceClassification,
+    "pretraining": AutoModelForPreTraining,
+    "conditional-generation": AutoModelForSeq2SeqLM,
+}
+
+transformers.logging.set_verbosity_error()
+logging.getLogger("transformers").setLevel(logging.ERROR)
+
+
+class Refused(Exception):
+    """transformers cannot build this config; the message says why (used as a skip reason)."""
+
+
+def reference_shapes(raw: Mapping[str, object], arch: Architecture) -> dict[str, tuple[int, ...]]:
+    if arch.model_type not in CONFIG_MAPPING:
+        raise Refused(f"transformers has no config class for model_type {arch.model_type!r}")
+    config_cls = CONFIG_MAPPING[arch.model_type]
+    try:
+        config = config_cls.from_dict(dict(raw))
+    except Exception as exc:
+        raise Refused(f"transformers refuses the config: {type(exc).__name__}: {exc}") from exc
+    cls = getattr(transformers, arch.architecture, None)
+    try:
+        with torch.device("meta"), contextlib.redirect_stdout(io.StringIO()):
+            if cls is not None and getattr(cls, "config_class", None) is config_cls:
+                model = cls(config)
+            else:
+                model = AUTO_BY_HEAD[arch.head].from_config(config)
+    except Exception as exc:
+        raise Refused(f"transformers refuses to build it: {type(exc).__name__}: {exc}") from exc
+    return {n: tuple(p.shape) for n, p in model.named_parameters()}
+
+
+def estimated_shapes(arch: Architecture) -> dict[str, tuple[int, ...]]:
+    return {t.name: t.shape for t in arch.tensors}
+
+
+def difference(expected: dict[str, tuple[int, ...]], got: dict[str, tuple[int, ...]]) -> str:
+    """A short, readable account of what differs (for assertion messages)."""
+    missing = sorted(set(expected) - set(got))
+    extra = sorted(set(got) - set(expected))
+    wrong = sorted(n for n in set(expected) & set(got) if expected[n] != got[n])
+    lines = [f"missing {n} {expected[n]}" for n in missing[:8]]
+    lines += [f"extra {n} {got[n]}" for n in extra[:8]]
+    lines += [f"shape {n}: transformers {expected[n]} vs estimate {got[n]}" for n in wrong[:8]]
+    return "; ".join(lines)
