@@ -1,5 +1,105 @@
-"""SQLAlchemy models, sessions, queries and migrations; the shared history records."""
+"""SQLAlchemy models, sessions, queries and migrations; the shared history records.
 
-from storage.records import Advisory, Change, FileEntry, Revision, Severity, Snapshot
+Open a database with ``open_database(url)``, bring its schema up with
+``Database.migrate()``, and run queries inside ``with database.session() as
+session:``, one transaction per block. Queries take the session and hand back
+records (frozen dataclasses from ``storage.records``), never ORM rows.
+"""
 
-__all__ = ["Advisory", "Change", "FileEntry", "Revision", "Severity", "Snapshot"]
+from storage.blobs import MAX_BLOB_BYTES, get_blob, known_content_keys, put_blob
+from storage.database import Database, open_database
+from storage.errors import (
+    BlobCorrupt,
+    BlobNotFound,
+    BlobTooLarge,
+    DatabaseUnavailable,
+    DatabaseURLError,
+    IntegrityConflict,
+    InvalidRecord,
+    NotFound,
+    RepoNotFound,
+    RevisionNotFound,
+    SchemaError,
+    StorageError,
+)
+from storage.history import (
+    PLAN_SCHEMA_VERSION,
+    changes_between,
+    changes_of,
+    has_revision,
+    latest_revision,
+    mark_missing_revisions,
+    plan_at,
+    record_revision,
+    revision_log,
+    revisions,
+    snapshot_at,
+)
+from storage.records import (
+    Advisory,
+    Change,
+    Delivery,
+    DeliveryStatus,
+    FileEntry,
+    PollState,
+    RepoStatus,
+    Revision,
+    Severity,
+    Snapshot,
+    StoredRevision,
+    Subscription,
+    TrackedRepo,
+    WebhookEvent,
+)
+from storage.repos import ensure_repo, get_repo, set_repo_status, tracked_repos, untrack
+
+__all__ = [
+    "MAX_BLOB_BYTES",
+    "PLAN_SCHEMA_VERSION",
+    "Advisory",
+    "BlobCorrupt",
+    "BlobNotFound",
+    "BlobTooLarge",
+    "Change",
+    "Database",
+    "DatabaseURLError",
+    "DatabaseUnavailable",
+    "Delivery",
+    "DeliveryStatus",
+    "FileEntry",
+    "IntegrityConflict",
+    "InvalidRecord",
+    "NotFound",
+    "PollState",
+    "RepoNotFound",
+    "RepoStatus",
+    "Revision",
+    "RevisionNotFound",
+    "SchemaError",
+    "Severity",
+    "Snapshot",
+    "StorageError",
+    "StoredRevision",
+    "Subscription",
+    "TrackedRepo",
+    "WebhookEvent",
+    "changes_between",
+    "changes_of",
+    "ensure_repo",
+    "get_blob",
+    "get_repo",
+    "has_revision",
+    "known_content_keys",
+    "latest_revision",
+    "mark_missing_revisions",
+    "open_database",
+    "plan_at",
+    "put_blob",
+    "record_revision",
+    "revision_log",
+    "revisions",
+    "set_repo_status",
+    "snapshot_at",
+    "tracked_repos",
+    "untrack",
+]

@@ -128,3 +128,109 @@ class Advisory:
     severity: Severity
     osv: Mapping[str, JsonValue]
     withdrawn: datetime | None = None
+
+
+class RepoStatus(enum.StrEnum):
+    """What the Hub last said about a tracked repo."""
+
+    ACTIVE = "active"
+    GONE = "gone"
+    GATED = "gated"
+    PRIVATE = "private"
+    RENAMED = "renamed"
+
+
+@dataclass(frozen=True)
+class TrackedRepo:
+    """A repo we follow, with its upstream status and tracking options (interval, ...)."""
+
+    repo_id: str
+    added_at: datetime
+    status: RepoStatus = RepoStatus.ACTIVE
+    renamed_to: str | None = None
+    options: Mapping[str, JsonValue] = field(default_factory=dict)
+    tracked: bool = True
+
+
+@dataclass(frozen=True)
+class StoredRevision:
+    """A recorded revision with what storage knows beyond the Hub's commit.
+
+    ``on_main`` turns false when a force-push removed the commit from the
+    repo's history; its data stays, marked with ``off_main_since``.
+    """
+
+    revision: Revision
+    processed_at: datetime
+    on_main: bool = True
+    off_main_since: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PollState:
+    """When a repo is checked next, how its last checks went, and who holds its lease."""
+
+    repo_id: str
+    next_check_at: datetime
+    failures: int = 0
+    last_error: str | None = None
+    last_checked_at: datetime | None = None
+    last_seen_sha: str | None = None
+    last_modified: datetime | None = None
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class WebhookEvent:
+    """One Hub webhook delivery in the inbox; ``delivery_key`` makes redelivery a no-op."""
+
+    id: int
+    delivery_key: str
+    received_at: datetime
+    payload: Mapping[str, JsonValue]
+    repo_id: str | None = None
+    processed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A stored subscription; ``spec`` holds workload, cards and what to alert on as JSON."""
+
+    id: int
+    name: str
+    repo_patterns: tuple[str, ...]
+    spec: Mapping[str, JsonValue]
+    channels: tuple[Mapping[str, JsonValue], ...]
+    created_at: datetime
+    min_severity: Severity = Severity.INFO
+    active: bool = True
+
+
+class DeliveryStatus(enum.StrEnum):
+    """Where an outbox row stands."""
+
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    DEAD_LETTER = "dead_letter"
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One alert in the outbox, ordered by ``sequence`` within its subscription."""
+
+    id: int
+    subscription_id: int
+    sequence: int
+    channel: str
+    event_key: str
+    payload: Mapping[str, JsonValue]
+    status: DeliveryStatus
+    attempts: int
+    next_attempt_at: datetime
+    created_at: datetime
+    advisory_id: str | None = None
+    repo_id: str | None = None
+    sha: str | None = None
+    last_error: str | None = None
+    delivered_at: datetime | None = None

@@ -1,0 +1,87 @@
+"""Content-addressed blob store: the bytes of text artifacts, stored once per content key.
+
+The key is the git blob id or the LFS sha256 the Hub reports, so a file
+shared by many revisions is one row however many revisions list it. Bytes
+are zlib-compressed when that makes them smaller (JSON and templates shrink
+severalfold); the uncompressed size is kept beside them and checked on read.
+The store trusts the caller's key: the Hub computed it, and recomputing a
+git blob id here would tie storage to git's object format.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from storage.dialect import insert_ignoring_duplicates
+from storage.errors import BlobCorrupt, BlobNotFound, BlobTooLarge, InvalidRecord
+from storage.models import BlobRow
+
+MAX_BLOB_BYTES = 64 * 1024 * 1024
+"""Largest blob accepted: far above any config or tokenizer, far below a weight file."""
+
+_MAX_KEY_LENGTH = 64
+_KEYS_PER_QUERY = 500
+
+
+def put_blob(
+    session: Session, content_key: str, data: bytes, *, limit: int = MAX_BLOB_BYTES
+) -> bool:
+    """Store ``data`` under ``content_key`` unless it is there already; True if it was new.
+
+    Oversized data raises BlobTooLarge before anything is written.
+    """
+    _check_key(content_key)
+    if len(data) > limit:
+        raise BlobTooLarge(
+            f"blob {content_key} is {len(data):,} bytes, over the store's limit of {limit:,}; "
+            "record the file as oversized instead of storing it"
+        )
+    compressed = zlib.compress(data, level=6)
+    use_zlib = len(compressed) < len(data)
+    row = {
+        "content_key": content_key,
+        "size": len(data),
+        "stored_size": len(compressed) if use_zlib else len(data),
+        "compression": "zlib" if use_zlib else "none",
+        "data": compressed if use_zlib else data,
+        "created_at": datetime.now(UTC),
+    }
+    return insert_ignoring_duplicates(session, BlobRow, row, ["content_key"])
+
+
+def get_blob(session: Session, content_key: str) -> bytes:
+    """The bytes stored under ``content_key``."""
+    row = session.get(BlobRow, content_key)
+    if row is None:
+        raise BlobNotFound(f"no blob is stored under content key {content_key!r}")
+    data = zlib.decompress(row.data) if row.compression == "zlib" else bytes(row.data)
+    if len(data) != row.size:
+        raise BlobCorrupt(
+            f"blob {content_key} holds {len(data):,} bytes but was stored with {row.size:,}"
+        )
+    return data
+
+
+def known_content_keys(session: Session, keys: Iterable[str]) -> set[str]:
+    """Which of ``keys`` the store already holds (one query per 500 keys)."""
+    wanted = sorted(set(keys))
+    found: set[str] = set()
+    for start in range(0, len(wanted), _KEYS_PER_QUERY):
+        chunk = wanted[start : start + _KEYS_PER_QUERY]
+        found.update(
+            session.scalars(select(BlobRow.content_key).where(BlobRow.content_key.in_(chunk)))
+        )
+    return found
+
+
+def _check_key(content_key: str) -> None:
+    if not content_key or len(content_key) > _MAX_KEY_LENGTH or not content_key.isalnum():
+        raise InvalidRecord(
+            f"content key {content_key!r} is not a git blob id or sha256 (hex, at most "
+            f"{_MAX_KEY_LENGTH} characters)"
+        )

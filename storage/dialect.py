@@ -1,0 +1,53 @@
+"""The few statements that differ between SQLite and PostgreSQL, written once.
+
+Both backends speak ``INSERT ... ON CONFLICT DO NOTHING``; it is what makes
+concurrent writers of the same key (two instances storing one blob, a webhook
+redelivered) safe without catching integrity errors mid-transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Insert
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from storage.models import Base
+
+
+def insert_ignoring_duplicates(
+    session: Session,
+    model: type[Base],
+    values: Mapping[str, Any],
+    conflict_columns: Sequence[str],
+) -> bool:
+    """Insert one row unless a row with the same ``conflict_columns`` exists; True if inserted."""
+    statement = _on_conflict_do_nothing(session, model, values, conflict_columns)
+    result = session.execute(statement)
+    return bool(getattr(result, "rowcount", 0))
+
+
+def insert_returning_id(
+    session: Session,
+    model: type[Base],
+    values: Mapping[str, Any],
+    conflict_columns: Sequence[str],
+) -> int | None:
+    """Insert one row unless it exists; its new ``id``, or None if it was already there."""
+    statement = _on_conflict_do_nothing(session, model, values, conflict_columns)
+    new_id = session.execute(statement.returning(model.__table__.c.id)).scalar_one_or_none()
+    return None if new_id is None else int(new_id)
+
+
+def _on_conflict_do_nothing(
+    session: Session,
+    model: type[Base],
+    values: Mapping[str, Any],
+    conflict_columns: Sequence[str],
+) -> Insert:
+    name = session.get_bind().dialect.name
+    module: Any = postgresql if name == "postgresql" else sqlite
+    statement: Insert = module.insert(model).values(dict(values))
+    return statement.on_conflict_do_nothing(index_elements=list(conflict_columns))  # type: ignore[attr-defined, no-any-return]

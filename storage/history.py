@@ -1,0 +1,336 @@
+"""Recording and reading a repo's revisions: snapshot, changes and estimate, keyed by (repo, sha).
+
+``record_revision`` writes everything of one revision inside the caller's
+transaction, so the caller can add advisories and outbox rows to the same
+commit; a second call for a recorded (repo, sha) writes nothing and returns
+False, which is what makes a retried or duplicated check harmless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.orm import Session
+
+from storage.blobs import known_content_keys
+from storage.dialect import insert_returning_id
+from storage.errors import InvalidRecord, RevisionNotFound
+from storage.models import (
+    ChangeRow,
+    EstimateRow,
+    RevisionFileRow,
+    RevisionRow,
+    SnapshotRow,
+)
+from storage.records import (
+    Change,
+    FileEntry,
+    JsonValue,
+    Revision,
+    Severity,
+    Snapshot,
+    StoredRevision,
+)
+from storage.repos import ensure_repo, repo_row
+from storage.values import require_aware, require_text
+
+PLAN_SCHEMA_VERSION = 1
+"""Version of the estimator's plan JSON stored when the caller names none."""
+
+
+def record_revision(
+    session: Session,
+    snapshot: Snapshot,
+    changes: Sequence[Change],
+    plan_json: dict[str, JsonValue] | None,
+    *,
+    plan_schema_version: int = PLAN_SCHEMA_VERSION,
+    processed_at: datetime | None = None,
+) -> bool:
+    """Write one revision with its files, snapshot data, changes and estimate; True if new.
+
+    Every text in ``snapshot.texts`` must already be in the blob store
+    (``put_blob`` it first, in the same transaction). The repo is tracked if
+    it was not.
+    """
+    revision = snapshot.revision
+    _validate(snapshot, changes, plan_json)
+    missing = set(snapshot.texts.values()) - known_content_keys(session, snapshot.texts.values())
+    if missing:
+        paths = sorted(path for path, key in snapshot.texts.items() if key in missing)
+        raise InvalidRecord(
+            f"{revision.repo_id}@{revision.sha}: texts {', '.join(paths)} name content keys "
+            "that are not in the blob store; put_blob them first"
+        )
+    repo = ensure_repo(session, revision.repo_id)
+    revision_pk = insert_returning_id(
+        session,
+        RevisionRow,
+        {
+            "repo_pk": repo_row(session, repo.repo_id).id,
+            "sha": revision.sha,
+            "parents": list(revision.parents),
+            "date": revision.date,
+            "title": revision.title,
+            "author": revision.author,
+            "processed_at": processed_at or datetime.now(UTC),
+            "on_main": True,
+        },
+        ["repo_pk", "sha"],
+    )
+    if revision_pk is None:
+        return False
+    if snapshot.files:
+        session.execute(
+            insert(RevisionFileRow),
+            [
+                _file_row(revision_pk, ordinal, entry)
+                for ordinal, entry in enumerate(snapshot.files)
+            ],
+        )
+    session.add(
+        SnapshotRow(
+            revision_pk=revision_pk,
+            texts=dict(snapshot.texts),
+            oversized=list(snapshot.oversized),
+            manifest=None if snapshot.manifest is None else dict(snapshot.manifest),
+            card=dict(snapshot.card),
+        )
+    )
+    if changes:
+        session.execute(
+            insert(ChangeRow),
+            [_change_row(revision_pk, ordinal, change) for ordinal, change in enumerate(changes)],
+        )
+    if plan_json is not None:
+        session.add(
+            EstimateRow(revision_pk=revision_pk, plan=plan_json, schema_version=plan_schema_version)
+        )
+    session.flush()
+    return True
+
+
+def has_revision(session: Session, repo_id: str, sha: str) -> bool:
+    """Whether (repo, sha) is recorded, on main or not."""
+    return _revision_row_or_none(session, repo_id, sha) is not None
+
+
+def latest_revision(session: Session, repo_id: str) -> Revision | None:
+    """The newest recorded revision still on the repo's main history, if any."""
+    row = session.scalars(
+        _on_main(session, repo_id).order_by(RevisionRow.date.desc(), RevisionRow.id.desc()).limit(1)
+    ).one_or_none()
+    return None if row is None else to_revision(repo_id, row)
+
+
+def revisions(session: Session, repo_id: str, *, include_off_main: bool = False) -> list[Revision]:
+    """The recorded revisions, newest first; those a force-push removed only if asked."""
+    query = (
+        select(RevisionRow).where(RevisionRow.repo_pk == repo_row(session, repo_id).id)
+        if include_off_main
+        else _on_main(session, repo_id)
+    )
+    rows = session.scalars(query.order_by(RevisionRow.date.desc(), RevisionRow.id.desc()))
+    return [to_revision(repo_id, row) for row in rows]
+
+
+def revision_log(session: Session, repo_id: str) -> list[StoredRevision]:
+    """Every recorded revision, newest first, with when it was processed and whether it is on main."""
+    rows = session.scalars(
+        select(RevisionRow)
+        .where(RevisionRow.repo_pk == repo_row(session, repo_id).id)
+        .order_by(RevisionRow.date.desc(), RevisionRow.id.desc())
+    )
+    return [
+        StoredRevision(
+            revision=to_revision(repo_id, row),
+            processed_at=row.processed_at,
+            on_main=row.on_main,
+            off_main_since=row.off_main_since,
+        )
+        for row in rows
+    ]
+
+
+def snapshot_at(session: Session, repo_id: str, sha: str) -> Snapshot:
+    """The snapshot recorded for ``repo_id`` at ``sha``, exactly as it was recorded."""
+    row = revision_row(session, repo_id, sha)
+    files = session.scalars(
+        select(RevisionFileRow)
+        .where(RevisionFileRow.revision_pk == row.id)
+        .order_by(RevisionFileRow.ordinal)
+    )
+    extra = session.get(SnapshotRow, row.id)
+    return Snapshot(
+        revision=to_revision(repo_id, row),
+        files=tuple(
+            FileEntry(path=f.path, size=f.size, blob_id=f.blob_id, lfs_sha256=f.lfs_sha256)
+            for f in files
+        ),
+        texts=dict(extra.texts) if extra else {},
+        oversized=tuple(extra.oversized) if extra else (),
+        manifest=None if extra is None or extra.manifest is None else dict(extra.manifest),
+        card=dict(extra.card) if extra else {},
+    )
+
+
+def changes_of(session: Session, repo_id: str, sha: str) -> list[Change]:
+    """The changes recorded for the revision ``sha`` against its predecessor, in order."""
+    return _changes(session, revision_row(session, repo_id, sha).id)
+
+
+def changes_between(
+    session: Session, repo_id: str, old_sha: str, new_sha: str
+) -> list[tuple[Revision, list[Change]]]:
+    """The on-main revisions after ``old_sha`` up to ``new_sha``, oldest first, with their changes."""
+    old = revision_row(session, repo_id, old_sha)
+    new = revision_row(session, repo_id, new_sha)
+    rows = session.scalars(
+        _on_main(session, repo_id)
+        .where(RevisionRow.date > old.date, RevisionRow.date <= new.date)
+        .order_by(RevisionRow.date, RevisionRow.id)
+    )
+    return [(to_revision(repo_id, row), _changes(session, row.id)) for row in rows]
+
+
+def plan_at(session: Session, repo_id: str, sha: str) -> dict[str, Any] | None:
+    """The estimate (plan JSON) stored for the revision, or None if none was computed."""
+    estimate = session.get(EstimateRow, revision_row(session, repo_id, sha).id)
+    return None if estimate is None else dict(estimate.plan)
+
+
+def mark_missing_revisions(
+    session: Session, repo_id: str, main_shas: Collection[str], *, at: datetime | None = None
+) -> list[str]:
+    """After a force-push: mark recorded revisions absent from ``main_shas`` as off main.
+
+    Their data is kept. Returns the shas newly marked, newest first; a
+    revision that reappears on main is marked back.
+    """
+    moment = at or datetime.now(UTC)
+    require_aware(moment, "mark_missing_revisions at")
+    repo_pk = repo_row(session, repo_id).id
+    keep = set(main_shas)
+    rows = session.scalars(
+        select(RevisionRow)
+        .where(RevisionRow.repo_pk == repo_pk)
+        .order_by(RevisionRow.date.desc(), RevisionRow.id.desc())
+    ).all()
+    gone = [row.sha for row in rows if row.on_main and row.sha not in keep]
+    back = [row.sha for row in rows if not row.on_main and row.sha in keep]
+    if gone:
+        session.execute(
+            update(RevisionRow)
+            .where(RevisionRow.repo_pk == repo_pk, RevisionRow.sha.in_(gone))
+            .values(on_main=False, off_main_since=moment)
+        )
+    if back:
+        session.execute(
+            update(RevisionRow)
+            .where(RevisionRow.repo_pk == repo_pk, RevisionRow.sha.in_(back))
+            .values(on_main=True, off_main_since=None)
+        )
+    return gone
+
+
+def revision_row(session: Session, repo_id: str, sha: str) -> RevisionRow:
+    """The row of (repo, sha), for queries inside storage."""
+    row = _revision_row_or_none(session, repo_id, sha)
+    if row is None:
+        raise RevisionNotFound(f"{repo_id} has no recorded revision {sha}")
+    return row
+
+
+def to_revision(repo_id: str, row: RevisionRow) -> Revision:
+    return Revision(
+        repo_id=repo_id,
+        sha=row.sha,
+        parents=tuple(row.parents),
+        date=row.date,
+        title=row.title,
+        author=row.author,
+    )
+
+
+def _revision_row_or_none(session: Session, repo_id: str, sha: str) -> RevisionRow | None:
+    return session.scalars(
+        select(RevisionRow).where(
+            RevisionRow.repo_pk == repo_row(session, repo_id).id, RevisionRow.sha == sha
+        )
+    ).one_or_none()
+
+
+def _on_main(session: Session, repo_id: str) -> Any:
+    return select(RevisionRow).where(
+        RevisionRow.repo_pk == repo_row(session, repo_id).id, RevisionRow.on_main
+    )
+
+
+def _changes(session: Session, revision_pk: int) -> list[Change]:
+    rows = session.scalars(
+        select(ChangeRow).where(ChangeRow.revision_pk == revision_pk).order_by(ChangeRow.ordinal)
+    )
+    return [
+        Change(
+            artifact=row.artifact,
+            path=row.path,
+            kind=row.kind,
+            old=row.old,
+            new=row.new,
+            severity=Severity(row.severity),
+            message=row.message,
+        )
+        for row in rows
+    ]
+
+
+def _file_row(revision_pk: int, ordinal: int, entry: FileEntry) -> dict[str, Any]:
+    return {
+        "revision_pk": revision_pk,
+        "ordinal": ordinal,
+        "path": entry.path,
+        "size": entry.size,
+        "blob_id": entry.blob_id,
+        "lfs_sha256": entry.lfs_sha256,
+        "content_key": entry.content_key,
+    }
+
+
+def _change_row(revision_pk: int, ordinal: int, change: Change) -> dict[str, Any]:
+    return {
+        "revision_pk": revision_pk,
+        "ordinal": ordinal,
+        "artifact": change.artifact,
+        "path": change.path,
+        "kind": change.kind,
+        "old": change.old,
+        "new": change.new,
+        "severity": int(change.severity),
+        "message": change.message,
+    }
+
+
+def _validate(
+    snapshot: Snapshot, changes: Sequence[Change], plan_json: dict[str, JsonValue] | None
+) -> None:
+    revision = snapshot.revision
+    where = f"{revision.repo_id}@{revision.sha}"
+    require_aware(revision.date, f"{where} date")
+    require_text([revision.sha, revision.title, revision.author, *revision.parents], where)
+    require_text([entry.path for entry in snapshot.files], f"{where} files")
+    require_text(dict(snapshot.texts), f"{where} texts")
+    require_text(list(snapshot.oversized), f"{where} oversized")
+    require_text(snapshot.manifest, f"{where} manifest")
+    require_text(dict(snapshot.card), f"{where} card")
+    for index, change in enumerate(changes):
+        require_text(
+            [change.artifact, change.path, change.kind, change.message, change.old, change.new],
+            f"{where} change {index}",
+        )
+    require_text(plan_json, f"{where} plan")
+    paths = [entry.path for entry in snapshot.files]
+    if len(set(paths)) != len(paths):
+        raise InvalidRecord(f"{where}: the file list names a path more than once")

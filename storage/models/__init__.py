@@ -1,0 +1,31 @@
+"""The ORM models. They stay inside ``storage``: queries hand out records, never rows."""
+
+from storage.models.base import Base, UTCDateTime
+from storage.models.history import (
+    BlobRow,
+    ChangeRow,
+    EstimateRow,
+    RepoRow,
+    RevisionFileRow,
+    RevisionRow,
+    SnapshotRow,
+)
+from storage.models.operations import PollStateRow, WebhookEventRow
+from storage.models.publishing import AdvisoryRow, DeliveryRow, SubscriptionRow
+
+__all__ = [
+    "AdvisoryRow",
+    "Base",
+    "BlobRow",
+    "ChangeRow",
+    "DeliveryRow",
+    "EstimateRow",
+    "PollStateRow",
+    "RepoRow",
+    "RevisionFileRow",
+    "RevisionRow",
+    "SnapshotRow",
+    "SubscriptionRow",
+    "UTCDateTime",
+    "WebhookEventRow",
+]

@@ -1,0 +1,133 @@
+"""Tables of a repo's history: repos, revisions, their files, blobs, snapshots, changes, estimates.
+
+A revision is keyed by (repo, sha): that key is what makes recording a
+revision idempotent. Files point at blobs by content key only (no foreign
+key), because most files (weights) are listed but never stored.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from storage.models.base import Base, Json, UTCDateTime
+
+REPO_ID_LENGTH = 200
+SHA_LENGTH = 64
+PATH_LENGTH = 1024
+
+
+class RepoRow(Base):
+    __tablename__ = "repos"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('active', 'gone', 'gated', 'private', 'renamed')", name="status"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repo_id: Mapped[str] = mapped_column(String(REPO_ID_LENGTH), unique=True)
+    added_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    renamed_to: Mapped[str | None] = mapped_column(String(REPO_ID_LENGTH))
+    tracked: Mapped[bool] = mapped_column(Boolean, default=True)
+    options: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+
+
+class RevisionRow(Base):
+    __tablename__ = "revisions"
+    __table_args__ = (
+        UniqueConstraint("repo_pk", "sha"),
+        Index("ix_revisions_repo_pk_date", "repo_pk", "date"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repo_pk: Mapped[int] = mapped_column(ForeignKey("repos.id", ondelete="CASCADE"))
+    sha: Mapped[str] = mapped_column(String(SHA_LENGTH))
+    parents: Mapped[list[str]] = mapped_column(Json)
+    date: Mapped[datetime] = mapped_column(UTCDateTime)
+    title: Mapped[str] = mapped_column(Text)
+    author: Mapped[str | None] = mapped_column(String(REPO_ID_LENGTH))
+    processed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    on_main: Mapped[bool] = mapped_column(Boolean, default=True)
+    off_main_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class RevisionFileRow(Base):
+    __tablename__ = "revision_files"
+    __table_args__ = (UniqueConstraint("revision_pk", "path"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    revision_pk: Mapped[int] = mapped_column(ForeignKey("revisions.id", ondelete="CASCADE"))
+    ordinal: Mapped[int] = mapped_column(Integer)
+    path: Mapped[str] = mapped_column(String(PATH_LENGTH))
+    size: Mapped[int] = mapped_column(BigInteger)
+    blob_id: Mapped[str] = mapped_column(String(SHA_LENGTH))
+    lfs_sha256: Mapped[str | None] = mapped_column(String(SHA_LENGTH))
+    content_key: Mapped[str] = mapped_column(String(SHA_LENGTH), index=True)
+
+
+class BlobRow(Base):
+    __tablename__ = "blobs"
+    __table_args__ = (CheckConstraint("compression IN ('none', 'zlib')", name="compression"),)
+
+    content_key: Mapped[str] = mapped_column(String(SHA_LENGTH), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    stored_size: Mapped[int] = mapped_column(BigInteger)
+    compression: Mapped[str] = mapped_column(String(8))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class SnapshotRow(Base):
+    """What a Snapshot holds beyond its file list."""
+
+    __tablename__ = "snapshots"
+
+    revision_pk: Mapped[int] = mapped_column(
+        ForeignKey("revisions.id", ondelete="CASCADE"), primary_key=True
+    )
+    texts: Mapped[dict[str, str]] = mapped_column(Json)
+    oversized: Mapped[list[str]] = mapped_column(Json)
+    manifest: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    card: Mapped[dict[str, Any]] = mapped_column(Json)
+
+
+class ChangeRow(Base):
+    __tablename__ = "changes"
+    __table_args__ = (UniqueConstraint("revision_pk", "ordinal"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    revision_pk: Mapped[int] = mapped_column(ForeignKey("revisions.id", ondelete="CASCADE"))
+    ordinal: Mapped[int] = mapped_column(Integer)
+    artifact: Mapped[str] = mapped_column(String(64), index=True)
+    path: Mapped[str] = mapped_column(String(PATH_LENGTH))
+    kind: Mapped[str] = mapped_column(String(64))
+    old: Mapped[Any] = mapped_column(Json)
+    new: Mapped[Any] = mapped_column(Json)
+    severity: Mapped[int] = mapped_column(Integer, index=True)
+    message: Mapped[str] = mapped_column(Text)
+
+
+class EstimateRow(Base):
+    __tablename__ = "estimates"
+
+    revision_pk: Mapped[int] = mapped_column(
+        ForeignKey("revisions.id", ondelete="CASCADE"), primary_key=True
+    )
+    plan: Mapped[dict[str, Any]] = mapped_column(Json)
+    schema_version: Mapped[int] = mapped_column(Integer)

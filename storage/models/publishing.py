@@ -1,0 +1,91 @@
+"""Tables of what is published and sent: advisories, subscriptions, the delivery outbox.
+
+The outbox is written in the same transaction as the revision that caused
+it; ``(subscription, channel, event_key)`` is unique, so re-processing a
+revision can never queue an alert twice, and ``sequence`` orders the
+deliveries of one subscription.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from storage.models.base import Base, Json, UTCDateTime
+from storage.models.history import SHA_LENGTH
+
+ADVISORY_ID_LENGTH = 128
+
+
+class AdvisoryRow(Base):
+    __tablename__ = "advisories"
+    __table_args__ = (
+        Index("ix_advisories_repo_pk_published", "repo_pk", "published"),
+        Index("ix_advisories_modified", "modified"),
+        Index("ix_advisories_new_sha", "new_sha"),
+    )
+
+    id: Mapped[str] = mapped_column(String(ADVISORY_ID_LENGTH), primary_key=True)
+    repo_pk: Mapped[int] = mapped_column(ForeignKey("repos.id", ondelete="CASCADE"))
+    old_sha: Mapped[str | None] = mapped_column(String(SHA_LENGTH))
+    new_sha: Mapped[str] = mapped_column(String(SHA_LENGTH))
+    published: Mapped[datetime] = mapped_column(UTCDateTime)
+    modified: Mapped[datetime] = mapped_column(UTCDateTime)
+    withdrawn: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    summary: Mapped[str] = mapped_column(Text)
+    severity: Mapped[int] = mapped_column(Integer)
+    osv: Mapped[dict[str, Any]] = mapped_column(Json)
+
+
+class SubscriptionRow(Base):
+    __tablename__ = "subscriptions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    repo_patterns: Mapped[list[str]] = mapped_column(Json)
+    spec: Mapped[dict[str, Any]] = mapped_column(Json)
+    channels: Mapped[list[dict[str, Any]]] = mapped_column(Json)
+    min_severity: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    # The next sequence number handed to a delivery of this subscription.
+    next_sequence: Mapped[int] = mapped_column(Integer, default=1)
+
+
+class DeliveryRow(Base):
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        UniqueConstraint("subscription_pk", "sequence"),
+        UniqueConstraint("subscription_pk", "channel", "event_key"),
+        Index("ix_deliveries_status_next_attempt_at", "status", "next_attempt_at"),
+        CheckConstraint("status IN ('pending', 'delivered', 'dead_letter')", name="status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    subscription_pk: Mapped[int] = mapped_column(ForeignKey("subscriptions.id", ondelete="CASCADE"))
+    sequence: Mapped[int] = mapped_column(Integer)
+    channel: Mapped[str] = mapped_column(String(64))
+    event_key: Mapped[str] = mapped_column(String(256))
+    advisory_id: Mapped[str | None] = mapped_column(
+        ForeignKey("advisories.id", ondelete="SET NULL")
+    )
+    revision_pk: Mapped[int | None] = mapped_column(ForeignKey("revisions.id", ondelete="SET NULL"))
+    payload: Mapped[dict[str, Any]] = mapped_column(Json)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

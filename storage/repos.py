@@ -1,0 +1,119 @@
+"""Which repos we follow, and what the Hub last said about each."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from storage.errors import InvalidRecord, RepoNotFound
+from storage.models import PollStateRow, RepoRow
+from storage.models.history import REPO_ID_LENGTH
+from storage.records import JsonValue, RepoStatus, TrackedRepo
+from storage.values import require_aware, require_text
+
+
+def ensure_repo(
+    session: Session,
+    repo_id: str,
+    *,
+    now: datetime | None = None,
+    options: Mapping[str, JsonValue] | None = None,
+) -> TrackedRepo:
+    """Track ``repo_id`` (again, if it was untracked); a new repo is due for a check at once.
+
+    ``options`` (interval, ...) replace the stored ones when given.
+    """
+    moment = now or datetime.now(UTC)
+    require_aware(moment, "ensure_repo now")
+    if not repo_id or len(repo_id) > REPO_ID_LENGTH:
+        raise InvalidRecord(f"repo id {repo_id!r} must be 1 to {REPO_ID_LENGTH} characters")
+    require_text(repo_id, "repo id")
+    if options is not None:
+        require_text(options, "repo options")
+    row = session.scalars(select(RepoRow).where(RepoRow.repo_id == repo_id)).one_or_none()
+    if row is None:
+        row = RepoRow(
+            repo_id=repo_id,
+            added_at=moment,
+            status=RepoStatus.ACTIVE.value,
+            tracked=True,
+            options=dict(options or {}),
+        )
+        session.add(row)
+        session.flush()
+    else:
+        row.tracked = True
+        if options is not None:
+            row.options = dict(options)
+    if session.get(PollStateRow, row.id) is None:
+        session.add(PollStateRow(repo_pk=row.id, next_check_at=moment, failures=0))
+    session.flush()
+    return to_tracked_repo(row)
+
+
+def get_repo(session: Session, repo_id: str) -> TrackedRepo:
+    """The stored repo, tracked or not."""
+    return to_tracked_repo(repo_row(session, repo_id))
+
+
+def tracked_repos(session: Session) -> list[TrackedRepo]:
+    """Every repo being followed, by repo id."""
+    rows = session.scalars(select(RepoRow).where(RepoRow.tracked).order_by(RepoRow.repo_id))
+    return [to_tracked_repo(row) for row in rows]
+
+
+def untrack(session: Session, repo_id: str, *, purge: bool = False) -> bool:
+    """Stop following ``repo_id``; True if it was followed.
+
+    Its history stays (feeds and advisories keep pointing at it) unless
+    ``purge`` deletes the repo with everything recorded about it.
+    """
+    row = session.scalars(select(RepoRow).where(RepoRow.repo_id == repo_id)).one_or_none()
+    if row is None:
+        return False
+    was_tracked = row.tracked
+    if purge:
+        session.execute(delete(RepoRow).where(RepoRow.id == row.id))
+        session.expunge(row)
+    else:
+        row.tracked = False
+        session.execute(delete(PollStateRow).where(PollStateRow.repo_pk == row.id))
+    session.flush()
+    return was_tracked
+
+
+def set_repo_status(
+    session: Session, repo_id: str, status: RepoStatus, *, renamed_to: str | None = None
+) -> RepoStatus:
+    """Record what the Hub says about the repo now; returns the status it had before.
+
+    The caller alerts on a transition (active -> gone), not on every check.
+    """
+    row = repo_row(session, repo_id)
+    previous = RepoStatus(row.status)
+    row.status = status.value
+    row.renamed_to = renamed_to if status is RepoStatus.RENAMED else None
+    session.flush()
+    return previous
+
+
+def repo_row(session: Session, repo_id: str) -> RepoRow:
+    """The row of ``repo_id``, for queries inside storage."""
+    row = session.scalars(select(RepoRow).where(RepoRow.repo_id == repo_id)).one_or_none()
+    if row is None:
+        raise RepoNotFound(f"repo {repo_id!r} is not tracked; track it first")
+    return row
+
+
+def to_tracked_repo(row: RepoRow) -> TrackedRepo:
+    return TrackedRepo(
+        repo_id=row.repo_id,
+        added_at=row.added_at,
+        status=RepoStatus(row.status),
+        renamed_to=row.renamed_to,
+        options=dict(row.options),
+        tracked=row.tracked,
+    )

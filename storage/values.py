@@ -1,0 +1,35 @@
+"""Checks a value must pass before it is written, so both backends store it the same way.
+
+PostgreSQL refuses NUL characters in text and JSONB while SQLite keeps them,
+and SQLite drops time zones: rather than let one backend fail late with a
+driver message and the other succeed, both refuse early with a message that
+names the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from storage.errors import InvalidRecord
+
+
+def require_aware(value: datetime | None, where: str) -> None:
+    """Refuse a naive datetime: storage keeps UTC and will not guess a time zone."""
+    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+        raise InvalidRecord(f"{where}: datetime {value.isoformat()} has no time zone; pass UTC")
+
+
+def require_text(value: Any, where: str) -> None:
+    """Refuse NUL characters anywhere inside ``value`` (a string or JSON structure)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidRecord(f"{where}: text contains a NUL character, which cannot be stored")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            require_text(key, where)
+            require_text(item, f"{where}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            require_text(item, f"{where}[{index}]")
