@@ -12,13 +12,20 @@ from collections.abc import Mapping
 from estimator.architecture import Architecture
 from estimator.config import Config
 from estimator.families import (
+    bloom,
     deepseek_v3,
+    falcon,
     gemma,
-    gpt_oss,
-    moe,
     generic,
+    gpt2,
+    gpt_neox,
+    gpt_oss,
+    gptj,
     llama,
     mistral,
+    moe,
+    opt,
+    phi,
     phi3,
     qwen2,
     qwen3,
@@ -43,6 +50,15 @@ TABLE: dict[str, Family] = {
     "granitemoe": moe.GRANITE_MOE_FAMILY,
     "gpt_oss": gpt_oss.FAMILY,
     "deepseek_v3": deepseek_v3.FAMILY,
+    "gpt2": gpt2.FAMILY,
+    "gpt_neox": gpt_neox.FAMILY,
+    "opt": opt.FAMILY,
+    "bloom": bloom.FAMILY,
+    "falcon": falcon.FAMILY,
+    "RefinedWeb": falcon.FAMILY,
+    "RefinedWebModel": falcon.FAMILY,
+    "phi": phi.FAMILY,
+    "gptj": gptj.FAMILY,
 }
 
 # Longest prefix first, so "DistilBert" wins over "Bert" for configs without model_type.

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from estimator.architecture import Architecture, HeadKind, NormKind, PositionKind
-from estimator.blocks.layer import ModelParts
+from estimator.blocks.embeddings import lm_head
+from estimator.blocks.layer import LayerParts, LayerTemplate, ModelParts
 from estimator.config import Config
+from estimator.families.heads import num_labels
 
 
 def declared_dtype(cfg: Config) -> str | None:
@@ -75,3 +77,40 @@ def assemble(
         rope_scaling=rope_scaling(cfg),
         rope_theta=rope_theta(cfg),
     )
+
+
+def stack_model(
+    *,
+    prefix: str,
+    top: LayerParts,
+    layers_prefix: str,
+    layers: list[LayerTemplate],
+    tail: LayerParts,
+    head: LayerParts,
+) -> ModelParts:
+    """Embeddings, layers and final norm under the base model's attribute, heads at the root."""
+    model = ModelParts()
+    model.extend(prefix, top)
+    model.layers(prefix + layers_prefix, layers)
+    model.extend(prefix, tail)
+    model.extend("", head)
+    return model
+
+
+def causal_head(
+    cfg: Config,
+    head: HeadKind,
+    width: int,
+    vocab: int,
+    *,
+    tied: bool,
+    bias: bool = False,
+    name: str = "lm_head",
+) -> LayerParts:
+    """lm_head for causal LMs, a bias-free ``score`` for sequence classification, nothing for base."""
+    parts = LayerParts()
+    if head == "causal-lm":
+        lm_head(parts, name, width, vocab, tied=tied, bias=bias)
+    elif head == "sequence-classification":
+        parts.param("score.weight", (num_labels(cfg), width), "head")
+    return parts

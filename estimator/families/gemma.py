@@ -8,8 +8,8 @@ from estimator.architecture import Architecture
 from estimator.config import MAX_LAYERS, Config
 from estimator.families.decoder import (
     DECODER_HEADS,
-    Defaults,
     DecoderShape,
+    Defaults,
     build_decoder,
     dense_mlp,
     llama_layer,

@@ -12,8 +12,8 @@ from estimator.blocks.layer import LayerParts, LayerTemplate
 from estimator.config import MAX_EXPERTS, MAX_LAYERS, MAX_WIDTH, Config
 from estimator.families.decoder import (
     DECODER_HEADS,
-    Defaults,
     DecoderShape,
+    Defaults,
     FeedForward,
     build_decoder,
     dense_mlp,

@@ -1,0 +1,82 @@
+"""GPT-J: bias-free attention, biased MLP, one LayerNorm per block, ``lm_head`` with a bias."""
+
+from __future__ import annotations
+
+from estimator.architecture import Architecture
+from estimator.blocks import attention, mlp
+from estimator.blocks.embeddings import embedding
+from estimator.blocks.layer import LayerParts, template
+from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
+from estimator.families.common import assemble, causal_head, stack_model
+from estimator.families.decoder import DECODER_HEADS
+from estimator.families.family import Family, Request
+
+GPTJ_ATTENTION = attention.Projections("attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.out_proj")
+
+
+def build(cfg: Config, req: Request) -> Architecture:
+    hidden = cfg.size("n_embd", 4096, limit=MAX_WIDTH, aliases=("hidden_size",))
+    heads = cfg.size("n_head", 16, limit=MAX_HEADS, aliases=("num_attention_heads",))
+    cfg.divides("n_head", heads, "n_embd", hidden)
+    n_layers = cfg.size("n_layer", 28, limit=MAX_LAYERS, aliases=("num_hidden_layers",))
+    positions = cfg.size(
+        "n_positions", 2048, limit=MAX_POSITIONS, aliases=("max_position_embeddings",)
+    )
+    vocab = cfg.size("vocab_size", 50400, limit=MAX_VOCAB)
+    inner = cfg.size("n_inner", 4 * hidden, limit=MAX_WIDTH)
+    tied = cfg.flag("tie_word_embeddings", False)
+
+    parts = LayerParts()
+    parts.norm("ln_1", hidden, True)
+    attention.separate_qkv(
+        parts,
+        GPTJ_ATTENTION,
+        hidden,
+        heads,
+        heads,
+        hidden // heads,
+        qkv_bias=False,
+        out_bias=False,
+    )
+    ffn = mlp.plain(
+        parts,
+        "mlp.fc_in",
+        "mlp.fc_out",
+        hidden,
+        inner,
+        cfg.text("activation_function", "gelu_new"),
+        bias=True,
+    )
+    spec = attention.spec(heads, heads, hidden // heads, causal=True)
+    layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
+
+    top = LayerParts()
+    embedding(top, "wte", vocab, hidden)
+    tail = LayerParts()
+    tail.norm("ln_f", hidden, True)
+    model = stack_model(
+        prefix="" if req.head == "base" else "transformer.",
+        top=top,
+        layers_prefix="h.",
+        layers=[layer] * n_layers,
+        tail=tail,
+        head=causal_head(cfg, req.head, hidden, vocab, tied=tied, bias=True),
+    )
+    return assemble(
+        cfg,
+        model,
+        model_type=req.model_type,
+        family="gptj",
+        architecture=req.architecture,
+        head=req.head,
+        hidden_size=hidden,
+        vocab_size=vocab,
+        max_position_embeddings=positions,
+        tie_word_embeddings=tied,
+        norm="layernorm",
+        position="rope",
+        supported=req.supported,
+    )
+
+
+FAMILY = Family("gptj", "GPTJ", "GPTJForCausalLM", DECODER_HEADS, build)

@@ -1,0 +1,76 @@
+"""Phi-1/2: one LayerNorm per block (attention and MLP in parallel), biased projections,
+an optional per-head LayerNorm on Q and K, and an ``lm_head`` with a bias."""
+
+from __future__ import annotations
+
+from estimator.architecture import Architecture
+from estimator.blocks import attention, mlp
+from estimator.blocks.embeddings import embedding
+from estimator.blocks.layer import LayerParts, template
+from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
+from estimator.families.common import assemble, causal_head, stack_model
+from estimator.families.decoder import DECODER_HEADS
+from estimator.families.family import Family, Request
+
+PHI_ATTENTION = attention.Projections(
+    "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.dense"
+)
+
+
+def build(cfg: Config, req: Request) -> Architecture:
+    hidden = cfg.size("hidden_size", 2048, limit=MAX_WIDTH)
+    heads = cfg.size("num_attention_heads", 32, limit=MAX_HEADS)
+    cfg.divides("num_attention_heads", heads, "hidden_size", hidden)
+    kv_heads = cfg.size("num_key_value_heads", heads, limit=MAX_HEADS)
+    cfg.divides("num_key_value_heads", kv_heads, "num_attention_heads", heads)
+    head_dim = cfg.optional_size("head_dim", limit=MAX_WIDTH) or hidden // heads
+    n_layers = cfg.size("num_hidden_layers", 24, limit=MAX_LAYERS)
+    positions = cfg.size("max_position_embeddings", 2048, limit=MAX_POSITIONS)
+    vocab = cfg.size("vocab_size", 51200, limit=MAX_VOCAB)
+    inner = cfg.size("intermediate_size", 8192, limit=MAX_WIDTH)
+    tied = cfg.flag("tie_word_embeddings", False)
+
+    parts = LayerParts()
+    attention.separate_qkv(
+        parts, PHI_ATTENTION, hidden, heads, kv_heads, head_dim, qkv_bias=True, out_bias=True
+    )
+    if cfg.flag("qk_layernorm", False):
+        parts.norm("self_attn.q_layernorm", hidden // heads, True)
+        parts.norm("self_attn.k_layernorm", hidden // heads, True)
+    ffn = mlp.plain(
+        parts, "mlp.fc1", "mlp.fc2", hidden, inner, cfg.text("hidden_act", "gelu_new"), bias=True
+    )
+    parts.norm("input_layernorm", hidden, True)
+    spec = attention.spec(heads, kv_heads, head_dim, causal=True)
+    layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
+
+    top = LayerParts()
+    embedding(top, "embed_tokens", vocab, hidden)
+    tail = LayerParts()
+    tail.norm("final_layernorm", hidden, True)
+    model = stack_model(
+        prefix="" if req.head == "base" else "model.",
+        top=top,
+        layers_prefix="layers.",
+        layers=[layer] * n_layers,
+        tail=tail,
+        head=causal_head(cfg, req.head, hidden, vocab, tied=tied, bias=True),
+    )
+    return assemble(
+        cfg,
+        model,
+        model_type=req.model_type,
+        family="phi",
+        architecture=req.architecture,
+        head=req.head,
+        hidden_size=hidden,
+        vocab_size=vocab,
+        max_position_embeddings=positions,
+        tie_word_embeddings=tied,
+        norm="layernorm",
+        position="rope",
+        supported=req.supported,
+    )
+
+
+FAMILY = Family("phi", "Phi", "PhiForCausalLM", DECODER_HEADS, build)
