@@ -1,0 +1,63 @@
+"""What every differ shares: the token names a message may quote, and value wording.
+
+Differs are pure functions over parsed artifacts; they receive a
+``DiffContext`` instead of reaching for other files themselves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.records import Change, Severity
+
+UNSET = "(unset)"
+MAX_VALUE_CHARS = 120
+
+
+@dataclass(frozen=True)
+class DiffContext:
+    """Facts about both revisions that make messages readable.
+
+    ``token_names`` maps token ids to their text (from tokenizer_config's
+    ``added_tokens_decoder`` and tokenizer.json's ``added_tokens``), old and
+    new merged with the new revision winning.
+    """
+
+    token_names: Mapping[int, str] = field(default_factory=dict)
+
+    def token(self, token_id: object) -> str:
+        if isinstance(token_id, int) and token_id in self.token_names:
+            return self.token_names[token_id]
+        return f"token {token_id}"
+
+
+def format_value(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    """A JSON value as a message shows it: strings bare, the rest as compact JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) > limit:
+        return text[: limit - 1] + "…"
+    return text
+
+
+def parse_error(artifact: str, path: str, old: Any, error: str) -> Change:
+    """A file that stopped parsing: a change of its own, never a crash."""
+    return Change(
+        artifact=artifact,
+        path=path,
+        kind="parse_error",
+        old=old,
+        new=error,
+        severity=Severity.HIGH,
+        message=f"{path} no longer parses: {error}",
+    )
+
+
+def by_severity(changes: list[Change]) -> list[Change]:
+    """Most severe first, then by artifact and path, so output order is stable."""
+    return sorted(changes, key=lambda c: (-int(c.severity), c.artifact, c.path, c.kind))
+
+
+__all__ = ["UNSET", "DiffContext", "by_severity", "format_value", "parse_error"]

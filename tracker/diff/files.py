@@ -1,0 +1,197 @@
+"""Changes in a revision's file list: code and pickles appearing, weight formats, odd names.
+
+Nothing here opens a file: the list of paths with their content keys is
+enough to say that a ``*.py`` appeared (code ``trust_remote_code`` would run),
+that pickle-based weights appeared (loading them unpickles arbitrary code),
+that ``.bin`` weights were converted to safetensors, or that a name could
+escape a directory if anyone used it as a path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
+
+from storage.records import Change, FileEntry, Severity
+
+ARTIFACT_CODE = "code"
+ARTIFACT_WEIGHTS = "weights"
+ARTIFACT_REPO = "repo"
+PICKLE_SUFFIXES = frozenset({".bin", ".pt", ".pkl", ".ckpt", ".pth", ".pickle"})
+CODE_SUFFIXES = frozenset({".py"})
+WEIGHT_SUFFIXES = PICKLE_SUFFIXES | frozenset({".safetensors", ".gguf", ".msgpack", ".h5", ".onnx"})
+MAX_NAMES = 200
+
+
+def is_unsafe_path(path: str) -> bool:
+    """Whether a Hub file name could point outside a directory if joined onto one."""
+    parts = path.replace("\\", "/").split("/")
+    return (
+        not path
+        or path.startswith(("/", "\\"))
+        or "\x00" in path
+        or any(part in ("..", "") for part in parts)
+        or (len(path) > 1 and path[1] == ":")
+    )
+
+
+def suffix(path: str) -> str:
+    return PurePosixPath(path).suffix.lower()
+
+
+def is_pickle(path: str) -> bool:
+    return suffix(path) in PICKLE_SUFFIXES
+
+
+def is_code(path: str) -> bool:
+    return suffix(path) in CODE_SUFFIXES
+
+
+def diff_files(old: Sequence[FileEntry], new: Sequence[FileEntry]) -> list[Change]:
+    """Changes between two revisions' file lists (``old`` empty for a first revision)."""
+    before = {f.path: f for f in old}
+    after = {f.path: f for f in new}
+    changes = _unsafe(before, after)
+    changes += _code(before, after)
+    changes += _pickles(before, after)
+    changes += _format(before, after)
+    changes += _weights_rewritten(before, after)
+    return changes
+
+
+def _names(paths: Sequence[str]) -> str:
+    shown = ", ".join(paths[:5])
+    return shown + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def _unsafe(before: Mapping[str, FileEntry], after: Mapping[str, FileEntry]) -> list[Change]:
+    bad = sorted(p for p in after if is_unsafe_path(p) and p not in before)
+    if not bad:
+        return []
+    return [
+        Change(
+            ARTIFACT_REPO,
+            bad[0],
+            "unsafe_path",
+            None,
+            bad[:MAX_NAMES],
+            Severity.HIGH,
+            f"file names that could escape a directory: {_names(bad)}; never fetched",
+        )
+    ]
+
+
+def _code(before: Mapping[str, FileEntry], after: Mapping[str, FileEntry]) -> list[Change]:
+    changes = []
+    for path in sorted(p for p in after if is_code(p)):
+        if path not in before:
+            changes.append(
+                Change(
+                    ARTIFACT_CODE,
+                    path,
+                    "added",
+                    None,
+                    after[path].content_key,
+                    Severity.HIGH,
+                    f"custom code {path} added: trust_remote_code would run it",
+                )
+            )
+        elif before[path].content_key != after[path].content_key:
+            changes.append(
+                Change(
+                    ARTIFACT_CODE,
+                    path,
+                    "modified",
+                    before[path].content_key,
+                    after[path].content_key,
+                    Severity.HIGH,
+                    f"custom code {path} changed: trust_remote_code runs new code",
+                )
+            )
+    for path in sorted(p for p in before if is_code(p) and p not in after):
+        changes.append(
+            Change(
+                ARTIFACT_CODE,
+                path,
+                "removed",
+                before[path].content_key,
+                None,
+                Severity.MODERATE,
+                f"custom code {path} removed: loaders relying on it break",
+            )
+        )
+    return changes
+
+
+def _pickles(before: Mapping[str, FileEntry], after: Mapping[str, FileEntry]) -> list[Change]:
+    added = sorted(p for p in after if is_pickle(p) and p not in before)
+    if not added:
+        return []
+    return [
+        Change(
+            ARTIFACT_WEIGHTS,
+            added[0],
+            "pickle_added",
+            None,
+            added[:MAX_NAMES],
+            Severity.HIGH,
+            f"pickle-based files added ({_names(added)}): loading them unpickles, "
+            "which can run arbitrary code",
+        )
+    ]
+
+
+def _format(before: Mapping[str, FileEntry], after: Mapping[str, FileEntry]) -> list[Change]:
+    old_formats, new_formats = _weight_formats(before), _weight_formats(after)
+    if not old_formats or old_formats == new_formats:
+        return []
+    gone = sorted(old_formats - new_formats)
+    came = sorted(new_formats - old_formats)
+    if not gone:
+        return []
+    wording = f"{', '.join(gone)} -> {', '.join(came) or 'none'}"
+    return [
+        Change(
+            ARTIFACT_WEIGHTS,
+            "",
+            "format_changed",
+            sorted(old_formats),
+            sorted(new_formats),
+            Severity.HIGH,
+            f"weight format {wording}: callers loading the {', '.join(gone)} files break",
+        )
+    ]
+
+
+def _weight_formats(files: Mapping[str, FileEntry]) -> set[str]:
+    return {suffix(p) for p in files if suffix(p) in WEIGHT_SUFFIXES and "/" not in p}
+
+
+def _weights_rewritten(
+    before: Mapping[str, FileEntry], after: Mapping[str, FileEntry]
+) -> list[Change]:
+    changed = sorted(
+        p
+        for p in after
+        if suffix(p) in WEIGHT_SUFFIXES
+        and p in before
+        and before[p].content_key != after[p].content_key
+    )
+    if not changed:
+        return []
+    delta = sum(after[p].size - before[p].size for p in changed)
+    return [
+        Change(
+            ARTIFACT_WEIGHTS,
+            changed[0],
+            "weights_changed",
+            {p: before[p].size for p in changed[:MAX_NAMES]},
+            {p: after[p].size for p in changed[:MAX_NAMES]},
+            Severity.MODERATE,
+            f"{len(changed)} weight files have new content ({_names(changed)}); "
+            f"total size {delta:+,} bytes: outputs may differ from the pinned revision",
+        )
+    ]
+
+
+__all__ = ["diff_files", "is_code", "is_pickle", "is_unsafe_path", "suffix"]

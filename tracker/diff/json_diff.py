@@ -1,0 +1,236 @@
+"""Typed changes between two parsed JSON documents (config, generation_config, ...).
+
+deepdiff finds what moved; the field table in ``data/json_fields.json`` then
+groups the raw paths into the units a reader cares about (``rope_scaling``
+as a whole, one entry of ``added_tokens_decoder``), gives each a severity and
+says why it matters. Wording rules that need more than a fixed sentence
+(stop tokens named by their text) are the small functions in ``EXPLAINERS``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from deepdiff import DeepDiff
+
+from storage.records import Change, Severity
+from tracker.diff.common import UNSET, DiffContext, format_value
+
+PathKey = tuple[str | int, ...]
+_MISSING = object()
+MAX_ENTRIES_PER_PARENT = 20
+"""More untabled changes than this under one parent collapse into one summary change."""
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    severity: Severity
+    why: str
+    explain: str | None = None
+    granularity: str = "whole"
+
+
+@dataclass(frozen=True)
+class ArtifactRules:
+    default: Severity
+    skip: frozenset[str]
+    fields: Mapping[str, FieldRule]
+
+
+@cache
+def rules_for(artifact: str) -> ArtifactRules:
+    """The field table for one artifact kind (falls back to the generic ``json`` rules)."""
+    table = _load_table()
+    entry = table.get(artifact) or table["json"]
+    fields = {
+        name: FieldRule(
+            severity=Severity.parse(spec["severity"]),
+            why=spec.get("why", ""),
+            explain=spec.get("explain"),
+            granularity=spec.get("granularity", "whole"),
+        )
+        for name, spec in entry["fields"].items()
+    }
+    return ArtifactRules(Severity.parse(entry["default"]), frozenset(entry["skip"]), fields)
+
+
+@cache
+def _load_table() -> dict[str, Any]:
+    text = resources.files("tracker").joinpath("data/json_fields.json").read_text("utf-8")
+    table: dict[str, Any] = json.loads(text)
+    return table
+
+
+def diff_json(
+    artifact: str, path: str, old: Any, new: Any, context: DiffContext | None = None
+) -> list[Change]:
+    """Changes between two parsed JSON documents of the same artifact kind."""
+    context = context or DiffContext()
+    rules = rules_for(artifact)
+    old_doc, new_doc = _without(old, rules.skip), _without(new, rules.skip)
+    units = _changed_units(old_doc, new_doc, rules)
+    changes: list[Change] = []
+    for parent, group in _group_by_parent(units, rules).items():
+        if parent is not None and len(group) > MAX_ENTRIES_PER_PARENT:
+            changes.append(_summary(artifact, path, parent, group, old_doc, new_doc, rules))
+            continue
+        for unit in group:
+            changes.append(_change(artifact, path, unit, old_doc, new_doc, rules, context))
+    return changes
+
+
+def _without(doc: Any, skip: frozenset[str]) -> Any:
+    if isinstance(doc, dict) and skip:
+        return {k: v for k, v in doc.items() if k not in skip}
+    return doc
+
+
+def _changed_units(old: Any, new: Any, rules: ArtifactRules) -> list[PathKey]:
+    diff = DeepDiff(old, new, view="tree", ignore_numeric_type_changes=True, verbose_level=2)
+    units: dict[PathKey, None] = {}
+    for items in diff.values():
+        for item in items:
+            units[_unit(tuple(item.path(output_format="list")), rules)] = None
+    return sorted(units, key=lambda u: [str(p) for p in u])
+
+
+def _unit(raw: PathKey, rules: ArtifactRules) -> PathKey:
+    """The reported unit for a raw deepdiff path: a tabled field, or the path cut at lists."""
+    for depth, part in enumerate(raw):
+        rule = rules.fields.get(part) if isinstance(part, str) else None
+        if rule is not None:
+            end = depth + 2 if rule.granularity == "entry" and len(raw) > depth + 1 else depth + 1
+            return raw[:end]
+        if isinstance(part, int):
+            return raw[:depth]
+    return raw
+
+
+def _rule(unit: PathKey, rules: ArtifactRules) -> FieldRule | None:
+    for part in reversed(unit):
+        if isinstance(part, str) and part in rules.fields:
+            return rules.fields[part]
+    return None
+
+
+def _group_by_parent(
+    units: list[PathKey], rules: ArtifactRules
+) -> dict[PathKey | None, list[PathKey]]:
+    groups: dict[PathKey | None, list[PathKey]] = {}
+    for unit in units:
+        parent = unit[:-1] if unit and _rule(unit, rules) is None else None
+        groups.setdefault(parent, []).append(unit)
+    return groups
+
+
+def _get(doc: Any, unit: PathKey) -> Any:
+    for part in unit:
+        in_dict = isinstance(doc, dict) and isinstance(part, str) and part in doc
+        in_list = isinstance(doc, list) and isinstance(part, int) and part < len(doc)
+        if in_dict or in_list:
+            doc = doc[part]
+        else:
+            return _MISSING
+    return doc
+
+
+def dotted(unit: PathKey) -> str:
+    """``('rope_scaling', 'factor')`` -> ``rope_scaling.factor``; list indices as ``[i]``."""
+    text = ""
+    for part in unit:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text or "(document)"
+
+
+def _change(
+    artifact: str,
+    path: str,
+    unit: PathKey,
+    old_doc: Any,
+    new_doc: Any,
+    rules: ArtifactRules,
+    context: DiffContext,
+) -> Change:
+    old, new = _get(old_doc, unit), _get(new_doc, unit)
+    kind = "added" if old is _MISSING else "removed" if new is _MISSING else "modified"
+    old_v = None if old is _MISSING else old
+    new_v = None if new is _MISSING else new
+    rule = _rule(unit, rules)
+    severity = rule.severity if rule else rules.default
+    why = rule.why if rule else ""
+    if rule and rule.explain:
+        severity, why = EXPLAINERS[rule.explain](old_v, new_v, severity, why, context)
+    shown_old = UNSET if old is _MISSING else format_value(old)
+    shown_new = UNSET if new is _MISSING else format_value(new)
+    message = f"{dotted(unit)} {shown_old} -> {shown_new}"
+    if why:
+        message += f": {why}"
+    return Change(artifact, path, kind, old_v, new_v, severity, f"{path}: {message}")
+
+
+def _summary(
+    artifact: str,
+    path: str,
+    parent: PathKey,
+    group: list[PathKey],
+    old_doc: Any,
+    new_doc: Any,
+    rules: ArtifactRules,
+) -> Change:
+    counts = {"added": 0, "removed": 0, "modified": 0}
+    for unit in group:
+        old, new = _get(old_doc, unit), _get(new_doc, unit)
+        counts["added" if old is _MISSING else "removed" if new is _MISSING else "modified"] += 1
+    detail = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
+    return Change(
+        artifact,
+        path,
+        "modified",
+        None,
+        counts,
+        rules.default,
+        f"{path}: {dotted(parent)}: {len(group)} entries changed ({detail})",
+    )
+
+
+def _ids(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _explain_stop_tokens(
+    old: Any, new: Any, severity: Severity, why: str, context: DiffContext
+) -> tuple[Severity, str]:
+    """Name the stop tokens gained and lost, by their text when the tokenizer knows it."""
+    old_ids, new_ids = _ids(old), _ids(new)
+    gained = [context.token(i) for i in new_ids if i not in old_ids]
+    lost = [context.token(i) for i in old_ids if i not in new_ids]
+    if gained and lost:
+        return severity, f"generation now stops at {', '.join(gained)} instead of {', '.join(lost)}"
+    if gained:
+        return severity, f"generation now also stops at {', '.join(gained)}"
+    if lost:
+        return severity, f"generation no longer stops at {', '.join(lost)}"
+    return Severity.INFO, "same stop tokens, written differently"
+
+
+def _explain_token_ids(
+    old: Any, new: Any, severity: Severity, why: str, context: DiffContext
+) -> tuple[Severity, str]:
+    names = [context.token(i) for i in _ids(new) if isinstance(i, int)]
+    return severity, f"{why} (now {', '.join(names)})" if names else why
+
+
+Explainer = Callable[[Any, Any, Severity, str, DiffContext], tuple[Severity, str]]
+EXPLAINERS: Mapping[str, Explainer] = {
+    "stop_tokens": _explain_stop_tokens,
+    "token_ids": _explain_token_ids,
+}
+
+__all__ = ["EXPLAINERS", "diff_json", "dotted", "rules_for"]

@@ -1,0 +1,177 @@
+"""Weight manifest changes at tensor level, read from safetensors headers and index files.
+
+A manifest is JSON (it is stored as the snapshot's ``manifest``)::
+
+    {"tensors":    {name: {"dtype": "BF16", "shape": [4096, 4096], "file": shard}},
+     "weight_map": {name: shard},                 # union of the index files
+     "headers":    {shard: {"content_key": key, "error": null | message}}}
+
+The differ names tensors added, removed, reshaped or recast, the change in
+total scalars, shards the weight map newly names, shards it names that the
+revision does not have, and headers that could not be read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from storage.records import Change, Severity
+
+ARTIFACT = "weights"
+MAX_NAMES = 200
+
+
+def total_scalars(manifest: Mapping[str, Any] | None) -> int:
+    """Scalars over every tensor whose shape the headers gave."""
+    if not manifest:
+        return 0
+    return sum(math.prod(t["shape"]) for t in manifest.get("tensors", {}).values())
+
+
+def diff_manifests(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, new_paths: Collection[str]
+) -> list[Change]:
+    """Changes between two manifests; ``new_paths`` are the files of the new revision."""
+    old, new = old or {}, new or {}
+    changes = _header_errors(old, new)
+    changes += _tensors(old.get("tensors", {}), new.get("tensors", {}))
+    changes += _shards(old.get("weight_map", {}), new.get("weight_map", {}), new_paths)
+    before, after = total_scalars(old), total_scalars(new)
+    if old.get("tensors") and before != after:
+        changes.append(
+            Change(
+                ARTIFACT,
+                "",
+                "scalars_changed",
+                before,
+                after,
+                Severity.HIGH,
+                f"total scalars in the weights {before:,} -> {after:,}",
+            )
+        )
+    return changes
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _header_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
+    changes = []
+    old_headers = old.get("headers", {})
+    for shard, info in sorted(new.get("headers", {}).items()):
+        error = info.get("error")
+        if error and old_headers.get(shard, {}).get("error") != error:
+            changes.append(
+                Change(
+                    ARTIFACT,
+                    shard,
+                    "header_refused",
+                    None,
+                    error,
+                    Severity.HIGH,
+                    f"{shard}: safetensors header not read: {error}",
+                )
+            )
+    return changes
+
+
+def _tensors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
+    changes = []
+    added = sorted(set(new) - set(old))
+    removed = sorted(set(old) - set(new))
+    both = sorted(set(old) & set(new))
+    reshaped = [n for n in both if list(old[n]["shape"]) != list(new[n]["shape"])]
+    recast = [n for n in both if old[n]["dtype"] != new[n]["dtype"]]
+    if old and added:
+        changes.append(
+            Change(
+                ARTIFACT,
+                new[added[0]]["file"],
+                "tensors_added",
+                None,
+                added[:MAX_NAMES],
+                Severity.HIGH,
+                f"{len(added)} tensors added: {_names(added)}",
+            )
+        )
+    if removed:
+        changes.append(
+            Change(
+                ARTIFACT,
+                old[removed[0]]["file"],
+                "tensors_removed",
+                removed[:MAX_NAMES],
+                None,
+                Severity.HIGH,
+                f"{len(removed)} tensors removed: {_names(removed)}",
+            )
+        )
+    if reshaped:
+        first = reshaped[0]
+        changes.append(
+            Change(
+                ARTIFACT,
+                new[first]["file"],
+                "tensors_reshaped",
+                {n: old[n]["shape"] for n in reshaped[:MAX_NAMES]},
+                {n: new[n]["shape"] for n in reshaped[:MAX_NAMES]},
+                Severity.HIGH,
+                f"{len(reshaped)} tensors reshaped, e.g. {first} {old[first]['shape']} -> "
+                f"{new[first]['shape']}",
+            )
+        )
+    if recast:
+        first = recast[0]
+        changes.append(
+            Change(
+                ARTIFACT,
+                new[first]["file"],
+                "dtype_changed",
+                {n: old[n]["dtype"] for n in recast[:MAX_NAMES]},
+                {n: new[n]["dtype"] for n in recast[:MAX_NAMES]},
+                Severity.HIGH,
+                f"{len(recast)} tensors changed dtype, e.g. {first} {old[first]['dtype']} -> "
+                f"{new[first]['dtype']}",
+            )
+        )
+    return changes
+
+
+def _shards(
+    old: Mapping[str, str], new: Mapping[str, str], new_paths: Collection[str]
+) -> list[Change]:
+    changes = []
+    old_shards, new_shards = set(old.values()), set(new.values())
+    if old_shards:
+        for shard in sorted(new_shards - old_shards):
+            changes.append(
+                Change(
+                    ARTIFACT,
+                    shard,
+                    "shard_added",
+                    None,
+                    shard,
+                    Severity.MODERATE,
+                    f"the weight map now names a new file {shard}",
+                )
+            )
+    for shard in sorted(s for s in new_shards if s not in new_paths):
+        changes.append(
+            Change(
+                ARTIFACT,
+                shard,
+                "shard_missing",
+                None,
+                shard,
+                Severity.HIGH,
+                f"the weight map names {shard}, which the revision does not have: "
+                "loading fails on the missing shard",
+            )
+        )
+    return changes
+
+
+__all__ = ["diff_manifests", "total_scalars"]

@@ -1,0 +1,170 @@
+"""tokenizer.json changes judged by what the tokenizer does, not by its bytes.
+
+Both versions are loaded with the ``tokenizers`` library (a Rust parser of
+the JSON; nothing is executed) and encode the fixed texts in
+``data/probe_texts.json``. The differ reports the vocabulary size, special
+tokens added or removed, and each probe text whose ids changed: a model
+fine-tuned on the old ids no longer matches the new tokenizer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from tokenizers import Tokenizer
+
+from storage.records import Change, Severity
+from tracker.diff.common import format_value
+
+ARTIFACT = "tokenizer"
+
+
+@dataclass(frozen=True)
+class TokenizerFacts:
+    """What the differ compares about one tokenizer.json version."""
+
+    vocab_size: int
+    special_tokens: dict[str, int]
+    encodings: tuple[tuple[int, ...], ...]
+
+
+class TokenizerParseError(ValueError):
+    """The tokenizers library rejected the file."""
+
+
+@cache
+def probe_texts() -> tuple[str, ...]:
+    raw = resources.files("tracker").joinpath("data/probe_texts.json").read_text("utf-8")
+    return tuple(json.loads(raw)["texts"])
+
+
+def parse_tokenizer(data: bytes) -> TokenizerFacts:
+    """Load tokenizer.json and encode the probe texts; TokenizerParseError if it will not load."""
+    try:
+        tokenizer = Tokenizer.from_str(data.decode("utf-8"))
+    except (UnicodeDecodeError, Exception) as exc:  # the library raises bare Exception
+        raise TokenizerParseError(f"tokenizers cannot load it: {exc}") from exc
+    special = {
+        token.content: token_id
+        for token_id, token in tokenizer.get_added_tokens_decoder().items()
+        if token.special
+    }
+    encodings = tuple(
+        tuple(tokenizer.encode(text, add_special_tokens=False).ids) for text in probe_texts()
+    )
+    return TokenizerFacts(tokenizer.get_vocab_size(with_added_tokens=True), special, encodings)
+
+
+def diff_tokenizers(
+    path: str, old: TokenizerFacts | None, new: TokenizerFacts | None
+) -> list[Change]:
+    """Changes between two tokenizer.json versions (None: absent at that revision)."""
+    if old is None and new is None:
+        return []
+    if old is None or new is None:
+        kind = "added" if old is None else "removed"
+        return [
+            Change(
+                ARTIFACT,
+                path,
+                kind,
+                None,
+                None,
+                Severity.HIGH,
+                f"{path} {kind}: the fast tokenizer {'appears' if new else 'is gone'}",
+            )
+        ]
+    changes: list[Change] = []
+    if old.vocab_size != new.vocab_size:
+        changes.append(
+            Change(
+                ARTIFACT,
+                path,
+                "vocab_size",
+                old.vocab_size,
+                new.vocab_size,
+                Severity.HIGH,
+                f"{path}: vocabulary size {old.vocab_size} -> {new.vocab_size}",
+            )
+        )
+    changes.extend(_special_changes(path, old, new))
+    changed = _changed_probes(old.encodings, new.encodings)
+    if changed:
+        first = changed[0]
+        text = probe_texts()[first]
+        changes.append(
+            Change(
+                ARTIFACT,
+                path,
+                "encoding_changed",
+                {probe_texts()[i]: list(old.encodings[i]) for i in changed},
+                {probe_texts()[i]: list(new.encodings[i]) for i in changed},
+                Severity.HIGH,
+                f"{path}: {len(changed)} of {len(old.encodings)} probe texts encode to different ids; "
+                f"{json.dumps(text)}: {format_value(list(old.encodings[first]), 60)} -> "
+                f"{format_value(list(new.encodings[first]), 60)}",
+            )
+        )
+    return changes
+
+
+def _special_changes(path: str, old: TokenizerFacts, new: TokenizerFacts) -> list[Change]:
+    changes = []
+    for token in sorted(set(new.special_tokens) - set(old.special_tokens)):
+        token_id = new.special_tokens[token]
+        changes.append(
+            Change(
+                ARTIFACT,
+                path,
+                "special_token_added",
+                None,
+                {token: token_id},
+                Severity.MODERATE,
+                f"{path}: special token {token} added (id {token_id})",
+            )
+        )
+    for token in sorted(set(old.special_tokens) - set(new.special_tokens)):
+        token_id = old.special_tokens[token]
+        changes.append(
+            Change(
+                ARTIFACT,
+                path,
+                "special_token_removed",
+                {token: token_id},
+                None,
+                Severity.HIGH,
+                f"{path}: special token {token} removed (was id {token_id})",
+            )
+        )
+    for token in sorted(set(old.special_tokens) & set(new.special_tokens)):
+        before, after = old.special_tokens[token], new.special_tokens[token]
+        if before != after:
+            changes.append(
+                Change(
+                    ARTIFACT,
+                    path,
+                    "special_token_moved",
+                    before,
+                    after,
+                    Severity.HIGH,
+                    f"{path}: special token {token} id {before} -> {after}",
+                )
+            )
+    return changes
+
+
+def _changed_probes(old: Sequence[tuple[int, ...]], new: Sequence[tuple[int, ...]]) -> list[int]:
+    return [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+
+
+__all__ = [
+    "TokenizerFacts",
+    "TokenizerParseError",
+    "diff_tokenizers",
+    "parse_tokenizer",
+    "probe_texts",
+]

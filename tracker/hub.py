@@ -1,0 +1,280 @@
+"""The one seam to the Hugging Face Hub: huggingface_hub's client, our types and errors.
+
+Everything the tracker learns from the Hub comes through ``Hub``: the head
+sha, the commit list, a revision's file list with sizes and content keys,
+small text files read into memory under a byte limit, and safetensors
+headers read with two range requests (8 bytes, then exactly the header) so a
+weight body is never fetched. ``HF_ENDPOINT``/``HF_TOKEN`` arrive through
+``Settings``; tests point the endpoint at the Hub emulator. huggingface_hub's
+exceptions are translated into ``tracker.errors.HubError`` subclasses with
+``raise ... from``. Nothing here writes to disk: file names from the Hub are
+only ever URL parts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any
+
+import httpx2
+from huggingface_hub import HfApi, hf_hub_url
+from huggingface_hub.errors import (
+    DisabledRepoError,
+    GatedRepoError,
+    HfHubHTTPError,
+    RemoteEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+from huggingface_hub.utils import (
+    build_hf_headers,
+    get_session,
+    hf_raise_for_status,
+    http_backoff,
+)
+
+from storage.records import FileEntry, Revision
+from tracker.errors import (
+    FileGone,
+    Gated,
+    HeaderInvalid,
+    HeaderTooLarge,
+    HubError,
+    HubUnavailable,
+    OversizedFile,
+    RateLimited,
+    RepoGone,
+    RevisionGone,
+)
+from tracker.repo_id import validate_repo_id
+from tracker.settings import Settings
+
+MAX_HEADER_BYTES = 100 * 1024 * 1024
+"""Largest safetensors header read; the Hub's own client stops at 25 MB."""
+BODY_ATTEMPTS = 3
+CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class RepoFiles:
+    """A revision's file list plus what the same API call says about the repo."""
+
+    sha: str
+    files: tuple[FileEntry, ...]
+    gated: str | bool
+
+
+class Hub:
+    """Read-only access to model repos through huggingface_hub."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        token: str | None = None,
+        *,
+        max_retries: int = 5,
+        timeout: float = 30.0,
+    ) -> None:
+        self.endpoint = endpoint.rstrip("/")
+        self._token: str | bool = token or False
+        self._api = HfApi(endpoint=self.endpoint, token=self._token)
+        self._max_retries = max_retries
+        self._timeout = timeout
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Hub:
+        return cls(settings.hf_endpoint, settings.hf_token)
+
+    def head_sha(self, repo_id: str, revision: str = "main") -> str:
+        """The commit ``revision`` points at now (one API request)."""
+        validate_repo_id(repo_id)
+        with _translated(f"{repo_id}@{revision}"):
+            info = self._api.model_info(repo_id, revision=revision, expand=["sha"])
+        if not info.sha:
+            raise HubError(f"{repo_id}@{revision}: the Hub sent no commit sha")
+        return info.sha
+
+    def commits(self, repo_id: str, revision: str = "main") -> list[Revision]:
+        """The history of ``revision``, oldest first; parents follow the listed order."""
+        validate_repo_id(repo_id)
+        with _translated(f"{repo_id}@{revision}"):
+            listed = self._api.list_repo_commits(repo_id, revision=revision)
+        oldest_first = list(reversed(listed))
+        revisions = []
+        for index, commit in enumerate(oldest_first):
+            parents = (oldest_first[index - 1].commit_id,) if index else ()
+            date = commit.created_at
+            revisions.append(
+                Revision(
+                    repo_id=repo_id,
+                    sha=commit.commit_id,
+                    parents=parents,
+                    date=date if date.tzinfo else date.replace(tzinfo=UTC),
+                    title=commit.title or "",
+                    author=", ".join(commit.authors) or None,
+                )
+            )
+        return revisions
+
+    def files(self, repo_id: str, sha: str) -> RepoFiles:
+        """Every file of the revision with size, git blob id and LFS sha256 (one request)."""
+        validate_repo_id(repo_id)
+        with _translated(f"{repo_id}@{sha}"):
+            info = self._api.model_info(repo_id, revision=sha, files_metadata=True)
+        entries = []
+        for sibling in info.siblings or []:
+            if sibling.blob_id is None:
+                raise HubError(f"{repo_id}@{sha}: {sibling.rfilename!r} listed without a blob id")
+            lfs = sibling.lfs
+            entries.append(
+                FileEntry(
+                    path=sibling.rfilename,
+                    size=int(sibling.size if sibling.size is not None else lfs.size if lfs else 0),
+                    blob_id=sibling.blob_id,
+                    lfs_sha256=lfs.sha256 if lfs else None,
+                )
+            )
+        return RepoFiles(info.sha or sha, tuple(entries), info.gated or False)
+
+    def read_text(self, repo_id: str, sha: str, entry: FileEntry, limit: int) -> bytes:
+        """The bytes of a small file, checked against its content key.
+
+        Refuses with OversizedFile before reading if the listing or the
+        response says it is over ``limit``, and stops reading at ``limit``
+        if neither did. A body whose hash is not the listed key (truncated,
+        corrupted) is fetched again, up to BODY_ATTEMPTS times.
+        """
+        where = f"{repo_id}@{sha}:{entry.path}"
+        if entry.size > limit:
+            raise OversizedFile(f"{where} is {entry.size:,} bytes, over the limit of {limit:,}")
+        url = hf_hub_url(repo_id, entry.path, revision=sha, endpoint=self.endpoint)
+        for attempt in range(1, BODY_ATTEMPTS + 1):
+            data = self._get_body(where, url, limit)
+            if _content_key(entry, data) == entry.content_key:
+                return data
+            if attempt == BODY_ATTEMPTS:
+                raise HubUnavailable(
+                    f"{where}: body of {len(data):,} bytes does not match its content key "
+                    f"{entry.content_key} after {BODY_ATTEMPTS} attempts (truncated?)"
+                )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def safetensors_header(
+        self, repo_id: str, sha: str, entry: FileEntry, limit: int = MAX_HEADER_BYTES
+    ) -> dict[str, Any]:
+        """A safetensors file's header JSON, read by range without touching the tensor data."""
+        where = f"{repo_id}@{sha}:{entry.path}"
+        url = hf_hub_url(repo_id, entry.path, revision=sha, endpoint=self.endpoint)
+        prefix = self._get_range(where, url, 0, 7)
+        if len(prefix) != 8:
+            raise HeaderInvalid(f"{where}: file is shorter than the 8-byte header length")
+        (length,) = struct.unpack("<Q", prefix)
+        if length > limit:
+            raise HeaderTooLarge(
+                f"{where}: header declares {length:,} bytes, over the limit of {limit:,}; not read"
+            )
+        if entry.size and 8 + length > entry.size:
+            raise HeaderInvalid(
+                f"{where}: header declares {length:,} bytes but the file has {entry.size:,}"
+            )
+        raw = self._get_range(where, url, 8, 8 + length - 1) if length else b""
+        if len(raw) != length:
+            raise HubUnavailable(f"{where}: header range returned {len(raw):,} of {length:,} bytes")
+        try:
+            header = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise HeaderInvalid(f"{where}: header is not JSON: {exc}") from exc
+        if not isinstance(header, dict):
+            raise HeaderInvalid(f"{where}: header is not a JSON object")
+        return header
+
+    def _headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        headers: dict[str, str] = build_hf_headers(token=self._token)
+        headers.update(extra or {})
+        return headers
+
+    def _get_range(self, where: str, url: str, start: int, end: int) -> bytes:
+        headers = self._headers({"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"})
+        with _translated(where):
+            response = http_backoff(
+                "GET", url, headers=headers, max_retries=self._max_retries, timeout=self._timeout
+            )
+            hf_raise_for_status(response)
+        data = response.content
+        if response.status_code != 206 and len(data) > end - start + 1:
+            # A server that ignores Range would send the whole body: keep only the slice.
+            data = data[start : end + 1]
+        return data
+
+    def _get_body(self, where: str, url: str, limit: int) -> bytes:
+        headers = self._headers({"Accept-Encoding": "identity"})
+        stream = get_session().stream("GET", url, headers=headers, timeout=self._timeout)
+        with _translated(where), stream as response:
+            if response.status_code >= 400:
+                response.read()
+                hf_raise_for_status(response)
+            declared = response.headers.get("Content-Length")
+            if declared and declared.isdigit() and int(declared) > limit:
+                raise OversizedFile(f"{where} is {int(declared):,} bytes, over {limit:,}")
+            return _read_capped(where, response.iter_bytes(CHUNK), limit)
+
+
+def _read_capped(where: str, chunks: Iterator[bytes], limit: int) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            raise OversizedFile(f"{where} is over the limit of {limit:,} bytes; stopped reading")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _content_key(entry: FileEntry, data: bytes) -> str:
+    if entry.is_lfs:
+        return hashlib.sha256(data).hexdigest()
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
+
+
+@contextmanager
+def _translated(where: str) -> Iterator[None]:
+    """huggingface_hub and transport exceptions as our HubError tree, cause kept."""
+    try:
+        yield
+    except GatedRepoError as exc:
+        raise Gated(
+            f"{where}: repo is gated; accept its terms on the Hub and set HF_TOKEN"
+        ) from exc
+    except DisabledRepoError as exc:
+        raise RepoGone(f"{where}: repo is disabled on the Hub") from exc
+    except RepositoryNotFoundError as exc:
+        raise RepoGone(f"{where}: repo not found (deleted, renamed, or private)") from exc
+    except RevisionNotFoundError as exc:
+        raise RevisionGone(f"{where}: revision not found (history rewritten?)") from exc
+    except RemoteEntryNotFoundError as exc:
+        raise FileGone(f"{where}: file not found at this revision") from exc
+    except HfHubHTTPError as exc:
+        raise _from_status(where, exc) from exc
+    except httpx2.HTTPError as exc:
+        raise HubUnavailable(f"{where}: {type(exc).__name__}: {exc}") from exc
+
+
+def _from_status(where: str, exc: HfHubHTTPError) -> HubError:
+    response = exc.response
+    status = response.status_code if response is not None else None
+    if status == 429:
+        hint = response.headers.get("Retry-After") if response is not None else None
+        retry_after = float(hint) if hint and hint.replace(".", "", 1).isdigit() else None
+        return RateLimited(f"{where}: rate limited by the Hub (HTTP 429)", retry_after)
+    if status is not None and status >= 500:
+        return HubUnavailable(f"{where}: the Hub answered HTTP {status}")
+    return HubError(f"{where}: the Hub answered HTTP {status}: {exc}")
+
+
+__all__ = ["MAX_HEADER_BYTES", "Hub", "RepoFiles"]

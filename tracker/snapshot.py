@@ -1,0 +1,240 @@
+"""A Snapshot of one revision, fetching only what the store does not already hold.
+
+One API call lists the files with their content keys. A text artifact (a
+path the artifact table reads) is downloaded only if its content key is not
+in the blob store, and only up to its kind's size limit; larger files are
+recorded as oversized. Safetensors headers are read by range, and only for
+weight files whose content key differs from the previous snapshot's (their
+tensors are copied over otherwise). A header that declares an absurd size
+is refused before anything is allocated and recorded in the manifest.
+Unsafe file names are listed but never fetched. Nothing is written to disk,
+executed or unpickled.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from storage.records import Change, FileEntry, Revision, Severity, Snapshot
+from tracker.artifacts import ArtifactParseError, artifact_for, parse_json
+from tracker.diff.card import parse_front_matter
+from tracker.diff.files import is_unsafe_path, suffix
+from tracker.diff.revision import Parsed, RevisionContent
+from tracker.errors import ArtifactError, FileGone, OversizedFile
+from tracker.hub import MAX_HEADER_BYTES, Hub
+
+
+class BlobSource(Protocol):
+    """What a snapshot needs of the blob store: which keys it has, and their bytes."""
+
+    def known(self, keys: Iterable[str]) -> set[str]: ...
+
+    def read(self, key: str) -> bytes: ...
+
+
+class LazyBlobs(Mapping[str, bytes]):
+    """path -> bytes, loaded from the fetched bytes or the store only when a differ asks."""
+
+    def __init__(self, texts: Mapping[str, str], load: Callable[[str], bytes]) -> None:
+        self._texts = dict(texts)
+        self._load = load
+        self._loaded: dict[str, bytes] = {}
+
+    def __getitem__(self, path: str) -> bytes:
+        if path not in self._loaded:
+            self._loaded[path] = self._load(self._texts[path])
+        return self._loaded[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+
+@dataclass(frozen=True)
+class SnapshotResult:
+    """A taken snapshot, the bytes it downloaded (to store), and problems found on the way."""
+
+    snapshot: Snapshot
+    fetched: Mapping[str, bytes]
+    problems: tuple[Change, ...] = ()
+    parse_cache: dict[tuple[str, str], Parsed] = field(default_factory=dict)
+
+    def content(self, blobs: BlobSource) -> RevisionContent:
+        """The snapshot as the differs see it, reading unfetched texts from ``blobs``."""
+
+        def load(key: str) -> bytes:
+            return self.fetched[key] if key in self.fetched else blobs.read(key)
+
+        return RevisionContent(
+            self.snapshot, LazyBlobs(self.snapshot.texts, load), self.parse_cache
+        )
+
+
+def take_snapshot(
+    hub: Hub,
+    revision: Revision,
+    previous: Snapshot | None,
+    blobs: BlobSource,
+    *,
+    header_limit: int = MAX_HEADER_BYTES,
+    parse_cache: dict[tuple[str, str], Parsed] | None = None,
+) -> SnapshotResult:
+    """Snapshot ``revision``; ``previous`` is the last recorded snapshot of the repo, if any."""
+    listing = hub.files(revision.repo_id, revision.sha)
+    files = tuple(f for f in listing.files)
+    wanted, oversized = _text_candidates(files)
+    known = blobs.known(f.content_key for f in wanted)
+    fetched: dict[str, bytes] = {}
+    problems: list[Change] = []
+    texts: dict[str, str] = {}
+    for entry in wanted:
+        key = entry.content_key
+        if key not in known and key not in fetched:
+            kind = artifact_for(entry.path)
+            assert kind is not None  # _text_candidates kept only table paths
+            try:
+                fetched[key] = hub.read_text(revision.repo_id, revision.sha, entry, kind.limit)
+            except OversizedFile:
+                oversized.append(entry.path)
+                continue
+            except FileGone as exc:
+                problems.append(_unreadable(entry.path, exc))
+                continue
+        texts[entry.path] = key
+
+    def load(key: str) -> bytes:
+        return fetched[key] if key in fetched else blobs.read(key)
+
+    card = _card(texts, previous, load)
+    card["gated"] = listing.gated
+    manifest = _manifest(hub, revision, files, texts, previous, load, header_limit)
+    snapshot = Snapshot(
+        revision=revision,
+        files=files,
+        texts=texts,
+        oversized=tuple(sorted(oversized)),
+        manifest=manifest,
+        card=card,
+    )
+    return SnapshotResult(snapshot, fetched, tuple(problems), parse_cache or {})
+
+
+def _text_candidates(files: Iterable[FileEntry]) -> tuple[list[FileEntry], list[str]]:
+    wanted: list[FileEntry] = []
+    oversized: list[str] = []
+    for entry in files:
+        kind = artifact_for(entry.path)
+        if kind is None or is_unsafe_path(entry.path):
+            continue
+        if entry.size > kind.limit:
+            oversized.append(entry.path)
+        else:
+            wanted.append(entry)
+    return wanted, oversized
+
+
+def _unreadable(path: str, exc: Exception) -> Change:
+    return Change(
+        "repo",
+        path,
+        "unreadable",
+        None,
+        str(exc),
+        Severity.MODERATE,
+        f"{path} is listed but could not be fetched: {exc}",
+    )
+
+
+def _card(
+    texts: Mapping[str, str], previous: Snapshot | None, load: Callable[[str], bytes]
+) -> dict[str, Any]:
+    key = texts.get("README.md")
+    if key is None:
+        return {}
+    if previous is not None and previous.texts.get("README.md") == key:
+        return {k: v for k, v in previous.card.items() if k != "gated"}
+    try:
+        return parse_front_matter(load(key))
+    except ValueError:
+        return {}  # the differ reports README.md's parse_error from the text itself
+
+
+def _manifest(
+    hub: Hub,
+    revision: Revision,
+    files: tuple[FileEntry, ...],
+    texts: Mapping[str, str],
+    previous: Snapshot | None,
+    load: Callable[[str], bytes],
+    header_limit: int,
+) -> dict[str, Any] | None:
+    weight_map = _weight_map(texts, load)
+    shards = [f for f in files if suffix(f.path) == ".safetensors" and not is_unsafe_path(f.path)]
+    if not weight_map and not shards:
+        return None
+    old = dict(previous.manifest) if previous is not None and previous.manifest else {}
+    old_headers: Mapping[str, Any] = old.get("headers", {})
+    old_tensors: Mapping[str, Any] = old.get("tensors", {})
+    old_by_file: dict[str, dict[str, Any]] = {}
+    for name, tensor in old_tensors.items():
+        old_by_file.setdefault(tensor["file"], {})[name] = tensor
+    tensors: dict[str, Any] = {}
+    headers: dict[str, Any] = {}
+    for shard in shards:
+        before = old_headers.get(shard.path, {})
+        if before.get("content_key") == shard.content_key and not before.get("error"):
+            tensors.update(old_by_file.get(shard.path, {}))
+            headers[shard.path] = dict(before)
+            continue
+        try:
+            header = hub.safetensors_header(revision.repo_id, revision.sha, shard, header_limit)
+            tensors.update(_tensor_entries(shard.path, header))
+            headers[shard.path] = {"content_key": shard.content_key, "error": None}
+        except ArtifactError as exc:
+            headers[shard.path] = {"content_key": shard.content_key, "error": str(exc)}
+    return {"tensors": tensors, "weight_map": weight_map, "headers": headers}
+
+
+def _weight_map(texts: Mapping[str, str], load: Callable[[str], bytes]) -> dict[str, str]:
+    """tensor -> repo path of its shard, over every index file (shards relative to the index)."""
+    out: dict[str, str] = {}
+    for path, key in sorted(texts.items()):
+        kind = artifact_for(path)
+        if kind is None or kind.name != "weight_index":
+            continue
+        try:
+            document = parse_json(load(key))
+        except ArtifactParseError:
+            continue  # reported as the index file's parse_error
+        mapping = document.get("weight_map") if isinstance(document, dict) else None
+        if not isinstance(mapping, dict):
+            continue
+        folder = posixpath.dirname(path)
+        for tensor, shard in mapping.items():
+            if isinstance(shard, str):
+                out[str(tensor)] = posixpath.join(folder, shard) if folder else shard
+    return out
+
+
+def _tensor_entries(path: str, header: Mapping[str, Any]) -> dict[str, Any]:
+    entries: dict[str, Any] = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = info.get("dtype") if isinstance(info, dict) else None
+        shape = info.get("shape") if isinstance(info, dict) else None
+        valid_shape = isinstance(shape, list) and all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+        )
+        if not isinstance(dtype, str) or not valid_shape:
+            raise ArtifactError(f"{path}: tensor {name!r} has no valid dtype and shape")
+        entries[name] = {"dtype": dtype, "shape": shape, "file": path}
+    return entries
+
+
+__all__ = ["BlobSource", "LazyBlobs", "SnapshotResult", "take_snapshot"]
