@@ -15,4 +15,7 @@ class UsageError(Exception):
     """Bad arguments or input: the CLI prints the message and exits 2."""
 
 
-COMMANDS: tuple[ModuleType, ...] = ()
+# Imported after UsageError: command modules import it from here.
+from tracker.commands import diff, history, track, untrack  # noqa: E402
+
+COMMANDS: tuple[ModuleType, ...] = (track, history, diff, untrack)

@@ -1,0 +1,76 @@
+"""What the track/history/diff/untrack commands share: opening storage, errors, rendering."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from storage import Database, StorageError, open_database, revisions
+from storage.records import Change
+from tracker.commands import UsageError
+from tracker.errors import NotTracked, TrackerError
+from tracker.settings import Settings
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Our rooms' errors as UsageError, so the CLI prints one line and exits 2."""
+    try:
+        yield
+    except (TrackerError, StorageError) as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def open_storage(settings: Settings) -> Database:
+    """The configured database, migrated to the current schema (SQLite's folder created)."""
+    if settings.database_url.startswith("sqlite:///"):
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    database = open_database(settings.database_url)
+    database.migrate()
+    return database
+
+
+def resolve_sha(database: Database, repo_id: str, prefix: str) -> str:
+    """A recorded revision of ``repo_id`` named by its sha or a unique prefix of it."""
+    with database.read_session() as session:
+        shas = [r.sha for r in revisions(session, repo_id, include_off_main=True)]
+    if not shas:
+        raise NotTracked(f"{repo_id}: no revisions recorded; run 'neurarch-trace track {repo_id}'")
+    matches = [s for s in shas if s.startswith(prefix.lower())]
+    if len(matches) != 1:
+        found = "no" if not matches else f"{len(matches)}"
+        raise NotTracked(f"{repo_id}: {found} recorded revisions match {prefix!r}")
+    return matches[0]
+
+
+def change_json(change: Change) -> dict[str, Any]:
+    return {
+        "artifact": change.artifact,
+        "path": change.path,
+        "kind": change.kind,
+        "severity": change.severity.label,
+        "message": change.message,
+        "old": change.old,
+        "new": change.new,
+    }
+
+
+def print_changes(changes: Sequence[Change], indent: str = "  ") -> None:
+    for change in changes:
+        print(f"{indent}[{change.severity.label}] {change.message}")
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+__all__ = [
+    "change_json",
+    "open_storage",
+    "print_changes",
+    "print_json",
+    "resolve_sha",
+    "user_errors",
+]

@@ -1,0 +1,60 @@
+"""Show the recorded revisions of a repo, oldest first, with the changes each brought."""
+
+from __future__ import annotations
+
+import argparse
+
+from storage import changes_of, revision_log
+from tracker.commands.common import (
+    change_json,
+    open_storage,
+    print_changes,
+    print_json,
+    user_errors,
+)
+from tracker.errors import NotTracked
+from tracker.repo_id import validate_repo_id
+from tracker.settings import Settings
+
+NAME = "history"
+HELP = "list a repo's recorded revisions and their changes"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("repo", metavar="REPO", help="model repo id, ORG/NAME")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    with user_errors():
+        repo_id = validate_repo_id(args.repo)
+        database = open_storage(settings)
+        with database.read_session() as session:
+            log = revision_log(session, repo_id)
+            if not log:
+                raise NotTracked(f"{repo_id}: no revisions recorded; run 'neurarch-trace track'")
+            entries = [
+                (stored, changes_of(session, repo_id, stored.revision.sha)) for stored in log
+            ]
+        database.close()
+    if args.json:
+        print_json(
+            [
+                {
+                    "sha": stored.revision.sha,
+                    "date": stored.revision.date.isoformat(),
+                    "title": stored.revision.title,
+                    "author": stored.revision.author,
+                    "on_main": stored.on_main,
+                    "changes": [change_json(c) for c in changes],
+                }
+                for stored, changes in entries
+            ]
+        )
+        return 0
+    for stored, changes in entries:
+        revision = stored.revision
+        flag = "" if stored.on_main else " (no longer on main)"
+        print(f"{revision.sha[:12]} {revision.date:%Y-%m-%d} {revision.title}{flag}")
+        print_changes(changes)
+    return 0

@@ -1,0 +1,43 @@
+"""Start following a Hub model repo; with --backfill, record its whole main history."""
+
+from __future__ import annotations
+
+import argparse
+
+from storage import ensure_repo
+from tracker.backfill import backfill
+from tracker.commands.common import open_storage, user_errors
+from tracker.hub import Hub
+from tracker.repo_id import validate_repo_id
+from tracker.settings import Settings
+
+NAME = "track"
+HELP = "follow a repo (and record its history with --backfill)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("repo", metavar="REPO", help="model repo id, ORG/NAME")
+    parser.add_argument(
+        "--backfill",
+        action="store_true",
+        help="record every revision of main, oldest first (default: only the head)",
+    )
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    with user_errors():
+        repo_id = validate_repo_id(args.repo)
+        database = open_storage(settings)
+        hub = Hub.from_settings(settings)
+        with database.session() as session:
+            ensure_repo(session, repo_id)
+        # Without --backfill only the head is recorded: the history before it is not walked.
+        report = backfill(database, hub, repo_id, progress=True, newest_only=not args.backfill)
+        database.close()
+    print(
+        f"{repo_id}: {report.recorded} new revisions recorded "
+        f"({report.revisions} on main, {report.changes} changes) in {report.seconds:.1f}s"
+    )
+    if report.off_main:
+        print(f"{repo_id}: {len(report.off_main)} recorded revisions are no longer on main")
+    return 0

@@ -1,0 +1,31 @@
+"""Stop following a repo; its recorded history stays for feeds and advisories."""
+
+from __future__ import annotations
+
+import argparse
+
+from storage import untrack
+from tracker.commands.common import open_storage, user_errors
+from tracker.errors import NotTracked
+from tracker.repo_id import validate_repo_id
+from tracker.settings import Settings
+
+NAME = "untrack"
+HELP = "stop following a repo (history is kept)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("repo", metavar="REPO", help="model repo id, ORG/NAME")
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    with user_errors():
+        repo_id = validate_repo_id(args.repo)
+        database = open_storage(settings)
+        with database.session() as session:
+            was_tracked = untrack(session, repo_id)
+        database.close()
+        if not was_tracked:
+            raise NotTracked(f"{repo_id} is not being tracked")
+    print(f"{repo_id}: no longer tracked (its history is kept)")
+    return 0
