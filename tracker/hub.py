@@ -32,7 +32,7 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
-from huggingface_hub.utils import (
+from huggingface_hub.utils import (  # type: ignore[attr-defined]  # lazily exported
     build_hf_headers,
     get_session,
     hf_raise_for_status,

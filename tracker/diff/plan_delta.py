@@ -69,7 +69,8 @@ def _card_methods(plan: Mapping[str, Any]) -> Iterator[tuple[str, str, Mapping[s
         if not isinstance(card, Mapping):
             continue
         name = str(card.get("name") or card.get("card") or "?")
-        methods = card.get("methods") if isinstance(card.get("methods"), Mapping) else card
+        nested = card.get("methods")
+        methods: Mapping[str, Any] = nested if isinstance(nested, Mapping) else card
         for method in METHOD_LABELS:
             entry = methods.get(method)
             if isinstance(entry, Mapping):
