@@ -65,8 +65,13 @@ def test_reflection_eos_list_shrink_says_which_stop_token_is_gone(corpus_dir: Pa
     )
     old = corpus_json(corpus_dir, repo, revs[0][1], "generation_config.json")
     new = corpus_json(corpus_dir, repo, revs[-1][1], "generation_config.json")
-    changes = diff_json("generation_config", "generation_config.json", old, new,
-                        DiffContext(token_names={128008: "<|eom_id|>"}))
+    changes = diff_json(
+        "generation_config",
+        "generation_config.json",
+        old,
+        new,
+        DiffContext(token_names={128008: "<|eom_id|>"}),
+    )
     eos = next(c for c in changes if "eos_token_id" in c.message)
     assert eos.old == [128001, 128008, 128009] and eos.new == [128001, 128009]
     assert "generation no longer stops at <|eom_id|>" in eos.message
@@ -116,21 +121,36 @@ def test_the_corpus_invalid_configs_raise_a_parse_error_naming_the_line(
 
 
 def test_artifact_table_routes_paths_first_match_wins() -> None:
-    names = {p: getattr(artifact_for(p), "name", None) for p in (
-        "config.json", "1_Pooling/config.json", "model.safetensors.index.json",
-        "tokenizer.json", "chat_template.jinja", "README.md", "model.safetensors", "x.py")}
+    names = {
+        p: getattr(artifact_for(p), "name", None)
+        for p in (
+            "config.json",
+            "1_Pooling/config.json",
+            "model.safetensors.index.json",
+            "tokenizer.json",
+            "chat_template.jinja",
+            "README.md",
+            "model.safetensors",
+            "x.py",
+        )
+    }
     assert names == {
-        "config.json": "config", "1_Pooling/config.json": "json",
-        "model.safetensors.index.json": "weight_index", "tokenizer.json": "tokenizer",
-        "chat_template.jinja": "chat_template", "README.md": "card",
-        "model.safetensors": None, "x.py": None,
+        "config.json": "config",
+        "1_Pooling/config.json": "json",
+        "model.safetensors.index.json": "weight_index",
+        "tokenizer.json": "tokenizer",
+        "chat_template.jinja": "chat_template",
+        "README.md": "card",
+        "model.safetensors": None,
+        "x.py": None,
     }
 
 
 def mistral_template(corpus_dir: Path, prefix: str) -> tuple[str, dict[str, str]]:
     repo = "mistralai/Mistral-7B-Instruct-v0.3"
-    document = corpus_json(corpus_dir, repo, revision_dir(corpus_dir, repo, prefix),
-                           "tokenizer_config.json")
+    document = corpus_json(
+        corpus_dir, repo, revision_dir(corpus_dir, repo, prefix), "tokenizer_config.json"
+    )
     assert isinstance(document, dict)
     return document["chat_template"], {"bos_token": "<s>", "eos_token": "</s>"}
 
@@ -138,11 +158,15 @@ def mistral_template(corpus_dir: Path, prefix: str) -> tuple[str, dict[str, str]
 def test_mistral_template_rewrite_is_judged_by_rendered_prompts(corpus_dir: Path) -> None:
     old, tokens = mistral_template(corpus_dir, "cefa1e1")
     new, _ = mistral_template(corpus_dir, "b85b5dd")
-    (change,) = diff_chat_templates({"default": old}, {"default": new}, tokens, tokens,
-                                    {"default": "tokenizer_config.json"})
+    (change,) = diff_chat_templates(
+        {"default": old}, {"default": new}, tokens, tokens, {"default": "tokenizer_config.json"}
+    )
     assert change.kind == "rendering_changed" and change.severity is Severity.HIGH
     # The upstream rewrite dropped the space before [/INST]: visible in the rendered prompt.
-    assert '"What is the capital of France? [/INST]" -> "What is the capital of France?[/INST]"' in change.message
+    assert (
+        '"What is the capital of France? [/INST]" -> "What is the capital of France?[/INST]"'
+        in change.message
+    )
 
 
 def test_reformatted_template_with_identical_prompts_is_only_info(corpus_dir: Path) -> None:
@@ -165,8 +189,9 @@ def test_generation_prompt_suffix_change_is_named() -> None:
 def test_looping_template_is_stopped_and_recorded_as_render_error() -> None:
     looping = "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}"
     started = time.monotonic()
-    (change,) = diff_chat_templates({"default": "{{ messages[0].content }}"},
-                                    {"default": looping}, {}, {}, {})
+    (change,) = diff_chat_templates(
+        {"default": "{{ messages[0].content }}"}, {"default": looping}, {}, {}, {}
+    )
     assert time.monotonic() - started < 10
     assert change.kind == "render_error" and "took longer than" in change.message
 
@@ -215,15 +240,22 @@ def entry(path: str, key: str = "a" * 40, size: int = 10) -> FileEntry:
     return FileEntry(path=path, size=size, blob_id=key)
 
 
-@pytest.mark.parametrize("name", ["../evil.json", "a/../../b", "/etc/passwd", "a//b", "C:x", "a\\..\\b"])
+@pytest.mark.parametrize(
+    "name", ["../evil.json", "a/../../b", "/etc/passwd", "a//b", "C:x", "a\\..\\b"]
+)
 def test_escaping_file_names_are_unsafe(name: str) -> None:
     assert is_unsafe_path(name)
 
 
 def test_code_pickles_and_format_change_are_flagged() -> None:
     old = [entry("pytorch_model.bin"), entry("config.json")]
-    new = [entry("model.safetensors"), entry("config.json"), entry("modeling_x.py"),
-           entry("extra.pkl"), entry("../up.json")]
+    new = [
+        entry("model.safetensors"),
+        entry("config.json"),
+        entry("modeling_x.py"),
+        entry("extra.pkl"),
+        entry("../up.json"),
+    ]
     kinds = {c.kind: c for c in diff_files(old, new)}
     assert set(kinds) == {"unsafe_path", "added", "pickle_added", "format_changed"}
     assert "weight format .bin -> .pkl, .safetensors" in kinds["format_changed"].message
@@ -231,11 +263,19 @@ def test_code_pickles_and_format_change_are_flagged() -> None:
 
 
 def test_manifest_diff_names_reshaped_tensors_scalars_and_missing_shards() -> None:
-    old = {"tensors": {"w": {"dtype": "BF16", "shape": [4, 4], "file": "a.safetensors"}},
-           "weight_map": {"w": "a.safetensors"}, "headers": {}}
-    new = {"tensors": {"w": {"dtype": "F32", "shape": [4, 8], "file": "a.safetensors"},
-                       "b": {"dtype": "F32", "shape": [8], "file": "a.safetensors"}},
-           "weight_map": {"w": "a.safetensors", "b": "sub/b.safetensors"}, "headers": {}}
+    old = {
+        "tensors": {"w": {"dtype": "BF16", "shape": [4, 4], "file": "a.safetensors"}},
+        "weight_map": {"w": "a.safetensors"},
+        "headers": {},
+    }
+    new = {
+        "tensors": {
+            "w": {"dtype": "F32", "shape": [4, 8], "file": "a.safetensors"},
+            "b": {"dtype": "F32", "shape": [8], "file": "a.safetensors"},
+        },
+        "weight_map": {"w": "a.safetensors", "b": "sub/b.safetensors"},
+        "headers": {},
+    }
     kinds = {c.kind: c for c in diff_manifests(old, new, {"a.safetensors"})}
     assert total_scalars(new) == 40
     assert kinds["scalars_changed"].old == 16 and kinds["scalars_changed"].new == 40
