@@ -1,0 +1,97 @@
+"""GPU cards, read from the package's ``data/cards.json``.
+
+Prices are snapshots with their provider, date and source, because they
+move and differ 2-5x between providers; a card without a stored price has
+``price`` None and cost says so instead of inventing one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from estimator.errors import WorkloadError
+
+
+@dataclass(frozen=True)
+class Price:
+    usd_per_hour: float
+    provider: str
+    date: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Card:
+    """One GPU. ``usable_bytes`` is the total the driver reports (below the nominal size)."""
+
+    name: str
+    aliases: tuple[str, ...]
+    memory_gb: float
+    usable_bytes: int
+    bf16: bool
+    dense_tflops: float
+    bandwidth_gbs: float
+    context_bytes: int
+    spec_source: str
+    price: Price | None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "memory_gb": self.memory_gb,
+            "usable_bytes": self.usable_bytes,
+            "bf16": self.bf16,
+            "dense_tflops": self.dense_tflops,
+            "bandwidth_gbs": self.bandwidth_gbs,
+            "context_bytes": self.context_bytes,
+            "spec_source": self.spec_source,
+            "price": None if self.price is None else vars(self.price),
+        }
+
+
+@cache
+def all_cards() -> tuple[Card, ...]:
+    raw = json.loads(resources.files("estimator").joinpath("data/cards.json").read_text("utf-8"))
+    cards = []
+    for entry in raw["cards"]:
+        price = entry["price"]
+        cards.append(
+            Card(
+                name=entry["name"],
+                aliases=tuple(entry["aliases"]),
+                memory_gb=float(entry["memory_gb"]),
+                usable_bytes=int(entry["usable_bytes"]),
+                bf16=bool(entry["bf16"]),
+                dense_tflops=float(entry["dense_tflops"]),
+                bandwidth_gbs=float(entry["bandwidth_gbs"]),
+                context_bytes=int(entry["context_bytes"]),
+                spec_source=entry["spec_source"],
+                price=None if price is None else Price(**price),
+            )
+        )
+    return tuple(cards)
+
+
+def _key(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+@cache
+def _index() -> dict[str, Card]:
+    index: dict[str, Card] = {}
+    for card in all_cards():
+        for name in (card.name, *card.aliases):
+            index[_key(name)] = card
+    return index
+
+
+def card(name: str) -> Card:
+    """The card called ``name`` (case, spaces and dashes ignored)."""
+    found = _index().get(_key(name))
+    if found is None:
+        known = ", ".join(c.name for c in all_cards())
+        raise WorkloadError(f"workload: unknown card {name!r} (known: {known})")
+    return found

@@ -1,0 +1,98 @@
+"""Memory per method (full, lora, qlora, serve), broken down, at any batch and card.
+
+``method_models`` builds one ``MethodModel`` per method from the
+Architecture and the Workload (no card involved: byte widths do not
+depend on it); ``evaluate`` turns one into a ``MemoryEstimate`` for a
+batch on a card, adding the allocator reserve and the CUDA context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from estimator.architecture import Architecture
+from estimator.memory.overhead import context_bytes
+from estimator.memory.phases import BREAKDOWN_KEYS, MethodModel
+from estimator.memory.serving import kv_cache_bytes_per_sequence, serving_model
+from estimator.memory.states import ParameterSplit, split_parameters
+from estimator.memory.training import training_model
+from estimator.workload import METHODS, Workload
+
+__all__ = [
+    "BREAKDOWN_KEYS",
+    "MemoryEstimate",
+    "MethodModel",
+    "evaluate",
+    "kv_cache_bytes_per_sequence",
+    "method_models",
+    "split_parameters",
+]
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """One method at one batch on one card.
+
+    ``breakdown`` sums to ``peak_allocated_bytes`` (the tensors alive at
+    ``peak_phase``); ``reserved_bytes`` adds the caching allocator's reserve
+    (``max_memory_reserved``); ``device_bytes`` adds the CUDA context (what
+    nvidia-smi shows).
+    """
+
+    method: str
+    batch: int
+    peak_allocated_bytes: int
+    reserved_bytes: int
+    device_bytes: int
+    context_bytes: int
+    breakdown: tuple[tuple[str, int], ...]
+    peak_phase: str
+    numerics: str
+    notes: tuple[str, ...]
+    assumptions: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "method": self.method,
+            "batch": self.batch,
+            "peak_allocated_bytes": self.peak_allocated_bytes,
+            "reserved_bytes": self.reserved_bytes,
+            "device_bytes": self.device_bytes,
+            "context_bytes": self.context_bytes,
+            "breakdown": dict(self.breakdown),
+            "peak_phase": self.peak_phase,
+            "numerics": self.numerics,
+            "notes": list(self.notes),
+        }
+
+
+def method_models(
+    arch: Architecture, workload: Workload, has_bf16: bool, split: ParameterSplit | None = None
+) -> dict[str, MethodModel]:
+    split = split or split_parameters(arch)
+    models = {
+        m: training_model(arch, split, workload, m, has_bf16) for m in METHODS if m != "serve"
+    }
+    models["serve"] = serving_model(arch, split, workload)
+    return models
+
+
+def evaluate(model: MethodModel, batch: int, card_context: int, gpus: int) -> MemoryEstimate:
+    phase = model.peak_phase(batch)
+    breakdown = phase.breakdown(batch)
+    allocated = sum(breakdown.values())
+    reserved = max(model.reserved(batch), allocated)
+    context = context_bytes(card_context, gpus)
+    return MemoryEstimate(
+        method=model.method,
+        batch=batch,
+        peak_allocated_bytes=allocated,
+        reserved_bytes=reserved,
+        device_bytes=reserved + context,
+        context_bytes=context,
+        breakdown=tuple(breakdown.items()),
+        peak_phase=phase.name,
+        numerics=model.numerics,
+        notes=model.notes,
+        assumptions=model.assumptions,
+    )

@@ -1,0 +1,290 @@
+"""Activation memory of one training step: what autograd keeps, tensor by tensor.
+
+Counted per token from the dataflow of a transformers layer, not from a
+rule of thumb (Korthikanti et al.'s 34·s·h is the 16-bit GPT-2 special case):
+
+* a linear keeps its input only if its weight trains; under autocast each
+  linear keeps its own 16-bit cast of an fp32 input (Q, K and V: three);
+* norms keep an fp32 input (RMSNorm upcasts; LayerNorm runs in fp32 under
+  autocast) and, when their weight trains, the normalised tensor;
+* SDPA keeps q, k, v, its output and an fp32 logsumexp, never the score
+  matrix; eager attention keeps the fp32 softmax and its 16-bit copy, plus
+  a dropout mask when attention dropout is on;
+* gated MLPs keep gate, up and activation outputs (and the product when
+  the down projection trains); GELU MLPs keep fc1's output;
+* MoE layers run every token through ``top_k`` experts and keep router logits;
+* a LoRA adapter keeps an fp32 (or autocast 16-bit) copy of its input, a
+  dropout mask when ``lora_dropout > 0``, and its rank-r intermediate;
+* the loss upcasts logits to fp32: log-softmax output, the NLL gradient and
+  the log-softmax gradient coexist at the start of backward (12 B per
+  token and vocabulary entry);
+* gradient checkpointing keeps each layer's input and recomputes one layer
+  at a time during backward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from estimator.architecture import Architecture, AttentionSpec, Block, FeedForwardSpec, Linear
+from estimator.memory.layers import Placed
+from estimator.memory.numerics import Numerics
+
+# f-sized tensors each activation function's autograd graph keeps of its input side.
+ACTIVATION_SAVED: Final[dict[str, int]] = {
+    "silu": 1,
+    "swish": 1,
+    "gelu": 1,
+    "gelu_pytorch_tanh": 1,
+    "gelu_new": 4,
+    "gelu_fast": 3,
+    "quick_gelu": 2,
+    "relu": 1,
+    "gelu_python": 3,
+    "tanh": 1,
+    "sigmoid": 1,
+}
+# Families whose eager attention runs softmax in the activations' dtype
+# (no explicit dtype=float32), so pure 16-bit keeps a 16-bit softmax.
+NATIVE_SOFTMAX_FAMILIES: Final = frozenset(
+    {"bert", "roberta", "xlm-roberta", "distilbert", "deberta-v2", "gpt2", "opt", "bloom"}
+)
+LOSS_BYTES_PER_LOGIT: Final = 12
+VOCAB_HEADS: Final = frozenset({"causal-lm", "masked-lm", "pretraining", "conditional-generation"})
+INDEX_BYTES: Final = 8
+
+
+@dataclass(frozen=True)
+class ActivationSettings:
+    """The parts of a workload that change what autograd keeps."""
+
+    numerics: Numerics
+    seq_len: int
+    eager: bool
+    checkpointing: bool
+    lora_rank: int
+    lora_dropout: float
+    head_trains: bool
+    norms_train: bool
+
+
+@dataclass(frozen=True)
+class Activations:
+    """Bytes for one micro-batch.
+
+    ``saved``: held for backward when the forward pass ends; ``loss``: the
+    fp32 logits/loss tensors at the start of backward; ``working``: one
+    layer's recompute (checkpointing) plus the gradient temporaries of
+    backward through the largest layer.
+    """
+
+    saved: int
+    loss: int
+    working: int
+
+
+def _act_saved(ff: FeedForwardSpec) -> int:
+    return ACTIVATION_SAVED.get(ff.activation, 2)
+
+
+def _linear_inputs(placed: Sequence[Placed], width: int, src: int, s: ActivationSettings) -> float:
+    """Inputs kept by linears that share one input tensor of ``width`` elements in ``src`` bytes."""
+    n = s.numerics
+    total = 0.0
+    savers = [p for p in placed if p.trainable]
+    if savers:
+        per = n.compute if (n.autocast and src == 4) else src
+        copies = len(savers) if (n.autocast and src == 4) else 1
+        total += copies * per * width
+    for p in placed:
+        if p.adapted:
+            total += _adapter_saved(width, src, s) * p.linear.copies
+    return total
+
+
+def _adapter_saved(width: int, src: int, s: ActivationSettings) -> float:
+    """PEFT LoRA: x cast to the fp32 adapter dtype, dropout, lora_A, lora_B."""
+    n = s.numerics
+    kept_input = n.compute if n.autocast else 4
+    mask = 1 if s.lora_dropout > 0 else 0
+    if s.lora_dropout == 0 and not n.autocast and src == 4:
+        kept_input = 0  # lora_A keeps the very tensor the base path already holds
+    rank_bytes = (n.compute if n.autocast else 4) * s.lora_rank
+    return (kept_input + mask) * width + rank_bytes
+
+
+def _norm(width: int, s: ActivationSettings, rms: bool) -> float:
+    n = s.numerics
+    if rms:
+        return 4 * width + 4 + (n.residual * width if s.norms_train else 0)
+    return n.residual * width + 8
+
+
+def _attention_core(att: AttentionSpec, s: ActivationSettings, native_softmax: bool) -> float:
+    n = s.numerics
+    c = n.compute
+    q = att.num_heads * att.head_dim
+    out = att.num_heads * att.v_head_dim
+    if not s.eager:
+        kv = att.num_kv_heads * (att.head_dim + att.v_head_dim)
+        return c * (q + kv + out) + 4 * att.num_heads
+    kv_heads = att.num_heads  # eager repeats K/V to every query head
+    kv = kv_heads * (att.head_dim + att.v_head_dim)
+    scores = att.num_heads * s.seq_len
+    soft = c if (native_softmax and not n.autocast) else 4
+    per_score = soft
+    if att.dropout > 0:
+        per_score += 1 + (c if n.autocast or soft == c else soft)
+    elif soft != c:
+        per_score += c
+    return c * (q + kv) + per_score * scores
+
+
+def _attention_part(
+    block: Block, placed: Sequence[Placed], h: int, s: ActivationSettings, rms: bool, native: bool
+) -> float:
+    n = s.numerics
+    att = block.attention
+    total = _norm(h, s, rms)
+    total += _linear_inputs([p for p in placed if p.slot == "attn_in"], h, n.norm_out, s)
+    for p in placed:
+        if p.slot == "attn_inner":
+            width = p.linear.in_features
+            total += 4 * width + _linear_inputs([p], width, n.compute, s)
+    total += _attention_core(att, s, native)
+    out_width = att.num_heads * att.v_head_dim
+    total += _linear_inputs([p for p in placed if p.slot == "attn_out"], out_width, n.compute, s)
+    if block.cross_attention is not None:
+        cross = block.cross_attention
+        total += _norm(h, s, rms)
+        total += _linear_inputs([p for p in placed if p.slot == "cross_in"], h, n.norm_out, s)
+        total += _attention_core(cross, s, native)
+        width = cross.num_heads * cross.v_head_dim
+        total += _linear_inputs([p for p in placed if p.slot == "cross_out"], width, n.compute, s)
+    return total
+
+
+def _mlp(ff: FeedForwardSpec, placed_in: Sequence[Placed], placed_out: Sequence[Placed],
+         h: int, s: ActivationSettings, src: int) -> float:
+    c = s.numerics.compute
+    f = ff.intermediate_size
+    total = _linear_inputs(placed_in, h, src, s)
+    if ff.kind == "gated":
+        total += c * f * (_act_saved(ff) + 2)  # act input, up output, act output
+    else:
+        total += c * f * _act_saved(ff)
+    total += _linear_inputs(placed_out, f, c, s)
+    return total
+
+
+def _ffn_part(block: Block, placed: Sequence[Placed], h: int, s: ActivationSettings, rms: bool) -> float:
+    n = s.numerics
+    total = _norm(h, s, rms)
+    shared = [p for p in placed if "shared" in p.linear.name]
+    regular = [p for p in placed if p not in shared]
+    if block.feed_forward is not None:
+        total += _mlp(
+            block.feed_forward,
+            [p for p in regular if p.slot == "mlp_in"],
+            [p for p in regular if p.slot == "mlp_out"],
+            h, s, n.norm_out,
+        )
+    moe = block.moe
+    if moe is not None:
+        routers = [p for p in regular if p.slot == "router"]
+        total += _linear_inputs(routers, h, n.norm_out, s)
+        total += (n.compute + 4) * moe.num_experts
+        experts_in = [_one_copy(p) for p in regular if p.slot == "expert_in"]
+        experts_out = [_one_copy(p) for p in regular if p.slot == "expert_out"]
+        per_copy = n.compute * h  # gathered token copy
+        per_copy += _mlp(moe.expert, experts_in, experts_out, h, s, n.compute)
+        if any(p.trainable for p in routers):
+            per_copy += n.compute * h  # expert output kept by the routing-weight product
+        total += moe.top_k * per_copy
+        if moe.shared is not None:
+            total += _mlp(
+                moe.shared,
+                [p for p in shared if p.linear.in_features == h],
+                [p for p in shared if p.linear.in_features != h],
+                h, s, n.norm_out,
+            )
+    return total
+
+
+def _one_copy(p: Placed) -> Placed:
+    """A routed token meets one expert's weights, not all ``copies`` of them."""
+    lin = p.linear
+    return Placed(Linear(lin.name, lin.in_features, lin.out_features, lin.bias), p.slot,
+                  p.trainable, p.adapted)
+
+
+def block_bytes_per_token(
+    arch: Architecture, block: Block, placed: Sequence[Placed], s: ActivationSettings
+) -> float:
+    """What one layer keeps for backward, per token of the micro-batch."""
+    h = arch.hidden_size
+    rms = arch.norm == "rmsnorm"
+    native = arch.family in NATIVE_SOFTMAX_FAMILIES
+    total = _attention_part(block, placed, h, s, rms, native)
+    total += _ffn_part(block, placed, h, s, rms)
+    if arch.hidden_dropout > 0:
+        total += 2 * h  # two residual dropout masks
+    return total
+
+
+def outside_blocks_per_token(arch: Architecture, s: ActivationSettings) -> float:
+    """Embedding stage, final norm and head, per token."""
+    n = s.numerics
+    h = arch.hidden_size
+    total = float(INDEX_BYTES)
+    if arch.hidden_dropout > 0:
+        total += h
+    if arch.is_encoder_only:
+        total += n.residual * h + 8  # embedding LayerNorm
+    else:
+        total += _norm(h, s, arch.norm == "rmsnorm")  # final norm
+    if arch.head in VOCAB_HEADS and s.head_trains:
+        total += n.compute * h if (n.autocast or n.norm_out == n.compute) else n.norm_out * h
+    return total
+
+
+def loss_bytes(arch: Architecture, tokens: int) -> int:
+    if arch.head not in VOCAB_HEADS:
+        return 0
+    return LOSS_BYTES_PER_LOGIT * arch.vocab_size * tokens
+
+
+def training_activations(
+    arch: Architecture,
+    placements: Sequence[tuple[Block, Sequence[Placed]]],
+    s: ActivationSettings,
+    batch: int,
+) -> Activations:
+    tokens = batch * s.seq_len
+    n = s.numerics
+    per_layer = [block_bytes_per_token(arch, b, p, s) for b, p in placements]
+    largest = max(per_layer, default=0.0)
+    h = arch.hidden_size
+    widest = max((_widest(b) for b, _ in placements), default=h)
+    # Gradient temporaries of backward through one layer: the incoming and
+    # outgoing residual gradients plus two of the widest intermediate.
+    grads = 2 * n.residual * h + 2 * n.compute * widest
+    outside = outside_blocks_per_token(arch, s)
+    if s.checkpointing:
+        saved = (len(per_layer) * n.residual * h + outside) * tokens
+        working = (largest + grads) * tokens
+    else:
+        saved = (sum(per_layer) + outside) * tokens
+        working = grads * tokens
+    return Activations(int(saved), loss_bytes(arch, tokens), int(working))
+
+
+def _widest(block: Block) -> int:
+    widths = [block.attention.num_heads * block.attention.head_dim]
+    if block.feed_forward is not None:
+        widths.append(block.feed_forward.intermediate_size)
+    if block.moe is not None:
+        widths.append(block.moe.expert.intermediate_size * block.moe.top_k)
+    return max(widths)

@@ -1,0 +1,137 @@
+"""Where each linear of a block sits in the dataflow, and whether it trains.
+
+Activation memory depends on which tensors autograd must keep, and a
+linear keeps its input only when its weight receives a gradient (or an
+adapter reads that input). So every linear is given a slot (attention
+input, attention output, MLP input, ...) from the tensor roles the family
+module assigned, and a trainability from the method and LoRA targets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from estimator.architecture import Architecture, Block, Linear, TensorRole
+from estimator.errors import WorkloadError
+
+Slot = Literal[
+    "attn_in",
+    "attn_inner",
+    "attn_out",
+    "cross_in",
+    "cross_out",
+    "mlp_in",
+    "mlp_out",
+    "expert_in",
+    "expert_out",
+    "router",
+    "other",
+]
+
+_CROSS_MARKERS = ("cross", "encoder_attn", "encdecattention", "layer.1.")
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A linear with its slot and its trainability under the method."""
+
+    linear: Linear
+    slot: Slot
+    trainable: bool
+    adapted: bool
+
+    @property
+    def leaf(self) -> str:
+        return self.linear.name.rsplit(".", 1)[-1]
+
+
+def linear_roles(arch: Architecture) -> dict[int, list[tuple[str, TensorRole]]]:
+    """Roles of the linear weights of each block: block index -> [(tensor name, role)]."""
+    roles: dict[int, list[tuple[str, TensorRole]]] = {}
+    for tensor in arch.tensors:
+        if tensor.block is not None and tensor.name.endswith(".weight"):
+            roles.setdefault(tensor.block, []).append((tensor.name[: -len(".weight")], tensor.role))
+    return roles
+
+
+def _role_of(linear: Linear, roles: list[tuple[str, TensorRole]]) -> str:
+    # Tensor names carry the stack prefix ("model.layers.3."); linear names are relative.
+    suffix = "." + linear.name
+    for name, role in roles:
+        if name == linear.name or name.endswith(suffix):
+            return role
+    return "other"
+
+
+def place_block(
+    block: Block,
+    hidden: int,
+    roles: list[tuple[str, TensorRole]],
+    trainable: bool,
+    targets: frozenset[str] | None,
+) -> tuple[Placed, ...]:
+    """Slots for one block; ``targets`` None means every linear is adapted (all-linear)."""
+    role_by_linear = [(lin, _role_of(lin, roles)) for lin in block.linears]
+    attn = [lin for lin, role in role_by_linear if role == "attention"]
+    cross = [lin for lin in attn if any(m in lin.name.lower() for m in _CROSS_MARKERS)]
+    if block.cross_attention is None:
+        cross = []
+    self_attn = [lin for lin in attn if lin not in cross]
+    attn_out = _last_projecting_to(self_attn, hidden)
+    cross_out = _last_projecting_to(cross, hidden)
+    placed: list[Placed] = []
+    for lin, role in role_by_linear:
+        slot: Slot
+        if role == "router":
+            slot = "router"
+        elif role == "expert":
+            slot = "expert_in" if lin.in_features == hidden else "expert_out"
+        elif role == "mlp":
+            slot = (
+                "mlp_in" if lin.in_features == hidden and lin.out_features != hidden else "mlp_out"
+            )
+            if lin.in_features == hidden and lin.out_features == hidden:
+                slot = "mlp_out" if _is_last_mlp(lin, role_by_linear) else "mlp_in"
+        elif lin is attn_out:
+            slot = "attn_out"
+        elif lin is cross_out:
+            slot = "cross_out"
+        elif lin in cross:
+            slot = "cross_in"
+        elif role == "attention":
+            slot = "attn_in" if lin.in_features == hidden else "attn_inner"
+        else:
+            slot = "other"
+        adapted = not trainable and (targets is None or _matches(lin.name, targets))
+        placed.append(Placed(lin, slot, trainable, adapted))
+    return tuple(placed)
+
+
+def _last_projecting_to(linears: list[Linear], hidden: int) -> Linear | None:
+    for lin in reversed(linears):
+        if lin.out_features == hidden:
+            return lin
+    return None
+
+
+def _is_last_mlp(lin: Linear, role_by_linear: list[tuple[Linear, str]]) -> bool:
+    mlp = [candidate for candidate, role in role_by_linear if role == "mlp"]
+    return bool(mlp) and mlp[-1] is lin
+
+
+def _matches(name: str, targets: Iterable[str]) -> bool:
+    return any(name == t or name.endswith("." + t) for t in targets)
+
+
+def check_targets(arch: Architecture, targets: tuple[str, ...]) -> None:
+    """Refuse LoRA target names that match no linear of the model."""
+    names = {lin.name for block in arch.blocks for lin in block.linears}
+    missing = [t for t in targets if not any(_matches(n, [t]) for n in names)]
+    if missing:
+        leaves = sorted({n.rsplit(".", 1)[-1] for n in names})
+        raise WorkloadError(
+            f"workload: lora_targets {', '.join(missing)} match no linear of this model "
+            f"(linears: {', '.join(leaves)})"
+        )

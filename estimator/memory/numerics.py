@@ -1,0 +1,61 @@
+"""Byte widths of every tensor class a training or serving step holds.
+
+One place decides what "bf16" means for a method: autocast over fp32
+master weights (the HF Trainer ``bf16=True`` default), pure 16-bit
+(weights, gradients and optimizer state all 16-bit), or fp32. A card
+without bf16 (T4) runs the same job in fp16 with the same widths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from estimator.workload import Workload
+
+
+@dataclass(frozen=True)
+class Numerics:
+    """Widths in bytes.
+
+    ``compute``: matmul inputs/outputs; ``residual``: the hidden stream
+    between layers (fp32 under autocast because embeddings and norms keep
+    their fp32 weights' dtype); ``master``: trainable weights;
+    ``norm_out``: what a norm hands to the next linears; ``autocast``: each
+    linear casts its own copy of an fp32 input to 16-bit.
+    """
+
+    label: str
+    compute: int
+    residual: int
+    master: int
+    grad: int
+    state: int
+    norm_out: int
+    autocast: bool
+    dtype: str
+
+
+def training_numerics(workload: Workload, method: str, has_bf16: bool) -> Numerics:
+    """Widths for ``method`` (full/lora/qlora) under the workload's precision."""
+    dtype = _effective_dtype(workload.precision, has_bf16)
+    if dtype == "fp32":
+        return Numerics("fp32", 4, 4, 4, 4, 4, 4, False, "fp32")
+    if method == "full" and not workload.pure_16bit:
+        return Numerics(f"{dtype} autocast, fp32 master weights", 2, 4, 4, 4, 4, 4, True, dtype)
+    if method == "full":
+        return Numerics(f"pure {dtype}", 2, 2, 2, 2, 2, 2, False, dtype)
+    # Adapters: the frozen base runs in 16-bit; trainable adapters are fp32
+    # (PEFT upcasts them), and the Trainer's autocast flag only decides how
+    # the adapter inputs are cast.
+    label = f"{dtype} base" + ("" if workload.pure_16bit else " with autocast")
+    return Numerics(label, 2, 2, 4, 4, 4, 2, not workload.pure_16bit, dtype)
+
+
+def serving_dtype(workload: Workload, has_bf16: bool) -> str:
+    return _effective_dtype(workload.precision, has_bf16)
+
+
+def _effective_dtype(precision: str, has_bf16: bool) -> str:
+    if precision == "bf16" and not has_bf16:
+        return "fp16"
+    return precision

@@ -1,0 +1,125 @@
+"""Memory as a few moments of a step, each affine in the batch size.
+
+A training step peaks at one of a handful of moments (end of forward,
+start of backward, late backward, optimizer step) holding different sets of
+tensors. Every component is ``fixed + per_sample * batch``, so the peak at
+any batch, and the largest batch under a limit, are exact closed forms
+rather than a search: fitting ten cards costs ten divisions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+BREAKDOWN_KEYS: Final = (
+    "weights",
+    "gradients",
+    "optimizer_state",
+    "activations",
+    "adapters",
+    "kv_cache",
+    "quantization_overhead",
+    "framework_overhead",
+)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One breakdown key's bytes at a moment: ``fixed + per_sample * batch``."""
+
+    key: str
+    fixed: float
+    per_sample: float = 0.0
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A moment of the step and what is alive then."""
+
+    name: str
+    terms: tuple[Term, ...]
+
+    def fixed(self) -> float:
+        return sum(t.fixed for t in self.terms)
+
+    def per_sample(self) -> float:
+        return sum(t.per_sample for t in self.terms)
+
+    def at(self, batch: int) -> float:
+        return self.fixed() + self.per_sample() * batch
+
+    def breakdown(self, batch: int) -> dict[str, int]:
+        out = dict.fromkeys(BREAKDOWN_KEYS, 0)
+        for t in self.terms:
+            out[t.key] += round(t.fixed + t.per_sample * batch)
+        return out
+
+
+@dataclass(frozen=True)
+class MethodModel:
+    """Everything needed to evaluate one method at any batch on any card.
+
+    ``reserve_static`` / ``reserve_dynamic``: the caching allocator's
+    reserve as a fraction of the fixed and of the batch-proportional bytes
+    (fragmentation comes from the transient, odd-sized activation blocks).
+    ``layer_fraction``: share of the fixed bytes that belongs to the
+    transformer layers (for splitting layers over cards).
+    """
+
+    method: str
+    phases: tuple[Phase, ...]
+    numerics: str
+    num_layers: int
+    layer_fraction: float
+    notes: tuple[str, ...]
+    assumptions: tuple[str, ...]
+    reserve_static: float
+    reserve_dynamic: float
+
+    def peak_phase(self, batch: int) -> Phase:
+        return max(self.phases, key=lambda p: p.at(batch))
+
+    def allocated(self, batch: int) -> int:
+        return round(self.peak_phase(batch).at(batch))
+
+    def reserved(self, batch: int) -> int:
+        return round(max(self._reserved_affine(p, batch) for p in self.phases))
+
+    def _reserved_affine(self, phase: Phase, batch: int) -> float:
+        return phase.fixed() * (1 + self.reserve_static) + phase.per_sample() * batch * (
+            1 + self.reserve_dynamic
+        )
+
+    def largest_batch(self, limit: float, context: float) -> int:
+        """Largest batch whose device bytes stay under ``limit``; 0 when batch 1 does not fit."""
+        best: float = 1 << 20
+        for phase in self.phases:
+            fixed = phase.fixed() * (1 + self.reserve_static) + context
+            slope = phase.per_sample() * (1 + self.reserve_dynamic)
+            if fixed > limit:
+                return 0
+            if slope > 0:
+                best = min(best, (limit - fixed) / slope)
+        return int(best)
+
+    def split_peak(self, cards: int, batch: int, context: float) -> float:
+        """Device bytes on the busiest card when layers are split contiguously over ``cards``."""
+        share = -(-self.num_layers // cards) / max(self.num_layers, 1)
+        worst = 0.0
+        for phase in self.phases:
+            fixed = 0.0
+            for t in phase.terms:
+                if t.key in ("weights", "gradients", "optimizer_state", "adapters",
+                             "quantization_overhead"):
+                    fixed += t.fixed * (1 - self.layer_fraction + self.layer_fraction * share)
+                else:
+                    fixed += t.fixed
+            dyn = sum(
+                t.per_sample * (share if t.key == "activations" else 1.0) for t in phase.terms
+            )
+            worst = max(
+                worst,
+                fixed * (1 + self.reserve_static) + dyn * batch * (1 + self.reserve_dynamic),
+            )
+        return worst + context

@@ -1,0 +1,107 @@
+"""Model states: optimizer bytes per tensor, LoRA adapter sizes, 4-bit storage.
+
+Optimizer state is computed tensor by tensor because the optimizers differ
+in shape, not just in a per-parameter constant: Adafactor factors every
+matrix into a row and a column vector; bitsandbytes' 8-bit Adam keeps
+tensors under 4096 elements in 32-bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from estimator.architecture import Architecture, Tensor
+
+BNB_MIN_8BIT_SIZE: Final = 4096
+BNB_BLOCK: Final = 256
+NF4_BLOCK: Final = 64
+NF4_DOUBLE_QUANT_BLOCK: Final = 256
+
+
+def optimizer_bytes(name: str, shape: tuple[int, ...], numel: int, state_bytes: int) -> float:
+    """Persistent optimizer state of one tensor."""
+    if name == "adamw":
+        return 2.0 * state_bytes * numel
+    if name == "adamw8bit":
+        if numel < BNB_MIN_8BIT_SIZE:
+            return 8.0 * numel
+        return 2.0 * numel * (1 + 4 / BNB_BLOCK)
+    if name == "sgd":
+        return 0.0
+    # Adafactor (transformers, beta1=None): fp32 row and column second moments.
+    if len(shape) >= 2:
+        lead = numel // (shape[-1] * shape[-2])
+        return 4.0 * lead * (shape[-1] + shape[-2])
+    return 4.0 * numel
+
+
+def step_temporary_bytes(name: str, largest_numel: int) -> float:
+    """Transient bytes inside ``optimizer.step()``.
+
+    Fused AdamW (the Trainer default on CUDA) and bitsandbytes update in
+    place; Adafactor's per-parameter loop materialises an fp32 gradient
+    copy, the squared update and the factored estimate of the largest tensor.
+    """
+    return 12.0 * largest_numel if name == "adafactor" else 0.0
+
+
+def total_optimizer_bytes(tensors: tuple[Tensor, ...], name: str, state_bytes: int) -> float:
+    return sum(optimizer_bytes(name, t.shape, t.numel, state_bytes) for t in tensors)
+
+
+@dataclass(frozen=True)
+class ParameterSplit:
+    """Parameter counts the memory formulas need, computed once per plan."""
+
+    total: int
+    in_blocks: int
+    block_linears: int
+    largest_tensor: int
+    largest_linear: int
+    vocab_matmul: int
+
+    @property
+    def layer_fraction(self) -> float:
+        return self.in_blocks / self.total if self.total else 0.0
+
+
+def split_parameters(arch: Architecture) -> ParameterSplit:
+    total = 0
+    in_blocks = 0
+    largest = 0
+    for t in arch.tensors:
+        n = t.numel
+        total += n
+        if t.block is not None:
+            in_blocks += n
+        largest = max(largest, n)
+    linears = 0
+    largest_linear = 0
+    for block in arch.blocks:
+        for lin in block.linears:
+            linears += lin.parameters
+            largest_linear = max(largest_linear, lin.in_features * lin.out_features)
+    vocab = arch.vocab_size * arch.hidden_size if _has_vocab_head(arch) else 0
+    return ParameterSplit(total, in_blocks, linears, largest, largest_linear, vocab)
+
+
+def _has_vocab_head(arch: Architecture) -> bool:
+    return arch.head in ("causal-lm", "masked-lm", "pretraining", "conditional-generation")
+
+
+def lora_parameters(placed_linears: list[tuple[int, int, int]], rank: int) -> int:
+    """r·(in + out) per adapted linear copy: ``(in, out, copies)`` triples."""
+    return sum(rank * (i + o) * copies for i, o, copies in placed_linears)
+
+
+def nf4_bytes(quantized: int, double_quant: bool) -> tuple[float, float]:
+    """(packed 4-bit weights, quantisation constants) for ``quantized`` parameters.
+
+    NF4 stores two weights per byte plus one absmax per 64-weight block:
+    fp32, or with double quantisation 8-bit plus an fp32 constant per 256 blocks.
+    """
+    packed = quantized / 2
+    blocks = quantized / NF4_BLOCK
+    absmax = blocks * (1 + 4 / NF4_DOUBLE_QUANT_BLOCK) if double_quant else blocks * 4
+    return packed, absmax

@@ -1,0 +1,259 @@
+"""Training memory (full fine-tune, LoRA, QLoRA) as the moments of one step.
+
+Moments (each a ``Phase``): end of forward (autocast still caches the
+16-bit copies of fp32 weights, the loss is being computed), start of
+backward (every saved activation plus the fp32 loss gradients), backward
+through the top and through the bottom layer (gradients grow while saved
+activations shrink; with checkpointing one layer is recomputed at a time),
+and the optimizer step (weights + gradients + state + the optimizer's own
+temporaries). Optimizer state is counted as allocated: from the second
+step on it is alive through all of them. Gradients are freed between
+steps (``zero_grad(set_to_none=True)``, the Trainer default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from estimator.architecture import Architecture, Block
+from estimator.memory.activations import ActivationSettings, Activations, training_activations
+from estimator.memory.layers import Placed, linear_roles, place_block
+from estimator.memory.numerics import Numerics, training_numerics
+from estimator.memory.phases import MethodModel, Phase, Term
+from estimator.memory.states import (
+    ParameterSplit,
+    nf4_bytes,
+    optimizer_bytes,
+    step_temporary_bytes,
+    total_optimizer_bytes,
+)
+from estimator.workload import Workload
+
+CUBLAS_WORKSPACE: Final = 32 * 2**20
+RESERVE_STATIC: Final = 0.02
+# Calibrated on published runs that report both max_memory_allocated and
+# nvidia-smi: the caching allocator keeps 20-35% of the transient bytes as
+# fragmented, reusable segments.
+RESERVE_DYNAMIC: Final = 0.30
+LOSS_AT_FORWARD_END: Final = 10 / 12  # 16-bit logits + fp32 copy + log-softmax, of the 12 B backward peak
+
+
+@dataclass(frozen=True)
+class _States:
+    weights: float
+    gradients: float
+    gradients_top: float
+    optimizer: float
+    adapters: float
+    quantization: float
+    cache: float
+    step_temp: float
+    framework: float
+
+
+def placements(
+    arch: Architecture, trainable: bool, targets: frozenset[str] | None
+) -> list[tuple[Block, tuple[Placed, ...]]]:
+    """Place the linears of every block, once per distinct layer template."""
+    roles = linear_roles(arch)
+    cache: dict[int, tuple[Placed, ...]] = {}
+    out: list[tuple[Block, tuple[Placed, ...]]] = []
+    for block in arch.blocks:
+        key = id(block.linears)
+        if key not in cache:
+            cache[key] = place_block(
+                block, arch.hidden_size, roles.get(block.index, []), trainable, targets
+            )
+        out.append((block, cache[key]))
+    return out
+
+
+def _adapted_shapes(placed: list[tuple[Block, tuple[Placed, ...]]]) -> list[tuple[int, int, int]]:
+    return [
+        (p.linear.in_features, p.linear.out_features, p.linear.copies)
+        for _, group in placed
+        for p in group
+        if p.adapted
+    ]
+
+
+def _full_states(
+    arch: Architecture, split: ParameterSplit, w: Workload, n: Numerics
+) -> _States:
+    total = split.total
+    cache = n.compute * (split.block_linears + split.vocab_matmul) if n.autocast else 0.0
+    return _States(
+        weights=total * n.master,
+        gradients=total * n.grad,
+        gradients_top=(total - split.in_blocks) * n.grad,
+        optimizer=total_optimizer_bytes(arch.tensors, w.optimizer, n.state),
+        adapters=0.0,
+        quantization=0.0,
+        cache=cache,
+        step_temp=step_temporary_bytes(w.optimizer, split.largest_tensor),
+        framework=CUBLAS_WORKSPACE,
+    )
+
+
+def _adapter_states(
+    split: ParameterSplit, w: Workload, n: Numerics, shapes: list[tuple[int, int, int]], quantized: bool
+) -> _States:
+    r = w.lora_rank
+    params = sum(r * (i + o) * c for i, o, c in shapes)
+    optimizer = sum(
+        c * (optimizer_bytes(w.optimizer, (r, i), r * i, 4) + optimizer_bytes(w.optimizer, (o, r), o * r, 4))
+        for i, o, c in shapes
+    )
+    base_bytes = 4 if n.dtype == "fp32" else 2
+    quantization = 0.0
+    if quantized:
+        packed, constants = nf4_bytes(split.block_linears, w.double_quant)
+        weights = packed + (split.total - split.block_linears) * base_bytes
+        # bitsandbytes dequantises one weight at a time to the compute dtype.
+        quantization = constants + split.largest_linear * n.compute
+    else:
+        weights = split.total * base_bytes
+    return _States(
+        weights=weights,
+        gradients=params * 4.0,
+        gradients_top=0.0,
+        optimizer=optimizer,
+        adapters=params * 4.0,
+        quantization=quantization,
+        cache=0.0,
+        step_temp=0.0,
+        framework=CUBLAS_WORKSPACE,
+    )
+
+
+def _phases(st: _States, acts: Activations, layers: int, checkpointing: bool) -> tuple[Phase, ...]:
+    def base(grads: float, cache: float) -> list[Term]:
+        return [
+            Term("weights", st.weights + cache),
+            Term("gradients", grads),
+            Term("optimizer_state", st.optimizer),
+            Term("adapters", st.adapters),
+            Term("quantization_overhead", st.quantization),
+            Term("framework_overhead", st.framework),
+        ]
+
+    per_layer_saved = acts.saved / max(layers, 1)
+    lower_grads = st.gradients_top + (st.gradients - st.gradients_top) / max(layers, 1)
+    graph_cache = 0.0 if checkpointing else st.cache
+    return (
+        Phase(
+            "end of forward",
+            (*base(0.0, st.cache), Term("activations", 0.0, acts.saved + acts.loss * LOSS_AT_FORWARD_END)),
+        ),
+        Phase(
+            "start of backward (loss gradients)",
+            (*base(0.0, graph_cache), Term("activations", 0.0, acts.saved + acts.loss)),
+        ),
+        Phase(
+            "backward through the last layer",
+            (*base(lower_grads, graph_cache), Term("activations", 0.0, acts.saved + acts.working)),
+        ),
+        Phase(
+            "backward through the first layer",
+            (*base(st.gradients, 0.0), Term("activations", 0.0, per_layer_saved + acts.working)),
+        ),
+        Phase(
+            "optimizer step",
+            (*base(st.gradients, 0.0), Term("activations", st.step_temp)),
+        ),
+    )
+
+
+def _shard(st: _States, gpus: int, arch: Architecture, n: Numerics, full: bool) -> _States:
+    """FSDP full shard: states split over devices, one layer gathered (+1 prefetched)."""
+    if gpus == 1:
+        return st
+    largest_layer = max((b.parameters for b in arch.blocks), default=0)
+    gathered = 2 * largest_layer * n.compute + (largest_layer * n.grad if full else 0)
+    return _States(
+        weights=st.weights / gpus,
+        gradients=st.gradients / gpus,
+        gradients_top=st.gradients_top / gpus,
+        optimizer=st.optimizer / gpus,
+        adapters=st.adapters / gpus,
+        quantization=st.quantization / gpus,
+        cache=st.cache / gpus,
+        step_temp=st.step_temp / gpus,
+        framework=st.framework + gathered,
+    )
+
+
+def training_model(
+    arch: Architecture, split: ParameterSplit, w: Workload, method: str, has_bf16: bool
+) -> MethodModel:
+    """Full fine-tune, LoRA or QLoRA as a ``MethodModel``."""
+    n = training_numerics(w, method, has_bf16)
+    full = method == "full"
+    targets = None if w.all_linear else frozenset(w.lora_targets)
+    placed = placements(arch, full, targets)
+    settings = ActivationSettings(
+        numerics=n,
+        seq_len=w.seq_len,
+        eager=w.attention == "eager" or arch.position == "relative",
+        checkpointing=w.grad_checkpointing,
+        lora_rank=w.lora_rank,
+        lora_dropout=w.lora_dropout,
+        head_trains=full,
+        norms_train=full,
+    )
+    acts = training_activations(arch, placed, settings, batch=1)
+    if full:
+        st = _full_states(arch, split, w, n)
+    else:
+        st = _adapter_states(split, w, n, _adapted_shapes(placed), method == "qlora")
+    st = _shard(st, w.gpus, arch, n, full)
+    notes, assumptions = _explain(arch, w, method, n, acts)
+    return MethodModel(
+        method=method,
+        phases=_phases(st, acts, arch.num_layers, w.grad_checkpointing),
+        numerics=n.label,
+        num_layers=arch.num_layers,
+        layer_fraction=split.layer_fraction,
+        notes=notes,
+        assumptions=assumptions,
+        reserve_static=RESERVE_STATIC,
+        reserve_dynamic=RESERVE_DYNAMIC,
+    )
+
+
+def _explain(
+    arch: Architecture, w: Workload, method: str, n: Numerics, acts: Activations
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    notes: list[str] = [f"{method}: {n.label}, optimizer {w.optimizer}"]
+    assumptions: list[str] = []
+    if acts.loss > acts.saved and arch.vocab_size >= 32_000:
+        notes.append("the fp32 loss over the vocabulary is the largest activation term")
+    if method == "full" and n.autocast:
+        assumptions.append(
+            "autocast keeps a 16-bit copy of every fp32 matmul weight until backward consumes it"
+        )
+    if method in ("lora", "qlora"):
+        targets = "all linear layers but the head" if w.all_linear else ", ".join(w.lora_targets)
+        assumptions.append(
+            f"LoRA r={w.lora_rank} alpha={w.lora_alpha} dropout={w.lora_dropout} on {targets}; "
+            "adapters fp32 (PEFT autocast_adapter_dtype) with their gradients and optimizer state"
+        )
+    if method == "qlora":
+        assumptions.append(
+            "QLoRA: block linears in NF4 (0.5 B/param + absmax"
+            + (", double-quantised)" if w.double_quant else ")")
+            + "; embeddings, norms and head stay 16-bit; one weight dequantised at a time"
+        )
+    if w.gpus > 1:
+        assumptions.append(
+            f"{w.gpus} GPUs: FSDP full shard of weights, gradients and optimizer state; "
+            f"batch {w.batch} per device; one layer gathered plus one prefetched"
+        )
+    if w.grad_checkpointing:
+        assumptions.append("gradient checkpointing keeps each layer's input and recomputes one layer")
+    if w.attention == "sdpa" and arch.position != "relative":
+        assumptions.append("SDPA attention keeps no score matrix; packed sequences (no padding mask)")
+    else:
+        assumptions.append("eager attention keeps the fp32 softmax and its 16-bit copy per head")
+    return tuple(notes), tuple(assumptions)

@@ -1,0 +1,132 @@
+"""What the user wants to do with a model: a ``Workload`` is validated once, here.
+
+Every later formula trusts these fields, so a batch of 0, an unknown method
+or a LoRA rank of 10^9 is refused as a ``WorkloadError`` naming the field,
+before any estimate is attempted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Final, Literal, get_args
+
+from estimator.errors import WorkloadError
+
+Method = Literal["full", "lora", "qlora", "serve"]
+Precision = Literal["bf16", "fp16", "fp32"]
+Optimizer = Literal["adamw", "adamw8bit", "sgd", "adafactor"]
+AttentionImpl = Literal["sdpa", "eager"]
+ServeWeights = Literal["bf16", "fp16", "int8", "int4"]
+
+METHODS: Final = get_args(Method)
+PRECISIONS: Final = get_args(Precision)
+OPTIMIZERS: Final = get_args(Optimizer)
+ATTENTION_IMPLS: Final = get_args(AttentionImpl)
+SERVE_WEIGHTS: Final = get_args(ServeWeights)
+
+MAX_BATCH: Final = 1 << 20
+MAX_SEQ: Final = 1 << 24
+MAX_GPUS: Final = 4096
+MAX_RANK: Final = 1 << 16
+ALL_LINEAR: Final = "all-linear"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One training or serving job.
+
+    ``batch`` is the micro-batch per device. ``pure_16bit`` keeps weights,
+    gradients and optimizer state in ``precision`` (no fp32 master copy);
+    otherwise 16-bit precisions mean autocast over fp32 weights. With
+    ``gpus > 1`` training shards weights, gradients and optimizer state
+    (FSDP full shard / ZeRO-3) and every device runs ``batch`` sequences.
+    """
+
+    method: Method = "full"
+    batch: int = 32
+    seq_len: int = 512
+    precision: Precision = "bf16"
+    pure_16bit: bool = False
+    optimizer: Optimizer = "adamw"
+    grad_checkpointing: bool = False
+    attention: AttentionImpl = "sdpa"
+    lora_rank: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    lora_targets: tuple[str, ...] = (ALL_LINEAR,)
+    double_quant: bool = True
+    serve_weights: ServeWeights = "bf16"
+    kv_cache_bytes: int = 2
+    card: str = "A10G"
+    gpus: int = 1
+    epochs: float = 10.0
+    samples: int = 50_000
+    headroom: float = 1.15
+    mfu: float = 0.35
+
+    def __post_init__(self) -> None:
+        _choice("method", self.method, METHODS)
+        _choice("precision", self.precision, PRECISIONS)
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("attention", self.attention, ATTENTION_IMPLS)
+        _choice("serve_weights", self.serve_weights, SERVE_WEIGHTS)
+        _bounded("batch", self.batch, 1, MAX_BATCH)
+        _bounded("seq_len", self.seq_len, 1, MAX_SEQ)
+        _bounded("gpus", self.gpus, 1, MAX_GPUS)
+        _bounded("lora_rank", self.lora_rank, 1, MAX_RANK)
+        _bounded("lora_alpha", self.lora_alpha, 1, MAX_RANK)
+        _bounded("samples", self.samples, 1, 1 << 40)
+        _bounded("kv_cache_bytes", self.kv_cache_bytes, 1, 4)
+        for name in ("grad_checkpointing", "pure_16bit", "double_quant"):
+            if not isinstance(getattr(self, name), bool):
+                raise WorkloadError(f"workload: {name} must be true or false")
+        _fraction("lora_dropout", self.lora_dropout, 0.0, 0.99)
+        _fraction("mfu", self.mfu, 0.01, 1.0)
+        _fraction("headroom", self.headroom, 1.0, 4.0)
+        _fraction("epochs", self.epochs, 0.001, 1e6)
+        if not isinstance(self.card, str) or not self.card:
+            raise WorkloadError("workload: card must be a card name such as 'A10G'")
+        if (
+            not isinstance(self.lora_targets, tuple)
+            or not self.lora_targets
+            or not all(isinstance(t, str) and t for t in self.lora_targets)
+        ):
+            raise WorkloadError("workload: lora_targets must be 'all-linear' or module names")
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.batch * self.seq_len
+
+    @property
+    def all_linear(self) -> bool:
+        return self.lora_targets == (ALL_LINEAR,)
+
+    def with_(self, **changes: object) -> Workload:
+        """A copy with some fields changed (validated again)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return Workload(**values)  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["lora_targets"] = list(self.lora_targets)
+        return out
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise WorkloadError(f"workload: {name} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def _bounded(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WorkloadError(f"workload: {name} must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise WorkloadError(f"workload: {name} must be between {low} and {high}, got {value}")
+
+
+def _fraction(name: str, value: object, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise WorkloadError(f"workload: {name} must be a number, got {value!r}")
+    if not low <= float(value) <= high:
+        raise WorkloadError(f"workload: {name} must be between {low} and {high}, got {value}")
