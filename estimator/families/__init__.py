@@ -12,8 +12,11 @@ from collections.abc import Mapping
 from estimator.architecture import Architecture
 from estimator.config import Config
 from estimator.families import (
+    bert,
     bloom,
+    deberta_v2,
     deepseek_v3,
+    distilbert,
     falcon,
     gemma,
     generic,
@@ -59,6 +62,11 @@ TABLE: dict[str, Family] = {
     "RefinedWebModel": falcon.FAMILY,
     "phi": phi.FAMILY,
     "gptj": gptj.FAMILY,
+    "bert": bert.BERT,
+    "roberta": bert.ROBERTA,
+    "xlm-roberta": bert.XLM_ROBERTA,
+    "distilbert": distilbert.FAMILY,
+    "deberta-v2": deberta_v2.FAMILY,
 }
 
 # Longest prefix first, so "DistilBert" wins over "Bert" for configs without model_type.
