@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from estimator.architecture import Architecture
 from estimator.config import Config
 from estimator.families import (
+    bart,
     bert,
     bloom,
     deberta_v2,
@@ -33,6 +34,7 @@ from estimator.families import (
     qwen2,
     qwen3,
     smollm3,
+    t5,
 )
 from estimator.families.family import Family, Request
 from estimator.families.heads import architecture_of, head_of
@@ -67,6 +69,10 @@ TABLE: dict[str, Family] = {
     "xlm-roberta": bert.XLM_ROBERTA,
     "distilbert": distilbert.FAMILY,
     "deberta-v2": deberta_v2.FAMILY,
+    "t5": t5.T5,
+    "mt5": t5.MT5,
+    "bart": bart.BART,
+    "mbart": bart.MBART,
 }
 
 # Longest prefix first, so "DistilBert" wins over "Bert" for configs without model_type.

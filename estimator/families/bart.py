@@ -1,0 +1,95 @@
+"""BART and mBART: encoder-decoder with learned positions offset by 2, a LayerNorm on the
+embeddings, biased projections, and the LM head tied to ``shared``. mBART adds a final
+LayerNorm to each stack."""
+
+from __future__ import annotations
+
+from estimator.architecture import Architecture, AttentionSpec
+from estimator.blocks import attention, mlp
+from estimator.blocks.embeddings import embedding
+from estimator.blocks.layer import LayerParts, LayerTemplate, ModelParts, template
+from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
+from estimator.families.common import assemble
+from estimator.families.family import Family, Request
+from estimator.families.heads import num_labels
+from estimator.families.t5 import SEQ2SEQ_HEADS
+
+POSITION_OFFSET = 2
+
+
+def _projections(name: str) -> attention.Projections:
+    return attention.Projections(
+        f"{name}.q_proj", f"{name}.k_proj", f"{name}.v_proj", f"{name}.out_proj"
+    )
+
+
+def _layer(cfg: Config, d: int, heads: int, ffn_dim: int, decoder: bool) -> LayerTemplate:
+    cfg.divides("decoder_attention_heads" if decoder else "encoder_attention_heads", heads,
+                "d_model", d)
+    parts = LayerParts()
+    attention.separate_qkv(parts, _projections("self_attn"), d, heads, heads, d // heads,
+                           qkv_bias=True, out_bias=True)
+    parts.norm("self_attn_layer_norm", d, True)
+    cross: AttentionSpec | None = None
+    if decoder:
+        attention.separate_qkv(parts, _projections("encoder_attn"), d, heads, heads, d // heads,
+                               qkv_bias=True, out_bias=True)
+        parts.norm("encoder_attn_layer_norm", d, True)
+        cross = attention.spec(heads, heads, d // heads, causal=False)
+    ffn = mlp.plain(parts, "fc1", "fc2", d, ffn_dim, cfg.text("activation_function", "gelu"),
+                    bias=True, dropout=cfg.number("dropout", 0.1) or 0.0)
+    parts.norm("final_layer_norm", d, True)
+    spec = attention.spec(heads, heads, d // heads, causal=decoder,
+                          dropout=cfg.number("attention_dropout", 0.0) or 0.0)
+    return template(parts, stack="decoder" if decoder else "encoder", attention=spec,
+                    cross_attention=cross, feed_forward=ffn)
+
+
+def _build(cfg: Config, req: Request, *, mbart: bool) -> Architecture:
+    d = cfg.size("d_model", 1024, limit=MAX_WIDTH, aliases=("hidden_size",))
+    vocab = cfg.size("vocab_size", 250027 if mbart else 50265, limit=MAX_VOCAB)
+    positions = cfg.size("max_position_embeddings", 1024, limit=MAX_POSITIONS)
+    stacks = []
+    for side, decoder in (("encoder", False), ("decoder", True)):
+        count = cfg.size(f"{side}_layers", 12, limit=MAX_LAYERS)
+        heads = cfg.size(f"{side}_attention_heads", 16, limit=MAX_HEADS)
+        ffn_dim = cfg.size(f"{side}_ffn_dim", 4096, limit=MAX_WIDTH)
+        stacks.append((side, count, _layer(cfg, d, heads, ffn_dim, decoder)))
+
+    prefix = "" if req.head == "base" else "model."
+    model = ModelParts()
+    model.param(f"{prefix}shared.weight", (vocab, d), "embedding")
+    first = 0
+    for side, count, layer in stacks:
+        top = LayerParts()
+        embedding(top, "embed_positions", positions + POSITION_OFFSET, d, role="position")
+        top.norm("layernorm_embedding", d, True)
+        if mbart:
+            top.norm("layer_norm", d, True)
+        model.extend(f"{prefix}{side}.", top)
+        model.layers(f"{prefix}{side}.layers.", [layer] * count, first_index=first)
+        first += count
+    if req.head == "sequence-classification":
+        head = LayerParts()
+        head.linear("classification_head.dense", d, d, True, "head")
+        head.linear("classification_head.out_proj", d, num_labels(cfg), True, "head")
+        model.extend("", head)
+    return assemble(
+        cfg, model, model_type=req.model_type, family="bart", architecture=req.architecture,
+        head=req.head, hidden_size=d, vocab_size=vocab, max_position_embeddings=positions,
+        tie_word_embeddings=True, norm="layernorm", position="learned",
+        hidden_dropout=cfg.number("dropout", 0.1) or 0.0, supported=req.supported,
+    )
+
+
+def build_bart(cfg: Config, req: Request) -> Architecture:
+    return _build(cfg, req, mbart=False)
+
+
+def build_mbart(cfg: Config, req: Request) -> Architecture:
+    return _build(cfg, req, mbart=True)
+
+
+HEADS = SEQ2SEQ_HEADS | {"sequence-classification"}
+BART = Family("bart", "Bart", "BartForConditionalGeneration", HEADS, build_bart)
+MBART = Family("mbart", "MBart", "MBartForConditionalGeneration", HEADS, build_mbart)
