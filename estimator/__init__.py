@@ -4,4 +4,27 @@ Pure Python, standard library only: no I/O beyond the package's own data
 files, no network, no torch.
 """
 
-__all__: list[str] = []
+from estimator.cards import Card, all_cards, card
+from estimator.errors import ConfigError, EstimateError, ManifestError, WorkloadError
+from estimator.manifest import WeightManifest
+from estimator.memory import MemoryEstimate
+from estimator.plan import SCHEMA_VERSION, Plan, plan
+from estimator.verifier import Finding
+from estimator.workload import Workload
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Card",
+    "ConfigError",
+    "EstimateError",
+    "Finding",
+    "ManifestError",
+    "MemoryEstimate",
+    "Plan",
+    "WeightManifest",
+    "Workload",
+    "WorkloadError",
+    "all_cards",
+    "card",
+    "plan",
+]

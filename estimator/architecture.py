@@ -11,6 +11,7 @@ quirks of each family's config keys stay inside its module.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 HeadKind = Literal[
@@ -133,6 +134,11 @@ class Block:
     linears: tuple[Linear, ...]
     norms: int
     parameters: int
+    # Parameters of this block by tensor role, e.g. (("attention", n), ("mlp", m), ("norm", k)).
+    role_parameters: tuple[tuple[TensorRole, int], ...] = ()
+
+    def parameters_of(self, *roles: TensorRole) -> int:
+        return sum(n for role, n in self.role_parameters if role in roles)
 
 
 @dataclass(frozen=True)
@@ -157,7 +163,7 @@ class Architecture:
     rope_scaling: tuple[tuple[str, object], ...] | None = None
     rope_theta: float | None = None
 
-    @property
+    @cached_property
     def total_parameters(self) -> int:
         return sum(t.numel for t in self.tensors)
 

@@ -1,10 +1,10 @@
 """Errors the estimator raises, each with a message a user can act on.
 
-    EstimateError
-    ├── ConfigError        config.json is unusable: not an object, a field missing,
-    │                      of the wrong type, or outside sane bounds (names the field)
-    ├── ManifestError      a weight manifest (safetensors header or index) is malformed
-    └── WorkloadError      the requested workload is impossible (batch 0, unknown card, ...)
+EstimateError
+├── ConfigError        config.json is unusable: not an object, a field missing,
+│                      of the wrong type, or outside sane bounds (names the field)
+├── ManifestError      a weight manifest (safetensors header or index) is malformed
+└── WorkloadError      the requested workload is impossible (batch 0, unknown card, ...)
 """
 
 from __future__ import annotations

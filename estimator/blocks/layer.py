@@ -82,6 +82,7 @@ class LayerTemplate:
     linears: tuple[Linear, ...]
     norms: int
     parameters: int
+    role_parameters: tuple[tuple[TensorRole, int], ...]
 
 
 def template(
@@ -103,7 +104,17 @@ def template(
         linears=tuple(parts.linears),
         norms=parts.norms,
         parameters=sum(numel(shape) for _, shape, _ in parts.tensors),
+        role_parameters=_by_role(parts.tensors),
     )
+
+
+def _by_role(
+    tensors: list[tuple[str, Shape, TensorRole]],
+) -> tuple[tuple[TensorRole, int], ...]:
+    totals: dict[TensorRole, int] = {}
+    for _, shape, role in tensors:
+        totals[role] = totals.get(role, 0) + numel(shape)
+    return tuple(totals.items())
 
 
 @dataclass
@@ -140,5 +151,6 @@ class ModelParts:
                     linears=tpl.linears,
                     norms=tpl.norms,
                     parameters=tpl.parameters,
+                    role_parameters=tpl.role_parameters,
                 )
             )

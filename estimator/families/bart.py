@@ -24,25 +24,53 @@ def _projections(name: str) -> attention.Projections:
 
 
 def _layer(cfg: Config, d: int, heads: int, ffn_dim: int, decoder: bool) -> LayerTemplate:
-    cfg.divides("decoder_attention_heads" if decoder else "encoder_attention_heads", heads,
-                "d_model", d)
+    cfg.divides(
+        "decoder_attention_heads" if decoder else "encoder_attention_heads", heads, "d_model", d
+    )
     parts = LayerParts()
-    attention.separate_qkv(parts, _projections("self_attn"), d, heads, heads, d // heads,
-                           qkv_bias=True, out_bias=True)
+    attention.separate_qkv(
+        parts, _projections("self_attn"), d, heads, heads, d // heads, qkv_bias=True, out_bias=True
+    )
     parts.norm("self_attn_layer_norm", d, True)
     cross: AttentionSpec | None = None
     if decoder:
-        attention.separate_qkv(parts, _projections("encoder_attn"), d, heads, heads, d // heads,
-                               qkv_bias=True, out_bias=True)
+        attention.separate_qkv(
+            parts,
+            _projections("encoder_attn"),
+            d,
+            heads,
+            heads,
+            d // heads,
+            qkv_bias=True,
+            out_bias=True,
+        )
         parts.norm("encoder_attn_layer_norm", d, True)
         cross = attention.spec(heads, heads, d // heads, causal=False)
-    ffn = mlp.plain(parts, "fc1", "fc2", d, ffn_dim, cfg.text("activation_function", "gelu"),
-                    bias=True, dropout=cfg.number("dropout", 0.1) or 0.0)
+    ffn = mlp.plain(
+        parts,
+        "fc1",
+        "fc2",
+        d,
+        ffn_dim,
+        cfg.text("activation_function", "gelu"),
+        bias=True,
+        dropout=cfg.number("dropout", 0.1) or 0.0,
+    )
     parts.norm("final_layer_norm", d, True)
-    spec = attention.spec(heads, heads, d // heads, causal=decoder,
-                          dropout=cfg.number("attention_dropout", 0.0) or 0.0)
-    return template(parts, stack="decoder" if decoder else "encoder", attention=spec,
-                    cross_attention=cross, feed_forward=ffn)
+    spec = attention.spec(
+        heads,
+        heads,
+        d // heads,
+        causal=decoder,
+        dropout=cfg.number("attention_dropout", 0.0) or 0.0,
+    )
+    return template(
+        parts,
+        stack="decoder" if decoder else "encoder",
+        attention=spec,
+        cross_attention=cross,
+        feed_forward=ffn,
+    )
 
 
 def _build(cfg: Config, req: Request, *, mbart: bool) -> Architecture:
@@ -75,10 +103,20 @@ def _build(cfg: Config, req: Request, *, mbart: bool) -> Architecture:
         head.linear("classification_head.out_proj", d, num_labels(cfg), True, "head")
         model.extend("", head)
     return assemble(
-        cfg, model, model_type=req.model_type, family="bart", architecture=req.architecture,
-        head=req.head, hidden_size=d, vocab_size=vocab, max_position_embeddings=positions,
-        tie_word_embeddings=True, norm="layernorm", position="learned",
-        hidden_dropout=cfg.number("dropout", 0.1) or 0.0, supported=req.supported,
+        cfg,
+        model,
+        model_type=req.model_type,
+        family="bart",
+        architecture=req.architecture,
+        head=req.head,
+        hidden_size=d,
+        vocab_size=vocab,
+        max_position_embeddings=positions,
+        tie_word_embeddings=True,
+        norm="layernorm",
+        position="learned",
+        hidden_dropout=cfg.number("dropout", 0.1) or 0.0,
+        supported=req.supported,
     )
 
 

@@ -35,8 +35,16 @@ def _projections(name: str) -> attention.Projections:
 
 
 def _attention(parts: LayerParts, prefix: str, s: T5Shape, relative: bool) -> None:
-    attention.separate_qkv(parts, _projections(prefix), s.d_model, s.heads, s.heads, s.d_kv,
-                           qkv_bias=False, out_bias=False)
+    attention.separate_qkv(
+        parts,
+        _projections(prefix),
+        s.d_model,
+        s.heads,
+        s.heads,
+        s.d_kv,
+        qkv_bias=False,
+        out_bias=False,
+    )
     if relative:
         parts.param(f"{prefix}.relative_attention_bias.weight", (s.buckets, s.heads), "position")
 
@@ -45,8 +53,16 @@ def _ffn(parts: LayerParts, prefix: str, s: T5Shape) -> FeedForwardSpec:
     if s.gated:
         names = mlp.GatedNames(f"{prefix}.wi_0", f"{prefix}.wi_1", f"{prefix}.wo")
         return mlp.gated(parts, names, s.d_model, s.d_ff, s.activation)
-    return mlp.plain(parts, f"{prefix}.wi", f"{prefix}.wo", s.d_model, s.d_ff, s.activation,
-                     bias=False, dropout=s.dropout)
+    return mlp.plain(
+        parts,
+        f"{prefix}.wi",
+        f"{prefix}.wo",
+        s.d_model,
+        s.d_ff,
+        s.activation,
+        bias=False,
+        dropout=s.dropout,
+    )
 
 
 def _block(s: T5Shape, decoder: bool, relative: bool) -> LayerTemplate:
@@ -63,8 +79,13 @@ def _block(s: T5Shape, decoder: bool, relative: bool) -> LayerTemplate:
     ffn = _ffn(parts, f"layer.{ffn_index}.DenseReluDense", s)
     parts.norm(f"layer.{ffn_index}.layer_norm", s.d_model, False)
     spec = attention.spec(s.heads, s.heads, s.d_kv, causal=decoder, dropout=s.dropout)
-    return template(parts, stack="decoder" if decoder else "encoder", attention=spec,
-                    cross_attention=cross, feed_forward=ffn)
+    return template(
+        parts,
+        stack="decoder" if decoder else "encoder",
+        attention=spec,
+        cross_attention=cross,
+        feed_forward=ffn,
+    )
 
 
 def _stack(s: T5Shape, count: int, decoder: bool) -> list[LayerTemplate]:
@@ -83,8 +104,9 @@ def _build(cfg: Config, req: Request, *, mt5: bool) -> Architecture:
         d_model=d_model,
         d_kv=cfg.size("d_kv", 64, limit=MAX_WIDTH, aliases=("head_dim",)),
         d_ff=cfg.size("d_ff", 1024 if mt5 else 2048, limit=MAX_WIDTH),
-        heads=cfg.size("num_heads", 6 if mt5 else 8, limit=MAX_HEADS,
-                       aliases=("num_attention_heads",)),
+        heads=cfg.size(
+            "num_heads", 6 if mt5 else 8, limit=MAX_HEADS, aliases=("num_attention_heads",)
+        ),
         buckets=cfg.size("relative_attention_num_buckets", 32, limit=MAX_SMALL),
         # Explicit is_gated_act / dense_act_fn keys override what feed_forward_proj implies.
         gated=cfg.flag("is_gated_act", act[0] == "gated"),
@@ -92,8 +114,9 @@ def _build(cfg: Config, req: Request, *, mt5: bool) -> Architecture:
         dropout=cfg.number("dropout_rate", 0.1) or 0.0,
     )
     vocab = cfg.size("vocab_size", 250112 if mt5 else 32128, limit=MAX_VOCAB)
-    enc_layers = cfg.size("num_layers", 8 if mt5 else 6, limit=MAX_LAYERS,
-                          aliases=("num_hidden_layers",))
+    enc_layers = cfg.size(
+        "num_layers", 8 if mt5 else 6, limit=MAX_LAYERS, aliases=("num_hidden_layers",)
+    )
     dec_layers = cfg.size("num_decoder_layers", enc_layers, limit=MAX_LAYERS)
 
     model = ModelParts()
@@ -103,9 +126,19 @@ def _build(cfg: Config, req: Request, *, mt5: bool) -> Architecture:
     model.layers("decoder.block.", _stack(s, dec_layers, True), first_index=enc_layers)
     model.param("decoder.final_layer_norm.weight", (d_model,), "norm")
     return assemble(
-        cfg, model, model_type=req.model_type, family="t5", architecture=req.architecture,
-        head=req.head, hidden_size=d_model, vocab_size=vocab, max_position_embeddings=None,
-        tie_word_embeddings=True, norm="rmsnorm", position="relative", hidden_dropout=s.dropout,
+        cfg,
+        model,
+        model_type=req.model_type,
+        family="t5",
+        architecture=req.architecture,
+        head=req.head,
+        hidden_size=d_model,
+        vocab_size=vocab,
+        max_position_embeddings=None,
+        tie_word_embeddings=True,
+        norm="rmsnorm",
+        position="relative",
+        hidden_dropout=s.dropout,
         supported=req.supported,
     )
 

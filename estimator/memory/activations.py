@@ -166,8 +166,14 @@ def _attention_part(
     return total
 
 
-def _mlp(ff: FeedForwardSpec, placed_in: Sequence[Placed], placed_out: Sequence[Placed],
-         h: int, s: ActivationSettings, src: int) -> float:
+def _mlp(
+    ff: FeedForwardSpec,
+    placed_in: Sequence[Placed],
+    placed_out: Sequence[Placed],
+    h: int,
+    s: ActivationSettings,
+    src: int,
+) -> float:
     c = s.numerics.compute
     f = ff.intermediate_size
     total = _linear_inputs(placed_in, h, src, s)
@@ -179,7 +185,9 @@ def _mlp(ff: FeedForwardSpec, placed_in: Sequence[Placed], placed_out: Sequence[
     return total
 
 
-def _ffn_part(block: Block, placed: Sequence[Placed], h: int, s: ActivationSettings, rms: bool) -> float:
+def _ffn_part(
+    block: Block, placed: Sequence[Placed], h: int, s: ActivationSettings, rms: bool
+) -> float:
     n = s.numerics
     total = _norm(h, s, rms)
     shared = [p for p in placed if "shared" in p.linear.name]
@@ -189,7 +197,9 @@ def _ffn_part(block: Block, placed: Sequence[Placed], h: int, s: ActivationSetti
             block.feed_forward,
             [p for p in regular if p.slot == "mlp_in"],
             [p for p in regular if p.slot == "mlp_out"],
-            h, s, n.norm_out,
+            h,
+            s,
+            n.norm_out,
         )
     moe = block.moe
     if moe is not None:
@@ -208,7 +218,9 @@ def _ffn_part(block: Block, placed: Sequence[Placed], h: int, s: ActivationSetti
                 moe.shared,
                 [p for p in shared if p.linear.in_features == h],
                 [p for p in shared if p.linear.in_features != h],
-                h, s, n.norm_out,
+                h,
+                s,
+                n.norm_out,
             )
     return total
 
@@ -216,8 +228,12 @@ def _ffn_part(block: Block, placed: Sequence[Placed], h: int, s: ActivationSetti
 def _one_copy(p: Placed) -> Placed:
     """A routed token meets one expert's weights, not all ``copies`` of them."""
     lin = p.linear
-    return Placed(Linear(lin.name, lin.in_features, lin.out_features, lin.bias), p.slot,
-                  p.trainable, p.adapted)
+    return Placed(
+        Linear(lin.name, lin.in_features, lin.out_features, lin.bias),
+        p.slot,
+        p.trainable,
+        p.adapted,
+    )
 
 
 def block_bytes_per_token(
@@ -264,10 +280,16 @@ def training_activations(
 ) -> Activations:
     tokens = batch * s.seq_len
     n = s.numerics
-    per_layer = [block_bytes_per_token(arch, b, p, s) for b, p in placements]
+    memo: dict[tuple[object, ...], float] = {}
+    per_layer = []
+    for b, p in placements:
+        key = (id(p), b.attention, b.cross_attention, b.feed_forward, b.moe)
+        if key not in memo:
+            memo[key] = block_bytes_per_token(arch, b, p, s)
+        per_layer.append(memo[key])
     largest = max(per_layer, default=0.0)
     h = arch.hidden_size
-    widest = max((_widest(b) for b, _ in placements), default=h)
+    widest = max((_widest(b) for b, _ in placements[:1] + placements[-1:]), default=h)
     # Gradient temporaries of backward through one layer: the incoming and
     # outgoing residual gradients plus two of the widest intermediate.
     grads = 2 * n.residual * h + 2 * n.compute * widest

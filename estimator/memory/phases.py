@@ -10,6 +10,7 @@ rather than a search: fitting ten cards costs ten divisions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Final
 
 BREAKDOWN_KEYS: Final = (
@@ -40,11 +41,15 @@ class Phase:
     name: str
     terms: tuple[Term, ...]
 
+    @cached_property
+    def _sums(self) -> tuple[float, float]:
+        return sum(t.fixed for t in self.terms), sum(t.per_sample for t in self.terms)
+
     def fixed(self) -> float:
-        return sum(t.fixed for t in self.terms)
+        return self._sums[0]
 
     def per_sample(self) -> float:
-        return sum(t.per_sample for t in self.terms)
+        return self._sums[1]
 
     def at(self, batch: int) -> float:
         return self.fixed() + self.per_sample() * batch
@@ -103,23 +108,36 @@ class MethodModel:
                 best = min(best, (limit - fixed) / slope)
         return int(best)
 
+    @cached_property
+    def _split_parts(self) -> tuple[tuple[float, float, float, float], ...]:
+        """Per phase: fixed bytes of the layers, other fixed bytes, activations, other per-sample."""
+        parts = []
+        for phase in self.phases:
+            states = sum(t.fixed for t in phase.terms if t.key in _LAYER_STATES)
+            other = phase.fixed() - states
+            acts = sum(t.per_sample for t in phase.terms if t.key == "activations")
+            parts.append((states * self.layer_fraction, other + states * (1 - self.layer_fraction),
+                          acts, phase.per_sample() - acts))
+        return tuple(parts)
+
     def split_peak(self, cards: int, batch: int, context: float) -> float:
-        """Device bytes on the busiest card when layers are split contiguously over ``cards``."""
+        """Device bytes on the busiest card when layers are split contiguously over ``cards``.
+
+        Each card holds its share of the layers' states and activations; the
+        embeddings, head and loss are all charged to the busiest card.
+        """
         share = -(-self.num_layers // cards) / max(self.num_layers, 1)
         worst = 0.0
-        for phase in self.phases:
-            fixed = 0.0
-            for t in phase.terms:
-                if t.key in ("weights", "gradients", "optimizer_state", "adapters",
-                             "quantization_overhead"):
-                    fixed += t.fixed * (1 - self.layer_fraction + self.layer_fraction * share)
-                else:
-                    fixed += t.fixed
-            dyn = sum(
-                t.per_sample * (share if t.key == "activations" else 1.0) for t in phase.terms
-            )
+        for layer_fixed, other_fixed, acts, other_dyn in self._split_parts:
+            fixed = layer_fixed * share + other_fixed
+            dyn = acts * share + other_dyn
             worst = max(
                 worst,
                 fixed * (1 + self.reserve_static) + dyn * batch * (1 + self.reserve_dynamic),
             )
         return worst + context
+
+
+_LAYER_STATES: Final = frozenset(
+    {"weights", "gradients", "optimizer_state", "adapters", "quantization_overhead"}
+)

@@ -36,13 +36,19 @@ def optimizer_bytes(name: str, shape: tuple[int, ...], numel: int, state_bytes: 
     return 4.0 * numel
 
 
-def step_temporary_bytes(name: str, largest_numel: int) -> float:
+def step_temporary_bytes(
+    name: str, largest_numel: int, total_numel: int, state_bytes: int
+) -> float:
     """Transient bytes inside ``optimizer.step()``.
 
-    Fused AdamW (the Trainer default on CUDA) and bitsandbytes update in
-    place; Adafactor's per-parameter loop materialises an fp32 gradient
-    copy, the squared update and the factored estimate of the largest tensor.
+    torch's foreach AdamW (the default implementation of ``torch.optim.AdamW``
+    on CUDA) materialises ``sqrt(v)`` for the whole parameter group at once:
+    one more copy of the state's width. bitsandbytes updates in place;
+    Adafactor's per-parameter loop materialises an fp32 gradient copy, the
+    squared update and the factored estimate of the largest tensor.
     """
+    if name == "adamw":
+        return float(state_bytes * total_numel)
     return 12.0 * largest_numel if name == "adafactor" else 0.0
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from estimator.architecture import Architecture, Block
-from estimator.memory.activations import ActivationSettings, Activations, training_activations
+from estimator.architecture import Architecture, Block, TensorRole
+from estimator.memory.activations import Activations, ActivationSettings, training_activations
 from estimator.memory.layers import Placed, linear_roles, place_block
 from estimator.memory.numerics import Numerics, training_numerics
 from estimator.memory.phases import MethodModel, Phase, Term
@@ -36,7 +36,9 @@ RESERVE_STATIC: Final = 0.02
 # nvidia-smi: the caching allocator keeps 20-35% of the transient bytes as
 # fragmented, reusable segments.
 RESERVE_DYNAMIC: Final = 0.30
-LOSS_AT_FORWARD_END: Final = 10 / 12  # 16-bit logits + fp32 copy + log-softmax, of the 12 B backward peak
+LOSS_AT_FORWARD_END: Final = (
+    10 / 12
+)  # 16-bit logits + fp32 copy + log-softmax, of the 12 B backward peak
 
 
 @dataclass(frozen=True)
@@ -53,10 +55,13 @@ class _States:
 
 
 def placements(
-    arch: Architecture, trainable: bool, targets: frozenset[str] | None
+    arch: Architecture,
+    trainable: bool,
+    targets: frozenset[str] | None,
+    roles: dict[int, list[tuple[str, TensorRole]]] | None = None,
 ) -> list[tuple[Block, tuple[Placed, ...]]]:
     """Place the linears of every block, once per distinct layer template."""
-    roles = linear_roles(arch)
+    roles = linear_roles(arch) if roles is None else roles
     cache: dict[int, tuple[Placed, ...]] = {}
     out: list[tuple[Block, tuple[Placed, ...]]] = []
     for block in arch.blocks:
@@ -70,17 +75,21 @@ def placements(
 
 
 def _adapted_shapes(placed: list[tuple[Block, tuple[Placed, ...]]]) -> list[tuple[int, int, int]]:
+    """(in, out, copies) of every adapted linear; blocks sharing a template are counted once each."""
+    per_template: dict[int, int] = {}
+    groups: dict[int, tuple[Placed, ...]] = {}
+    for _, group in placed:
+        per_template[id(group)] = per_template.get(id(group), 0) + 1
+        groups[id(group)] = group
     return [
-        (p.linear.in_features, p.linear.out_features, p.linear.copies)
-        for _, group in placed
+        (p.linear.in_features, p.linear.out_features, p.linear.copies * per_template[key])
+        for key, group in groups.items()
         for p in group
         if p.adapted
     ]
 
 
-def _full_states(
-    arch: Architecture, split: ParameterSplit, w: Workload, n: Numerics
-) -> _States:
+def _full_states(arch: Architecture, split: ParameterSplit, w: Workload, n: Numerics) -> _States:
     total = split.total
     cache = n.compute * (split.block_linears + split.vocab_matmul) if n.autocast else 0.0
     return _States(
@@ -91,18 +100,26 @@ def _full_states(
         adapters=0.0,
         quantization=0.0,
         cache=cache,
-        step_temp=step_temporary_bytes(w.optimizer, split.largest_tensor),
+        step_temp=step_temporary_bytes(w.optimizer, split.largest_tensor, total, n.state),
         framework=CUBLAS_WORKSPACE,
     )
 
 
 def _adapter_states(
-    split: ParameterSplit, w: Workload, n: Numerics, shapes: list[tuple[int, int, int]], quantized: bool
+    split: ParameterSplit,
+    w: Workload,
+    n: Numerics,
+    shapes: list[tuple[int, int, int]],
+    quantized: bool,
 ) -> _States:
     r = w.lora_rank
     params = sum(r * (i + o) * c for i, o, c in shapes)
     optimizer = sum(
-        c * (optimizer_bytes(w.optimizer, (r, i), r * i, 4) + optimizer_bytes(w.optimizer, (o, r), o * r, 4))
+        c
+        * (
+            optimizer_bytes(w.optimizer, (r, i), r * i, 4)
+            + optimizer_bytes(w.optimizer, (o, r), o * r, 4)
+        )
         for i, o, c in shapes
     )
     base_bytes = 4 if n.dtype == "fp32" else 2
@@ -144,7 +161,10 @@ def _phases(st: _States, acts: Activations, layers: int, checkpointing: bool) ->
     return (
         Phase(
             "end of forward",
-            (*base(0.0, st.cache), Term("activations", 0.0, acts.saved + acts.loss * LOSS_AT_FORWARD_END)),
+            (
+                *base(0.0, st.cache),
+                Term("activations", 0.0, acts.saved + acts.loss * LOSS_AT_FORWARD_END),
+            ),
         ),
         Phase(
             "start of backward (loss gradients)",
@@ -185,13 +205,18 @@ def _shard(st: _States, gpus: int, arch: Architecture, n: Numerics, full: bool) 
 
 
 def training_model(
-    arch: Architecture, split: ParameterSplit, w: Workload, method: str, has_bf16: bool
+    arch: Architecture,
+    split: ParameterSplit,
+    w: Workload,
+    method: str,
+    has_bf16: bool,
+    roles: dict[int, list[tuple[str, TensorRole]]] | None = None,
 ) -> MethodModel:
     """Full fine-tune, LoRA or QLoRA as a ``MethodModel``."""
     n = training_numerics(w, method, has_bf16)
     full = method == "full"
     targets = None if w.all_linear else frozenset(w.lora_targets)
-    placed = placements(arch, full, targets)
+    placed = placements(arch, full, targets, roles)
     settings = ActivationSettings(
         numerics=n,
         seq_len=w.seq_len,
@@ -251,9 +276,13 @@ def _explain(
             f"batch {w.batch} per device; one layer gathered plus one prefetched"
         )
     if w.grad_checkpointing:
-        assumptions.append("gradient checkpointing keeps each layer's input and recomputes one layer")
+        assumptions.append(
+            "gradient checkpointing keeps each layer's input and recomputes one layer"
+        )
     if w.attention == "sdpa" and arch.position != "relative":
-        assumptions.append("SDPA attention keeps no score matrix; packed sequences (no padding mask)")
+        assumptions.append(
+            "SDPA attention keeps no score matrix; packed sequences (no padding mask)"
+        )
     else:
         assumptions.append("eager attention keeps the fp32 softmax and its 16-bit copy per head")
     return tuple(notes), tuple(assumptions)

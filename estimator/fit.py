@@ -1,0 +1,91 @@
+"""Which cards a plan fits: largest batch per method, or the smallest layer split.
+
+Limits are the card's reported memory divided by the headroom factor
+(default 1.15), compared with device bytes (what nvidia-smi would show).
+Serving additionally reports what an engine such as vLLM reserves up front
+(``gpu_memory_utilization`` x total), next to the minimum to run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from estimator.cards import Card
+from estimator.memory import MethodModel
+from estimator.memory.overhead import context_bytes
+
+MAX_SPLIT: Final = 8
+VLLM_UTILIZATION: Final = 0.9
+
+
+@dataclass(frozen=True)
+class MethodFit:
+    method: str
+    largest_batch: int
+    fits: bool
+    split_cards: int | None
+    split_per_card_bytes: int | None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "largest_batch": self.largest_batch,
+            "fits": self.fits,
+            "split": None
+            if self.split_cards is None
+            else {"cards": self.split_cards, "per_card_peak_bytes": self.split_per_card_bytes},
+        }
+
+
+@dataclass(frozen=True)
+class CardFit:
+    card: Card
+    methods: tuple[MethodFit, ...]
+    engine_reserved_bytes: int
+    precision_note: str | None
+
+    def method(self, name: str) -> MethodFit:
+        return next(m for m in self.methods if m.method == name)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "card": self.card.name,
+            "usable_bytes": self.card.usable_bytes,
+            "methods": {m.method: m.to_json() for m in self.methods},
+            "engine_reserved_bytes": self.engine_reserved_bytes,
+            "precision_note": self.precision_note,
+        }
+
+
+def fit_method(model: MethodModel, card: Card, batch: int, gpus: int, headroom: float) -> MethodFit:
+    limit = card.usable_bytes / headroom
+    context = context_bytes(card.context_bytes, gpus)
+    largest = model.largest_batch(limit, context)
+    split_cards: int | None = None
+    split_bytes: int | None = None
+    if largest == 0:
+        for k in range(2, MAX_SPLIT + 1):
+            peak = model.split_peak(k, 1, context)
+            if peak <= limit:
+                split_cards, split_bytes = k, round(peak)
+                break
+    return MethodFit(model.method, largest, largest >= batch, split_cards, split_bytes)
+
+
+def fit_card(
+    models: dict[str, MethodModel],
+    card: Card,
+    batch: int,
+    gpus: int,
+    headroom: float,
+    precision: str,
+) -> CardFit:
+    note = None
+    if precision == "bf16" and not card.bf16:
+        note = f"{card.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"
+    return CardFit(
+        card=card,
+        methods=tuple(fit_method(m, card, batch, gpus, headroom) for m in models.values()),
+        engine_reserved_bytes=round(VLLM_UTILIZATION * card.usable_bytes),
+        precision_note=note,
+    )

@@ -1,0 +1,143 @@
+"""The model as a list of nodes with output shapes at a sequence length (batch excluded).
+
+Input -> Embedding -> positional embedding -> per block the attention, residual adds,
+norms and FFN/MoE in the order the block applies them -> final norm -> Output.
+Pre-norm blocks (decoders) normalise before each sub-layer, post-norm blocks
+(BERT-style encoders) after each residual add. Every parameter of the
+Architecture sits in exactly one node, so the node parameters sum to the total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from estimator.architecture import Architecture, Block, Tensor
+from estimator.errors import WorkloadError
+
+NodeKind = Literal[
+    "Input",
+    "Embedding",
+    "PositionalEmbedding",
+    "Norm",
+    "Attention",
+    "CrossAttention",
+    "Add",
+    "FFN",
+    "MoE",
+    "Projection",
+    "Output",
+]
+MAX_SEQ_LEN = 1 << 31
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    kind: NodeKind
+    shape: tuple[int, ...]
+    parameters: int = 0
+
+
+def _top_level(arch: Architecture) -> dict[str, int]:
+    sums = {"embedding": 0, "position": 0, "head": 0, "norm": 0, "other": 0}
+    for t in arch.tensors:
+        if t.block is None:
+            key = t.role if t.role in sums else "other"
+            sums[key] += t.numel
+    return sums
+
+
+def _positional(arch: Architecture, seq_len: int, params: int) -> Node | None:
+    first = arch.blocks[0].attention if arch.blocks else None
+    heads = first.num_heads if first else 1
+    if arch.position == "learned":
+        return Node(
+            "position_embeddings", "PositionalEmbedding", (seq_len, arch.hidden_size), params
+        )
+    if arch.position == "rope":
+        head_dim = first.head_dim if first else arch.hidden_size
+        return Node("rotary_embedding", "PositionalEmbedding", (seq_len, head_dim), params)
+    if arch.position in ("alibi", "relative"):
+        return Node("position_bias", "PositionalEmbedding", (heads, seq_len, seq_len), params)
+    return None
+
+
+def _block_nodes(block: Block, seq_len: int, hidden: int, pre_norm: bool) -> list[Node]:
+    shape = (seq_len, hidden)
+    p = f"layers.{block.index}."
+    cross = block.cross_attention is not None
+    norm_params = block.parameters_of("norm")
+    norm_count = 3 if cross else 2
+    split = [norm_params // norm_count] * norm_count
+    split[-1] += norm_params - sum(split)
+    norms = iter(split)
+    attention = Node(
+        p + "attention", "Attention", shape, block.parameters_of("attention", "position")
+    )
+    ffn_kind = "MoE" if block.moe is not None else "FFN"
+    ffn = Node(
+        p + ffn_kind.lower(),
+        ffn_kind,
+        shape,
+        block.parameters_of("mlp", "expert", "router", "other", "embedding", "head"),
+    )
+    sublayers = [attention]
+    if cross:
+        # Cross-attention projections are counted with the block's attention role.
+        sublayers.append(Node(p + "cross_attention", "CrossAttention", shape, 0))
+    sublayers.append(ffn)
+    nodes: list[Node] = []
+    for i, sub in enumerate(sublayers):
+        norm = Node(f"{p}norm_{i}", "Norm", shape, next(norms))
+        add = Node(f"{p}add_{i}", "Add", shape)
+        nodes.extend((norm, sub, add) if pre_norm else (sub, add, norm))
+    return nodes
+
+
+def structure(arch: Architecture, seq_len: int) -> tuple[Node, ...]:
+    """Nodes in execution order at ``seq_len`` tokens (encoder and decoder both at seq_len)."""
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or not 1 <= seq_len <= MAX_SEQ_LEN:
+        raise WorkloadError(
+            f"sequence length must be an integer in 1..{MAX_SEQ_LEN}, got {seq_len!r}"
+        )
+    top = _top_level(arch)
+    nodes = [
+        Node("input_ids", "Input", (seq_len,)),
+        Node("embeddings", "Embedding", (seq_len, arch.hidden_size), top["embedding"]),
+    ]
+    positional = _positional(arch, seq_len, top["position"])
+    if positional is not None:
+        nodes.append(positional)
+    elif top["position"]:
+        nodes.append(
+            Node(
+                "position_embeddings",
+                "PositionalEmbedding",
+                (seq_len, arch.hidden_size),
+                top["position"],
+            )
+        )
+    if top["other"]:
+        nodes.append(Node("projections", "Projection", (seq_len, arch.hidden_size), top["other"]))
+    for block in arch.blocks:
+        pre_norm = block.stack == "decoder" or arch.norm == "rmsnorm"
+        nodes.extend(_block_nodes(block, seq_len, arch.hidden_size, pre_norm))
+    if top["norm"]:
+        nodes.append(Node("final_norm", "Norm", (seq_len, arch.hidden_size), top["norm"]))
+    nodes.append(Node("output", "Output", _output_shape(arch, seq_len), top["head"]))
+    return tuple(nodes)
+
+
+def _head_rows(arch: Architecture) -> int | None:
+    """Width of the classifier (its last head tensor's first dimension)."""
+    heads: list[Tensor] = [t for t in arch.tensors if t.role == "head" and len(t.shape) == 2]
+    return heads[-1].shape[0] if heads else None
+
+
+def _output_shape(arch: Architecture, seq_len: int) -> tuple[int, ...]:
+    if arch.head in ("causal-lm", "masked-lm", "conditional-generation", "pretraining"):
+        return (seq_len, arch.vocab_size)
+    if arch.head == "sequence-classification":
+        return (_head_rows(arch) or 2,)
+    return (seq_len, arch.hidden_size)

@@ -1,0 +1,188 @@
+"""Findings about a config (and its weight manifest), each from a rule in ``data/rules.json``.
+
+Rules are data (id, severity, message, fix); each check below reads the
+config, the Architecture or the manifest and returns the values that fill
+the rule's message, or None. ``CHECKS`` is the explicit table tying the two.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from estimator.architecture import Architecture
+from estimator.cards import Card
+from estimator.manifest import WeightManifest
+
+Values = dict[str, object]
+
+
+@dataclass(frozen=True)
+class Context:
+    config: Mapping[str, object]
+    arch: Architecture
+    manifest: WeightManifest | None
+    card: Card
+    precision: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: str
+    message: str
+    fix: str
+
+    def to_json(self) -> dict[str, str]:
+        return dict(vars(self))
+
+
+def _int(config: Mapping[str, object], *keys: str) -> int | None:
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _deep_default_init(c: Context) -> Values | None:
+    init = c.config.get("initializer_range")
+    if c.arch.num_layers >= 48 and init == 0.02:
+        return {"layers": c.arch.num_layers, "init": init}
+    return None
+
+
+def _heads_divide(c: Context) -> Values | None:
+    heads = _int(c.config, "num_attention_heads", "n_head", "num_heads")
+    hidden = _int(c.config, "hidden_size", "n_embd", "d_model")
+    if heads and hidden and hidden % heads and _int(c.config, "head_dim", "d_kv") is None:
+        return {"heads": heads, "hidden": hidden}
+    return None
+
+
+def _kv_divide(c: Context) -> Values | None:
+    heads = _int(c.config, "num_attention_heads", "n_head")
+    kv = _int(c.config, "num_key_value_heads", "num_kv_heads")
+    if heads and kv and heads % kv:
+        return {"kv": kv, "heads": heads}
+    return None
+
+
+def _head_dim(c: Context) -> Values | None:
+    head_dim = _int(c.config, "head_dim")
+    heads = _int(c.config, "num_attention_heads")
+    hidden = _int(c.config, "hidden_size")
+    if head_dim and heads and hidden and head_dim * heads != hidden:
+        return {"head_dim": head_dim, "heads": heads, "product": head_dim * heads, "hidden": hidden}
+    return None
+
+
+def _rope_scaling(c: Context) -> Values | None:
+    scaling = c.config.get("rope_scaling")
+    max_pos = _int(c.config, "max_position_embeddings")
+    if not isinstance(scaling, Mapping) or max_pos is None:
+        return None
+    factor = scaling.get("factor")
+    original = scaling.get("original_max_position_embeddings")
+    if (
+        not isinstance(factor, (int, float))
+        or not isinstance(original, int)
+        or isinstance(factor, bool)
+    ):
+        return None
+    if scaling.get("rope_type", scaling.get("type")) in ("llama3", "longrope", "dynamic"):
+        return None  # these keep max_position_embeddings independent of the factor
+    product = round(factor * original)
+    if product != max_pos:
+        return {"factor": factor, "original": original, "product": product, "max_pos": max_pos}
+    return None
+
+
+def _vocab_64(c: Context) -> Values | None:
+    return {"vocab": c.arch.vocab_size} if c.arch.vocab_size % 64 else None
+
+
+def _dtype(c: Context) -> Values | None:
+    declared = c.arch.declared_dtype
+    if c.manifest is None or declared is None or not c.manifest.dtypes:
+        return None
+    stored = c.manifest.main_dtype
+    if stored is not None and _dtype_name(stored) != _dtype_name(declared):
+        return {"declared": declared, "stored": stored}
+    return None
+
+
+def _dtype_name(name: str) -> str:
+    aliases = {
+        "bf16": "bfloat16",
+        "f16": "float16",
+        "fp16": "float16",
+        "f32": "float32",
+        "fp32": "float32",
+        "half": "float16",
+        "float": "float32",
+    }
+    key = name.lower().removeprefix("torch.")
+    return aliases.get(key, key)
+
+
+def _tied_head(c: Context) -> Values | None:
+    if c.manifest is None or not c.manifest.names:
+        return None
+    has_head = any(n == "lm_head.weight" or n.endswith(".lm_head.weight") for n in c.manifest.names)
+    if c.arch.tie_word_embeddings and has_head:
+        return {"tied": "true", "stored": "also stores"}
+    return None
+
+
+def _sliding_window(c: Context) -> Values | None:
+    max_pos = c.arch.max_position_embeddings
+    windows = [b.attention.sliding_window for b in c.arch.blocks if b.attention.sliding_window]
+    if max_pos and windows and max(windows) > max_pos:
+        return {"window": max(windows), "max_pos": max_pos}
+    return None
+
+
+def _unsupported(c: Context) -> Values | None:
+    return None if c.arch.supported else {"model_type": c.arch.model_type}
+
+
+def _no_bf16(c: Context) -> Values | None:
+    return {"card": c.card.name} if c.precision == "bf16" and not c.card.bf16 else None
+
+
+CHECKS: dict[str, Callable[[Context], Values | None]] = {
+    "deep-attention-default-init": _deep_default_init,
+    "heads-not-dividing-hidden": _heads_divide,
+    "kv-heads-not-dividing-heads": _kv_divide,
+    "head-dim-inconsistent": _head_dim,
+    "rope-scaling-inconsistent": _rope_scaling,
+    "vocab-not-multiple-of-64": _vocab_64,
+    "dtype-mismatch": _dtype,
+    "tied-head-stored-separately": _tied_head,
+    "sliding-window-beyond-context": _sliding_window,
+    "unsupported-model-type": _unsupported,
+    "no-bf16-on-card": _no_bf16,
+}
+
+
+@cache
+def rules() -> dict[str, dict[str, str]]:
+    text = resources.files("estimator").joinpath("data/rules.json").read_text("utf-8")
+    return {r["id"]: r for r in json.loads(text)["rules"]}
+
+
+def verify(context: Context) -> tuple[Finding, ...]:
+    findings = []
+    for rule_id, check in CHECKS.items():
+        values = check(context)
+        if values is None:
+            continue
+        rule = rules()[rule_id]
+        findings.append(
+            Finding(rule_id, rule["severity"], rule["message"].format(**values), rule["fix"])
+        )
+    return tuple(findings)
