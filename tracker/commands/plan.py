@@ -1,0 +1,127 @@
+"""Estimate parameters, memory per method, card fits and cost from a config.json.
+
+SOURCE is a config.json, or a directory holding one plus optionally a
+model.safetensors.index.json and/or *.safetensors headers (only the JSON
+header at the start of each file is read, never the weights).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import struct
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+from estimator import EstimateError, Plan, WeightManifest, Workload, plan
+from estimator.report import render_markdown, render_terminal
+from tracker.commands import UsageError
+from tracker.settings import Settings
+
+NAME = "plan"
+HELP = "estimate memory per method, card fits and cost from a config.json"
+MAX_CONFIG_BYTES: Final = 16 * 2**20
+MAX_HEADER_BYTES: Final = 100 * 2**20
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="SOURCE", type=Path, help="config.json or a directory")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+    out.add_argument("--markdown", action="store_true", help="print the model page as Markdown")
+    parser.add_argument("--method", choices=("full", "lora", "qlora", "serve"), default="full")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--seq-len", type=int, default=512)
+    parser.add_argument("--precision", choices=("bf16", "fp16", "fp32"), default="bf16")
+    parser.add_argument(
+        "--optimizer", choices=("adamw", "adamw8bit", "sgd", "adafactor"), default="adamw"
+    )
+    parser.add_argument("--grad-checkpointing", action="store_true")
+    parser.add_argument("--attention", choices=("sdpa", "eager"), default="sdpa")
+    parser.add_argument("--lora-rank", type=int, default=16)
+    parser.add_argument(
+        "--lora-targets", default="all-linear", help="all-linear or comma-separated module names"
+    )
+    parser.add_argument("--card", default="A10G")
+    parser.add_argument("--gpus", type=int, default=1)
+
+
+def _read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> Any:
+    try:
+        if path.stat().st_size > limit:
+            raise UsageError(f"{path}: larger than {limit} bytes, not a config")
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise UsageError(f"{path}: no such file") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: not valid JSON ({exc})") from exc
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ({exc.strerror})") from exc
+
+
+def _safetensors_header(path: Path) -> Any:
+    with path.open("rb") as handle:
+        prefix = handle.read(8)
+        if len(prefix) != 8:
+            raise UsageError(f"{path}: too short for a safetensors header")
+        (length,) = struct.unpack("<Q", prefix)
+        if length > MAX_HEADER_BYTES:
+            raise UsageError(f"{path}: safetensors header of {length} bytes is implausible")
+        raw = handle.read(length)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: safetensors header is not JSON") from exc
+
+
+def load_source(source: Path) -> tuple[Any, WeightManifest | None]:
+    """The parsed config and the weight manifest found beside it, if any."""
+    if not source.is_dir():
+        return _read_json(source), None
+    config = _read_json(source / "config.json")
+    headers = [_safetensors_header(p) for p in sorted(source.glob("*.safetensors"))]
+    if headers:
+        return config, WeightManifest.from_headers(headers)
+    index = source / "model.safetensors.index.json"
+    if index.is_file():
+        return config, WeightManifest.from_index(_read_json(index, MAX_HEADER_BYTES))
+    return config, None
+
+
+def workload_from(args: argparse.Namespace) -> Workload:
+    targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
+    return Workload(
+        method=args.method,
+        batch=args.batch,
+        seq_len=args.seq_len,
+        precision=args.precision,
+        optimizer=args.optimizer,
+        grad_checkpointing=args.grad_checkpointing,
+        attention=args.attention,
+        lora_rank=args.lora_rank,
+        lora_targets=targets or ("all-linear",),
+        card=args.card,
+        gpus=args.gpus,
+    )
+
+
+def render(result: Plan, args: argparse.Namespace) -> str:
+    if args.json:
+        return json.dumps(result.to_json(), indent=2) + "\n"
+    if args.markdown:
+        return render_markdown(result)
+    return render_terminal(result)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    del settings  # planning reads only SOURCE
+    try:
+        config, manifest = load_source(args.source)
+        result = plan(config, workload_from(args), manifest)
+    except EstimateError as exc:
+        raise UsageError(str(exc)) from exc
+    except RecursionError as exc:
+        raise UsageError(f"{args.source}: JSON nested too deeply") from exc
+    sys.stdout.write(render(result, args))
+    return 0
