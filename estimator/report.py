@@ -31,8 +31,13 @@ def headline(data: dict[str, Any]) -> str:
     card = next(c for c in data["cards"] if _same(c["card"], w["card"]))
     fit = card["methods"][w["method"]]
     verdict = (
-        f"fits ({fit['largest_batch']} max batch)" if fit["fits"]
-        else ("does not fit" if fit["largest_batch"] == 0 else f"fits only up to batch {fit['largest_batch']}")
+        f"fits ({fit['largest_batch']} max batch)"
+        if fit["fits"]
+        else (
+            "does not fit"
+            if fit["largest_batch"] == 0
+            else f"fits only up to batch {fit['largest_batch']}"
+        )
     )
     return (
         f"{model['architecture']} ({_count(data['parameters']['total'])} parameters): "
@@ -82,14 +87,30 @@ def _memory_rows(data: dict[str, Any]) -> list[list[str]]:
         e = data["memory"][m]
         b = e["breakdown"]
         rows.append(
-            [m, gib(e["peak_allocated_bytes"]), gib(e["device_bytes"]), gib(b["weights"]),
-             gib(b["gradients"] + b["optimizer_state"] + b["adapters"]), gib(b["activations"]),
-             gib(b["kv_cache"]), e["peak_phase"]]
+            [
+                m,
+                gib(e["peak_allocated_bytes"]),
+                gib(e["device_bytes"]),
+                gib(b["weights"]),
+                gib(b["gradients"] + b["optimizer_state"] + b["adapters"]),
+                gib(b["activations"]),
+                gib(b["kv_cache"]),
+                e["peak_phase"],
+            ]
         )
     return rows
 
 
-MEMORY_HEAD = ["method", "allocated", "device", "weights", "grad+optim", "activations", "kv", "peak at"]
+MEMORY_HEAD = [
+    "method",
+    "allocated",
+    "device",
+    "weights",
+    "grad+optim",
+    "activations",
+    "kv",
+    "peak at",
+]
 CARD_HEAD = ["card", "memory", "full", "lora", "qlora", "serve"]
 
 
@@ -165,13 +186,21 @@ def render_markdown(plan: Plan) -> str:
         "",
         _md_table(
             ["node", "kind", "shape"],
-            [[n["name"], n["kind"], "x".join(map(str, n["shape"]))] for n in structure[:6] + structure[-3:]],
+            [
+                [n["name"], n["kind"], "x".join(map(str, n["shape"]))]
+                for n in structure[:6] + structure[-3:]
+            ],
         ),
         "",
         "## Findings",
         "",
-        *([f"- **{f['severity']}** `{f['id']}`: {f['message']} Fix: {f['fix']}" for f in data["findings"]]
-          or ["- none"]),
+        *(
+            [
+                f"- **{f['severity']}** `{f['id']}`: {f['message']} Fix: {f['fix']}"
+                for f in data["findings"]
+            ]
+            or ["- none"]
+        ),
         "",
         "## Assumptions",
         "",

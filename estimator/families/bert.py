@@ -23,9 +23,10 @@ from estimator.families.family import Family, Request
 from estimator.families.heads import num_labels
 
 
-def embeddings(shape: EncoderShape) -> LayerParts:
+def embeddings(shape: EncoderShape, *, words: bool = True) -> LayerParts:
     top = LayerParts()
-    embedding(top, "embeddings.word_embeddings", shape.vocab_size, shape.hidden_size)
+    if words:
+        embedding(top, "embeddings.word_embeddings", shape.vocab_size, shape.hidden_size)
     embedding(
         top,
         "embeddings.position_embeddings",
@@ -96,10 +97,15 @@ def _build(cfg: Config, req: Request, *, roberta: bool, family: str) -> Architec
         cfg, vocab=defaults[0], hidden=768, layers=12, heads=12, intermediate=3072, type_vocab=2
     )
     inner, root = (_roberta_heads if roberta else _bert_heads)(cfg, req.head, shape)
+    # XLMRobertaForMaskedLM registers lm_head before roberta, so named_parameters() reports
+    # the tied word embedding under the decoder's name.
+    decoder_first = req.model_type == "xlm-roberta" and req.head == "masked-lm" and shape.tied
+    if decoder_first:
+        root.param("lm_head.decoder.weight", (shape.vocab_size, shape.hidden_size), "embedding")
     base = "roberta." if roberta else "bert."
     model = stack_model(
         prefix="" if req.head == "base" else base,
-        top=embeddings(shape),
+        top=embeddings(shape, words=not decoder_first),
         layers_prefix="encoder.layer.",
         layers=[bert_layer(shape)] * shape.num_layers,
         tail=inner,

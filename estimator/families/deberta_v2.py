@@ -67,9 +67,10 @@ def _encoder_extras(cfg: Config, shape: EncoderShape, relative: bool) -> LayerPa
     h, tail = shape.hidden_size, LayerParts()
     if relative:
         tail.param("encoder.rel_embeddings.weight", (_relative_rows(cfg, shape), h), "position")
-        norm_rel = cfg.text("norm_rel_ebd", "none").lower().split("|")
-        if "layer_norm" in (x.strip() for x in norm_rel):
-            tail.norm("encoder.LayerNorm", h, True)
+    # The LayerNorm follows norm_rel_ebd even when relative attention is off.
+    norm_rel = cfg.text("norm_rel_ebd", "none").lower().split("|")
+    if "layer_norm" in (x.strip() for x in norm_rel):
+        tail.norm("encoder.LayerNorm", h, True)
     kernel = cfg.size("conv_kernel_size", 0, limit=MAX_SMALL, minimum=0)
     if kernel > 0:
         groups = cfg.size("conv_groups", 1, limit=h)

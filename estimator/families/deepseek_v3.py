@@ -60,17 +60,16 @@ def build(cfg: Config, req: Request) -> Architecture:
         h = shape.hidden_size
         expert = moe.fused_experts(parts, "mlp.experts.", h, moe_inter, experts, shape.activation)
         moe.router(parts, "mlp.gate", h, experts, bias=False)
-        shared_spec = None
-        if shared:
-            names = mlp.GatedNames(
-                "mlp.shared_experts.gate_proj",
-                "mlp.shared_experts.up_proj",
-                "mlp.shared_experts.down_proj",
-            )
-            shared_spec = mlp.gated(
-                parts, names, h, moe_inter * shared, shape.activation, role="expert"
-            )
-        return None, MoeSpec(experts, top_k, expert, shared_spec)
+        names = mlp.GatedNames(
+            "mlp.shared_experts.gate_proj",
+            "mlp.shared_experts.up_proj",
+            "mlp.shared_experts.down_proj",
+        )
+        # transformers builds the shared MLP even for n_shared_experts 0 (zero-width tensors).
+        shared_spec = mlp.gated(
+            parts, names, h, moe_inter * shared, shape.activation, role="expert"
+        )
+        return None, MoeSpec(experts, top_k, expert, shared_spec if shared else None)
 
     def layer(dense: bool) -> LayerTemplate:
         return llama_layer(

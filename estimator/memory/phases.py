@@ -116,8 +116,14 @@ class MethodModel:
             states = sum(t.fixed for t in phase.terms if t.key in _LAYER_STATES)
             other = phase.fixed() - states
             acts = sum(t.per_sample for t in phase.terms if t.key == "activations")
-            parts.append((states * self.layer_fraction, other + states * (1 - self.layer_fraction),
-                          acts, phase.per_sample() - acts))
+            parts.append(
+                (
+                    states * self.layer_fraction,
+                    other + states * (1 - self.layer_fraction),
+                    acts,
+                    phase.per_sample() - acts,
+                )
+            )
         return tuple(parts)
 
     def split_peak(self, cards: int, batch: int, context: float) -> float:
