@@ -1,0 +1,255 @@
+"""Score peak-memory estimates against published measurements, and time plan().
+
+Run: ``python tests/bench/bench_estimator.py``. Reads ../shared/measured/
+measured-memory.csv (relative to the repository), maps each row's model to
+a config (the hub corpus's latest config.json on main, else the public
+values in tests/bench/data/public_configs.json), its settings to a
+Workload and its metric to the matching figure (max_memory_allocated ->
+peak_allocated_bytes, max_memory_reserved -> reserved_bytes, nvidia-smi
+and unstated -> device_bytes). Rows reporting only OOM / "at limit" score
+the fits verdict only. Then times plan() against accelerate's meta-device
+instantiation (init_empty_weights + from_config) on the same configs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from estimator import EstimateError, Workload, card, plan  # noqa: E402
+
+MEASURED = ROOT.parent / "shared" / "measured" / "measured-memory.csv"
+CORPUS = ROOT.parent / "shared" / "hub-corpus"
+PUBLIC = Path(__file__).with_name("data") / "public_configs.json"
+GB = 1e9
+# The same architecture under another repo name.
+ALIASES = {"meta-llama/Llama-3.2-3B": "meta-llama/Llama-3.2-3B-Instruct",
+           "TheBloke/Mistral-7B-v0.1-GPTQ": "mistralai/Mistral-7B-v0.1",
+           "TheBloke/Mixtral-8x7B-Instruct-v0.1-GPTQ": "mistralai/Mixtral-8x7B-Instruct-v0.1",
+           "TheBloke/Llama-2-70B-GPTQ": "NousResearch/Llama-2-70b-hf",
+           "meta-llama/Llama-2-70b-hf": "NousResearch/Llama-2-70b-hf"}
+SEQ_CLS = {"google-bert/bert-base-uncased"}
+# GPUs outside the card table: (reported bytes, context). The V100 context is
+# the measured "torch.ones on GPU" row of the same document.
+EXTRA_GPUS = {"V100": (16_945_512_448, 1_408_000_000)}
+SHORT = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj",
+         "gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
+PEFT_DEFAULT = {"t5": ("q", "v"), "mt5": ("q", "v"), "bloom": ("query_key_value",),
+                "bert": ("query", "value"), "roberta": ("query", "value"),
+                "llama": ("q_proj", "v_proj")}
+
+
+@dataclass
+class Row:
+    index: int
+    model: str
+    config: dict[str, Any]
+    workload: Workload
+    metric: str
+    measured: float | None
+    fits: bool
+    card_bytes: int
+    context: int
+    note: str
+
+
+def latest_configs() -> dict[str, dict[str, Any]]:
+    entries = json.loads((CORPUS / "MANIFEST.json").read_text())
+    entries = entries if isinstance(entries, list) else entries.get("files", [])
+    best: dict[str, tuple[str, Path]] = {}
+    for e in entries:
+        if e.get("file") != "config.json" or "refs/pr" in (e.get("notes") or ""):
+            continue
+        path = CORPUS / e["repo_id"] / (e.get("revision") or "unknown") / "config.json"
+        if path.is_file() and (e["repo_id"] not in best or e["date"] > best[e["repo_id"]][0]):
+            best[e["repo_id"]] = (e["date"] or "", path)
+    out = {}
+    for repo, (_, path) in best.items():
+        try:
+            out[repo] = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            continue
+    public = json.loads(PUBLIC.read_text())
+    out.update({k: v for k, v in public.items() if not k.startswith("_")})
+    return out
+
+
+def _int(text: str, default: int) -> int:
+    m = re.search(r"\d+", text)
+    return int(m.group()) if m else default
+
+
+def _targets(method: str, model_type: str) -> tuple[str, ...]:
+    if "all linear" in method or "all-linear" in method or "LLaMA-Factory" in method:
+        return ("all-linear",)
+    m = re.search(r"r\d+ ([a-z,]+)", method)
+    if m:
+        names = m.group(1).split(",")
+        return tuple(SHORT.get(n, n) for n in names)
+    return PEFT_DEFAULT.get(model_type, ("all-linear",))
+
+
+def _gpu(text: str) -> tuple[int, int, int]:
+    """(gpus, reported bytes, context bytes) of the row's GPU text."""
+    gpus = _int(text.split("x")[0], 1) if re.match(r"\d+x", text) else 1
+    for key, (total, context) in EXTRA_GPUS.items():
+        if key in text:
+            return gpus, total, context
+    names = [("A100-40GB", "A100 40GB"), ("A100", "A100 80GB"), ("A800", "A100 80GB"),
+             ("H100", "H100 80GB"), ("L40S", "L40S"), ("RTX", "RTX 4090"),
+             ("80GB", "A100 80GB"), ("48GB", "L40S"), ("24GB", "A10G"), ("16GB", "T4")]
+    for key, name in names:
+        if key in text:
+            c = card(name)
+            return gpus, c.usable_bytes, c.context_bytes
+    c = card("A100 80GB")
+    return gpus, c.usable_bytes, c.context_bytes
+
+
+def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row | str:
+    method = r["method"]
+    if method in ("cuda-context", "load-weights") or "offload" in method:
+        return "not a training step we model (context, load or CPU offload)"
+    lower = method.lower()
+    if lower.startswith("full"):
+        kind = "full"
+    elif "qlora" in lower or "gptq" in lower:
+        kind = "qlora"
+    elif re.match(r"lora", lower):
+        kind = "lora"
+    else:
+        return f"PEFT method not modelled: {method}"
+    model = ALIASES.get(r["model_id"], r["model_id"])
+    config = configs.get(model)
+    if config is None:
+        return f"no config for {model}"
+    config = dict(config)
+    if r["model_id"] in SEQ_CLS:
+        config["architectures"] = ["BertForSequenceClassification"]
+    precision = r["precision"].lower()
+    pure = "pure" in precision or precision.startswith("bfloat16") or kind != "full"
+    prec = "fp32" if "fp32" in precision else ("fp16" if "fp16" in precision or "float16" == precision else "bf16")
+    opt = r["optimizer"].lower()
+    optimizer = "adafactor" if "adafactor" in opt else ("adamw8bit" if "8bit" in opt else "adamw")
+    gpus, card_bytes, context = _gpu(r["gpu"])
+    w = Workload(
+        method=kind, batch=_int(r["batch_size"], 8), seq_len=_int(r["seq_len"], 64) if "short" not in r["seq_len"] else 64,
+        precision=prec, pure_16bit=pure, optimizer=optimizer,
+        grad_checkpointing=r["grad_checkpointing"].startswith("yes"),
+        attention="eager" if "eager" in r["notes"] or "2022" in r["notes"] else "sdpa",
+        lora_rank=_int(re.search(r"r(\d+)", method).group(1), 8) if re.search(r"r(\d+)", method) else 8,
+        lora_targets=_targets(method, str(config.get("model_type"))),
+        lora_dropout=0.05 if kind != "full" else 0.0, double_quant=kind == "qlora" and "gptq" not in lower,
+        card="A100 80GB", gpus=gpus,
+    )
+    metric_text = r["metric"].lower()
+    metric = "allocated" if "allocated" in metric_text else ("reserved" if "reserved" in metric_text else "device")
+    at_limit = "OOM" in r["peak_gb"] or "OOM" in r["notes"] or "at limit" in r["notes"]
+    measured = None if at_limit else _float(r["peak_gb"])
+    return Row(i, r["model_id"], config, w, metric, measured, not at_limit, card_bytes, context, r["notes"][:40])
+
+
+def _float(text: str) -> float | None:
+    m = re.search(r"[\d.]+", text)
+    return float(m.group()) * GB if m else None
+
+
+def estimate(row: Row) -> tuple[float, bool]:
+    p = plan(row.config, row.workload)
+    e = p.selected
+    device = e.reserved_bytes + row.context + (e.context_bytes - card(row.workload.card).context_bytes)
+    value = {"allocated": e.peak_allocated_bytes, "reserved": e.reserved_bytes, "device": device}[row.metric]
+    return float(value), device <= row.card_bytes
+
+
+def score() -> list[tuple[str, str, float]]:
+    configs = latest_configs()
+    with MEASURED.open(newline="") as handle:
+        raw = list(csv.DictReader(handle))
+    errors: list[float] = []
+    verdicts: list[bool] = []
+    skipped: dict[str, int] = {}
+    used: list[tuple[str, str, float]] = []
+    print(f"{'row':>3} {'model':38} {'method':6} {'b':>3} {'seq':>5} {'metric':9} {'estimate':>9} {'measured':>9} {'err%':>7} fit")
+    for i, r in enumerate(raw):
+        row = to_row(i, r, configs)
+        if isinstance(row, str):
+            skipped[row] = skipped.get(row, 0) + 1
+            continue
+        try:
+            value, fits = estimate(row)
+        except EstimateError as exc:
+            skipped[f"estimate refused: {exc}"] = skipped.get(f"estimate refused: {exc}", 0) + 1
+            continue
+        used.append((row.model, json.dumps(row.config), 0.0))
+        verdicts.append(fits == row.fits)
+        err = ""
+        if row.measured:
+            e = 100 * (value - row.measured) / row.measured
+            errors.append(abs(e))
+            err = f"{e:+7.1f}"
+        print(f"{i:>3} {row.model[:38]:38} {row.workload.method:6} {row.workload.batch:>3} {row.workload.seq_len:>5} "
+              f"{row.metric:9} {value / GB:9.2f} {'-' if row.measured is None else f'{row.measured / GB:9.2f}':>9} {err:>7} "
+              f"{'ok' if fits == row.fits else 'WRONG'} ({'fits' if fits else 'OOM'})")
+    print()
+    for reason, n in sorted(skipped.items()):
+        print(f"skipped {n:3}: {reason}")
+    if errors:
+        errors.sort()
+        p90 = errors[min(len(errors) - 1, int(0.9 * len(errors)))]
+        print(f"\nrows scored: {len(errors)} with a figure, {len(verdicts)} with a verdict")
+        print(f"median absolute error: {statistics.median(errors):.1f}%  (goal <= 10%)")
+        print(f"p90 absolute error:    {p90:.1f}%  (goal <= 20%)")
+        print(f"fits verdict right:    {100 * sum(verdicts) / len(verdicts):.1f}%  (goal >= 95%)")
+    return used
+
+
+def timing(used: list[tuple[str, str, float]]) -> None:
+    import torch  # noqa: F401  (imported here: the estimator itself never needs it)
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+
+    seen: dict[str, dict[str, Any]] = {}
+    for model, config, _ in used:
+        seen.setdefault(model, json.loads(config))
+    plan_times: list[float] = []
+    meta_times: list[float] = []
+    for model, config in seen.items():
+        for _ in range(20):
+            t = time.perf_counter()
+            plan(config)
+            plan_times.append(time.perf_counter() - t)
+        try:
+            cfg = AutoConfig.for_model(**config)
+        except (ValueError, KeyError, TypeError):
+            continue
+        for _ in range(2):
+            t = time.perf_counter()
+            with warnings.catch_warnings(), init_empty_weights():
+                warnings.simplefilter("ignore")
+                try:
+                    AutoModelForCausalLM.from_config(cfg)
+                except ValueError:
+                    AutoModel.from_config(cfg)
+            meta_times.append(time.perf_counter() - t)
+    p = statistics.median(plan_times)
+    m = statistics.median(meta_times)
+    print(f"\nplan() median {p * 1000:.2f} ms over {len(plan_times)} runs on {len(seen)} configs "
+          f"(goal < 1 ms)")
+    print(f"accelerate meta-device median {m * 1000:.1f} ms over {len(meta_times)} runs")
+    print(f"ratio: plan() is {m / p:.0f}x faster (goal >= 1000x)")
+
+
+if __name__ == "__main__":
+    timing(score())
