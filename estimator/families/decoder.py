@@ -70,13 +70,12 @@ class DecoderShape:
 def read_shape(cfg: Config, d: Defaults) -> DecoderShape:
     hidden = cfg.size("hidden_size", d.hidden_size, limit=MAX_WIDTH)
     heads = cfg.size("num_attention_heads", d.num_attention_heads, limit=MAX_HEADS)
-    kv_heads = cfg.size("num_key_value_heads", d.num_key_value_heads or heads, limit=MAX_HEADS)
-    if heads % kv_heads:
-        cfg.divides("num_key_value_heads", kv_heads, "num_attention_heads", heads)
     head_dim = cfg.optional_size("head_dim", limit=MAX_WIDTH) or d.head_dim
     if head_dim is None:
         cfg.divides("num_attention_heads", heads, "hidden_size", hidden)
         head_dim = hidden // heads
+    kv_heads = cfg.size("num_key_value_heads", d.num_key_value_heads or heads, limit=MAX_HEADS)
+    cfg.divides("num_key_value_heads", kv_heads, "num_attention_heads", heads)
     return DecoderShape(
         vocab_size=cfg.size("vocab_size", d.vocab_size, limit=MAX_VOCAB),
         hidden_size=hidden,
