@@ -158,7 +158,8 @@ def _assumptions(method: tuple[str, ...], cost: tuple[str, ...], w: Workload) ->
         "allocator's reserve (2% of fixed + 30% of batch-proportional bytes); device_bytes adds "
         "the card's CUDA context (what nvidia-smi shows)",
         "optimizer state alive from the second step on; gradients freed between steps",
-        "AdamW as torch's foreach implementation: the step materialises sqrt(v) for all parameters",
+        f"AdamW implementation {w.adamw_impl}"
+        + (": the step materialises sqrt(v) for all parameters" if w.adamw_impl == "foreach" else ""),
         f"cards fit when device bytes x {w.headroom} stay under the reported memory",
     )
     return (*common, *method, *cost)

@@ -17,12 +17,14 @@ Precision = Literal["bf16", "fp16", "fp32"]
 Optimizer = Literal["adamw", "adamw8bit", "sgd", "adafactor"]
 AttentionImpl = Literal["sdpa", "eager"]
 ServeWeights = Literal["bf16", "fp16", "int8", "int4"]
+AdamImpl = Literal["foreach", "fused", "loop"]
 
 METHODS: Final = get_args(Method)
 PRECISIONS: Final = get_args(Precision)
 OPTIMIZERS: Final = get_args(Optimizer)
 ATTENTION_IMPLS: Final = get_args(AttentionImpl)
 SERVE_WEIGHTS: Final = get_args(ServeWeights)
+ADAM_IMPLS: Final = get_args(AdamImpl)
 
 MAX_BATCH: Final = 1 << 20
 MAX_SEQ: Final = 1 << 24
@@ -40,6 +42,9 @@ class Workload:
     otherwise 16-bit precisions mean autocast over fp32 weights. With
     ``gpus > 1`` training shards weights, gradients and optimizer state
     (FSDP full shard / ZeRO-3) and every device runs ``batch`` sequences.
+    ``adamw_impl``: torch's foreach AdamW (the ``torch.optim.AdamW`` default
+    on CUDA since torch 2.0) briefly holds one more state-sized copy in
+    ``step()``; fused and per-parameter-loop implementations do not.
     """
 
     method: Method = "full"
@@ -48,6 +53,7 @@ class Workload:
     precision: Precision = "bf16"
     pure_16bit: bool = False
     optimizer: Optimizer = "adamw"
+    adamw_impl: AdamImpl = "foreach"
     grad_checkpointing: bool = False
     attention: AttentionImpl = "sdpa"
     lora_rank: int = 16
@@ -68,6 +74,7 @@ class Workload:
         _choice("method", self.method, METHODS)
         _choice("precision", self.precision, PRECISIONS)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("adamw_impl", self.adamw_impl, ADAM_IMPLS)
         _choice("attention", self.attention, ATTENTION_IMPLS)
         _choice("serve_weights", self.serve_weights, SERVE_WEIGHTS)
         _bounded("batch", self.batch, 1, MAX_BATCH)

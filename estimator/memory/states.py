@@ -37,7 +37,7 @@ def optimizer_bytes(name: str, shape: tuple[int, ...], numel: int, state_bytes: 
 
 
 def step_temporary_bytes(
-    name: str, largest_numel: int, total_numel: int, state_bytes: int
+    name: str, impl: str, largest_numel: int, total_numel: int, state_bytes: int
 ) -> float:
     """Transient bytes inside ``optimizer.step()``.
 
@@ -48,7 +48,7 @@ def step_temporary_bytes(
     squared update and the factored estimate of the largest tensor.
     """
     if name == "adamw":
-        return float(state_bytes * total_numel)
+        return float(state_bytes * total_numel) if impl == "foreach" else 0.0
     return 12.0 * largest_numel if name == "adafactor" else 0.0
 
 

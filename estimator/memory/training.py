@@ -100,7 +100,9 @@ def _full_states(arch: Architecture, split: ParameterSplit, w: Workload, n: Nume
         adapters=0.0,
         quantization=0.0,
         cache=cache,
-        step_temp=step_temporary_bytes(w.optimizer, split.largest_tensor, total, n.state),
+        step_temp=step_temporary_bytes(
+            w.optimizer, w.adamw_impl, split.largest_tensor, total, n.state
+        ),
         framework=CUBLAS_WORKSPACE,
     )
 

@@ -45,6 +45,12 @@ SEQ_CLS = {"google-bert/bert-base-uncased"}
 EXTRA_GPUS = {"V100": (16_945_512_448, 1_408_000_000)}
 SHORT = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj",
          "gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
+# Runs published before transformers had SDPA for BERT (2022) and before
+# torch 2.0 made foreach AdamW the default: eager attention, per-parameter AdamW.
+PRE_SDPA_SOURCES = (
+    "model_memory_anatomy", "perf_train_gpu_one", "huggingface/peft:README", "twitter",
+    "peft/issues/675", "peft/issues/1469",
+)
 PEFT_DEFAULT = {"t5": ("q", "v"), "mt5": ("q", "v"), "bloom": ("query_key_value",),
                 "bert": ("query", "value"), "roberta": ("query", "value"),
                 "llama": ("q_proj", "v_proj")}
@@ -119,7 +125,7 @@ def _gpu(text: str) -> tuple[int, int, int]:
 
 def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row | str:
     method = r["method"]
-    if method in ("cuda-context", "load-weights") or "offload" in method:
+    if method in ("cuda-context", "load-weights") or "offload" in (method + r["grad_checkpointing"]):
         return "not a training step we model (context, load or CPU offload)"
     lower = method.lower()
     if lower.startswith("full"):
@@ -143,11 +149,13 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
     opt = r["optimizer"].lower()
     optimizer = "adafactor" if "adafactor" in opt else ("adamw8bit" if "8bit" in opt else "adamw")
     gpus, card_bytes, context = _gpu(r["gpu"])
+    old = any(s in r["source"] + r["seq_len"] for s in PRE_SDPA_SOURCES)
     w = Workload(
         method=kind, batch=_int(r["batch_size"], 8), seq_len=_int(r["seq_len"], 64) if "short" not in r["seq_len"] else 64,
         precision=prec, pure_16bit=pure, optimizer=optimizer,
-        grad_checkpointing=r["grad_checkpointing"].startswith("yes"),
-        attention="eager" if "eager" in r["notes"] or "2022" in r["notes"] else "sdpa",
+        grad_checkpointing=r["grad_checkpointing"].startswith("yes") or "LLaMA-Factory default" in r["grad_checkpointing"],
+        attention="eager" if old or "eager" in r["notes"] else "sdpa",
+        adamw_impl="loop" if old else "foreach",
         lora_rank=_int(re.search(r"r(\d+)", method).group(1), 8) if re.search(r"r(\d+)", method) else 8,
         lora_targets=_targets(method, str(config.get("model_type"))),
         lora_dropout=0.05 if kind != "full" else 0.0, double_quant=kind == "qlora" and "gptq" not in lower,
