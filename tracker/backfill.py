@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from storage import (
     Database,
+    ensure_repo,
     get_blob,
     has_revision,
     known_content_keys,
@@ -84,6 +85,7 @@ def backfill(
     history = hub.commits(repo_id)
     off_main: list[str] = []
     with database.session() as session:
+        ensure_repo(session, repo_id)
         todo = [r for r in history if not has_revision(session, repo_id, r.sha)]
         if latest_revision(session, repo_id) is not None:
             off_main = mark_missing_revisions(session, repo_id, [r.sha for r in history])

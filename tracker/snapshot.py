@@ -26,6 +26,9 @@ from tracker.diff.revision import Parsed, RevisionContent
 from tracker.errors import ArtifactError, FileGone, OversizedFile
 from tracker.hub import MAX_HEADER_BYTES, Hub
 
+MAX_FILE_SIZE = 2**63 - 1
+"""The largest size a database BIGINT holds; no real file comes near it."""
+
 
 class BlobSource(Protocol):
     """What a snapshot needs of the blob store: which keys it has, and their bytes."""
@@ -86,11 +89,11 @@ def take_snapshot(
 ) -> SnapshotResult:
     """Snapshot ``revision``; ``previous`` is the last recorded snapshot of the repo, if any."""
     listing = hub.files(revision.repo_id, revision.sha)
-    files = tuple(f for f in listing.files)
+    files = tuple(_plausible(f) for f in listing.files)
+    problems = _implausible(listing.files)
     wanted, oversized = _text_candidates(files)
     known = blobs.known(f.content_key for f in wanted)
     fetched: dict[str, bytes] = {}
-    problems: list[Change] = []
     texts: dict[str, str] = {}
     for entry in wanted:
         key = entry.content_key
@@ -122,6 +125,32 @@ def take_snapshot(
         card=card,
     )
     return SnapshotResult(snapshot, fetched, tuple(problems), parse_cache or {})
+
+
+def _plausible(entry: FileEntry) -> FileEntry:
+    """A listed size no real file has (over 2**63 - 1 bytes) is capped, so it can be stored."""
+    if 0 <= entry.size <= MAX_FILE_SIZE:
+        return entry
+    return FileEntry(entry.path, MAX_FILE_SIZE, entry.blob_id, entry.lfs_sha256)
+
+
+def _implausible(files: Iterable[FileEntry]) -> list[Change]:
+    bad = sorted(f.path for f in files if not 0 <= f.size <= MAX_FILE_SIZE)
+    if not bad:
+        return []
+    shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+    return [
+        Change(
+            "repo",
+            bad[0],
+            "implausible_size",
+            None,
+            bad,
+            Severity.MODERATE,
+            f"the Hub lists impossible sizes (over {MAX_FILE_SIZE:,} bytes) for {shown}; "
+            "recorded as that maximum",
+        )
+    ]
 
 
 def _text_candidates(files: Iterable[FileEntry]) -> tuple[list[FileEntry], list[str]]:

@@ -22,15 +22,23 @@ class DiffContext:
     """Facts about both revisions that make messages readable.
 
     ``token_names`` maps token ids to their text (from tokenizer_config's
-    ``added_tokens_decoder`` and tokenizer.json's ``added_tokens``), old and
-    new merged with the new revision winning.
+    ``added_tokens_decoder`` and tokenizer.json's ``added_tokens``) at the
+    new revision.
     """
 
     token_names: Mapping[int, str] = field(default_factory=dict)
+    old_token_names: Mapping[int, str] = field(default_factory=dict)
+    """The old revision's names: a token that is no longer used is named as it was."""
 
-    def token(self, token_id: object) -> str:
-        if isinstance(token_id, int) and token_id in self.token_names:
-            return self.token_names[token_id]
+    def token(self, token_id: object, *, old: bool = False) -> str:
+        first, second = (
+            (self.old_token_names, self.token_names)
+            if old
+            else (self.token_names, self.old_token_names)
+        )
+        for names in (first, second):
+            if isinstance(token_id, int) and token_id in names:
+                return names[token_id]
         return f"token {token_id}"
 
 

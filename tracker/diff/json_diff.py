@@ -95,8 +95,18 @@ def _changed_units(old: Any, new: Any, rules: ArtifactRules) -> list[PathKey]:
     units: dict[PathKey, None] = {}
     for items in diff.values():
         for item in items:
-            units[_unit(tuple(item.path(output_format="list")), rules)] = None
+            raw = tuple(item.path(output_format="list"))
+            for path in _expanded(raw, _get(old, raw), _get(new, raw)):
+                units[_unit(path, rules)] = None
     return sorted(units, key=lambda u: [str(p) for p in u])
+
+
+def _expanded(raw: PathKey, old: Any, new: Any) -> list[PathKey]:
+    """deepdiff reports ``{}`` -> ``{...}`` as one change of the whole dict: split it by key."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(set(old) | set(new), key=str)
+        return [(*raw, k) for k in keys if old.get(k, _MISSING) != new.get(k, _MISSING)]
+    return [raw]
 
 
 def _unit(raw: PathKey, rules: ArtifactRules) -> PathKey:
@@ -210,7 +220,7 @@ def _explain_stop_tokens(
     """Name the stop tokens gained and lost, by their text when the tokenizer knows it."""
     old_ids, new_ids = _ids(old), _ids(new)
     gained = [context.token(i) for i in new_ids if i not in old_ids]
-    lost = [context.token(i) for i in old_ids if i not in new_ids]
+    lost = [context.token(i, old=True) for i in old_ids if i not in new_ids]
     if gained and lost:
         return severity, f"generation now stops at {', '.join(gained)} instead of {', '.join(lost)}"
     if gained:

@@ -79,7 +79,7 @@ def diff_revisions(old: RevisionContent | None, new: RevisionContent) -> list[Ch
 
 
 def _text_changes(old: RevisionContent | None, new: RevisionContent) -> list[Change]:
-    context = DiffContext(token_names={**_token_names(old), **_token_names(new)})
+    context = DiffContext(token_names=_token_names(new), old_token_names=_token_names(old))
     old_texts = old.snapshot.texts if old else {}
     changes: list[Change] = []
     for path in sorted(set(old_texts) | set(new.snapshot.texts)):
@@ -111,12 +111,32 @@ def _text_changes(old: RevisionContent | None, new: RevisionContent) -> list[Cha
         if kind.name == "tokenizer":
             changes += diff_tokenizers(path, old_value, new_value)
         elif kind.differ is not None:
-            changes += kind.differ(kind.name, path, _doc(old_value), _doc(new_value), context)
+            found = kind.differ(kind.name, path, _doc(old_value), _doc(new_value), context)
+            whole = before is None or after is None
+            changes += [_file_change(kind.name, path, before, found)] if whole else found
     return changes
 
 
 def _doc(value: Any) -> Any:
     return {} if value is None else value
+
+
+def _file_change(artifact: str, path: str, before: Parsed | None, found: list[Change]) -> Change:
+    """A file that appeared or vanished: one change, as severe as the fields it brings."""
+    kind = "added" if before is None else "removed"
+    severity = max((c.severity for c in found), default=Severity.LOW)
+    notable = [c for c in by_severity(found) if c.severity >= Severity.MODERATE]
+    fields = "; ".join(c.message.removeprefix(f"{path}: ") for c in notable[:3])
+    value = found[0].new if kind == "added" and len(found) == 1 else None
+    return Change(
+        artifact,
+        path,
+        kind,
+        None if kind == "added" else value,
+        value,
+        severity,
+        f"{path} {kind}" + (f": {fields}" if fields else ""),
+    )
 
 
 def _oversized(before: Snapshot | None, after: Snapshot) -> list[Change]:
