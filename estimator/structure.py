@@ -40,10 +40,19 @@ class Node:
 
 
 def _top_level(arch: Architecture) -> dict[str, int]:
-    sums = {"embedding": 0, "position": 0, "head": 0, "norm": 0, "other": 0}
+    sums: dict[str, int] = {
+        "embedding": 0,
+        "position": 0,
+        "head": 0,
+        "norm": 0,
+        "embedding_norm": 0,
+        "other": 0,
+    }
     for t in arch.tensors:
         if t.block is None:
-            key = t.role if t.role in sums else "other"
+            key: str = t.role if t.role in sums else "other"
+            if key == "norm" and "embed" in t.name:
+                key = "embedding_norm"  # BERT's embeddings.LayerNorm, BLOOM's, BART's
             sums[key] += t.numel
     return sums
 
@@ -75,7 +84,7 @@ def _block_nodes(block: Block, seq_len: int, hidden: int, pre_norm: bool) -> lis
     attention = Node(
         p + "attention", "Attention", shape, block.parameters_of("attention", "position")
     )
-    ffn_kind = "MoE" if block.moe is not None else "FFN"
+    ffn_kind: NodeKind = "MoE" if block.moe is not None else "FFN"
     ffn = Node(
         p + ffn_kind.lower(),
         ffn_kind,
@@ -117,6 +126,10 @@ def structure(arch: Architecture, seq_len: int) -> tuple[Node, ...]:
                 (seq_len, arch.hidden_size),
                 top["position"],
             )
+        )
+    if top["embedding_norm"]:
+        nodes.append(
+            Node("embedding_norm", "Norm", (seq_len, arch.hidden_size), top["embedding_norm"])
         )
     if top["other"]:
         nodes.append(Node("projections", "Projection", (seq_len, arch.hidden_size), top["other"]))

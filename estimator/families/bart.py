@@ -4,7 +4,7 @@ LayerNorm to each stack."""
 
 from __future__ import annotations
 
-from estimator.architecture import Architecture, AttentionSpec
+from estimator.architecture import Architecture, AttentionSpec, HeadKind
 from estimator.blocks import attention, mlp
 from estimator.blocks.embeddings import embedding
 from estimator.blocks.layer import LayerParts, LayerTemplate, ModelParts, template
@@ -128,6 +128,6 @@ def build_mbart(cfg: Config, req: Request) -> Architecture:
     return _build(cfg, req, mbart=True)
 
 
-HEADS = SEQ2SEQ_HEADS | {"sequence-classification"}
+HEADS: frozenset[HeadKind] = SEQ2SEQ_HEADS | {"sequence-classification"}
 BART = Family("bart", "Bart", "BartForConditionalGeneration", HEADS, build_bart)
 MBART = Family("mbart", "MBart", "MBartForConditionalGeneration", HEADS, build_mbart)

@@ -3,7 +3,7 @@ stored transposed ``(E, H, 2I)`` with biases; alternating sliding/full layers.""
 
 from __future__ import annotations
 
-from estimator.architecture import Architecture, FeedForwardSpec, MoeSpec
+from estimator.architecture import Architecture, AttentionSpec, FeedForwardSpec, MoeSpec
 from estimator.blocks import moe
 from estimator.blocks.layer import LayerParts
 from estimator.config import MAX_EXPERTS, Config
@@ -60,7 +60,7 @@ def build(cfg: Config, req: Request) -> Architecture:
         )
         return None, MoeSpec(experts, top_k, expert)
 
-    def attn(parts: LayerParts, w: int | None):  # type: ignore[no-untyped-def]
+    def attn(parts: LayerParts, w: int | None) -> AttentionSpec:
         spec = self_attention(parts, shape, w, qkv_bias=bias, out_bias=bias)
         parts.param("self_attn.sinks", (shape.num_heads,), "attention")
         return spec
