@@ -159,7 +159,11 @@ def _assumptions(method: tuple[str, ...], cost: tuple[str, ...], w: Workload) ->
         "the card's CUDA context (what nvidia-smi shows)",
         "optimizer state alive from the second step on; gradients freed between steps",
         f"AdamW implementation {w.adamw_impl}"
-        + (": the step materialises sqrt(v) for all parameters" if w.adamw_impl == "foreach" else ""),
+        + (
+            ": the step materialises sqrt(v) for all parameters"
+            if w.adamw_impl == "foreach"
+            else ""
+        ),
         f"cards fit when device bytes x {w.headroom} stay under the reported memory",
     )
     return (*common, *method, *cost)

@@ -1,0 +1,53 @@
+"""Cards come from the data file; fits are consistent with device bytes and headroom."""
+
+from __future__ import annotations
+
+import pytest
+
+from estimator import Workload, WorkloadError, all_cards, card
+from estimator.fit import fit_method
+from estimator.memory import evaluate, method_models
+from tests.estimator.archbuilder import llama_like
+
+NAMES = {"T4", "L4", "A10G", "RTX 4090", "L40S", "A100 40GB", "A100 80GB", "H100 80GB", "H200",
+         "MI300X"}
+
+
+def test_the_ten_cards_of_the_catalogue_are_present_with_sources() -> None:
+    cards = all_cards()
+    assert {c.name for c in cards} == NAMES
+    for c in cards:
+        assert c.usable_bytes < c.memory_gb * 1.1e9
+        assert c.spec_source
+        assert c.price is None or (c.price.provider and c.price.date and c.price.source)
+    assert card("t4").bf16 is False
+    assert card("A100-80GB").name == "A100 80GB"
+
+
+def test_unknown_card_names_the_known_ones() -> None:
+    with pytest.raises(WorkloadError, match="A10G"):
+        card("V200")
+
+
+@pytest.mark.parametrize("method", ["full", "lora", "qlora", "serve"])
+def test_largest_batch_is_the_boundary_of_fitting(method: str) -> None:
+    arch = llama_like(hidden=512, layers=8, heads=8, kv_heads=8, intermediate=2048, vocab=32000)
+    w = Workload(method=method, seq_len=2048)  # type: ignore[arg-type]
+    model = method_models(arch, w, has_bf16=True)[method]
+    t4 = card("T4")
+    fit = fit_method(model, t4, 1, 1, 1.15)
+    assert fit.largest_batch > 0
+    at = evaluate(model, fit.largest_batch, t4.context_bytes, 1).device_bytes
+    above = evaluate(model, fit.largest_batch + 1, t4.context_bytes, 1).device_bytes
+    assert at * 1.15 <= t4.usable_bytes < above * 1.15
+
+
+def test_a_model_too_large_for_one_card_gets_the_smallest_layer_split() -> None:
+    arch = llama_like(hidden=4096, layers=32, heads=32, kv_heads=8, intermediate=14336,
+                      vocab=32000)
+    model = method_models(arch, Workload(method="serve", seq_len=512), True)["serve"]
+    fit = fit_method(model, card("T4"), 1, 1, 1.15)
+    assert fit.largest_batch == 0
+    assert fit.split_cards == 2
+    assert fit.split_per_card_bytes is not None
+    assert fit.split_per_card_bytes * 1.15 <= card("T4").usable_bytes

@@ -1,0 +1,58 @@
+"""Verifier findings: stable ids from the rules file, each with severity and fix."""
+
+from __future__ import annotations
+
+import json
+
+from estimator import WeightManifest, Workload, plan
+from estimator.verifier import CHECKS, rules
+
+
+def base(corpus_dir) -> dict:  # type: ignore[no-untyped-def]
+    path = sorted((corpus_dir / "meta-llama/Llama-3.2-1B").glob("*/config.json"))[-1]
+    return json.loads(path.read_text())
+
+
+def ids(config: dict, **kw: object) -> set[str]:
+    return {f.id for f in plan(config, **kw).findings}  # type: ignore[arg-type]
+
+
+def test_every_rule_has_a_check_and_every_check_a_rule() -> None:
+    assert set(CHECKS) == set(rules())
+    for rule in rules().values():
+        assert rule["severity"] in ("error", "warning", "info") and rule["fix"]
+
+
+def test_kv_heads_not_dividing_heads_is_found(corpus_dir) -> None:  # type: ignore[no-untyped-def]
+    cfg = base(corpus_dir) | {"num_key_value_heads": 3, "num_attention_heads": 32}
+    try:
+        found = ids(cfg)
+    except Exception:  # the family may refuse it outright, which is also a correct answer
+        return
+    assert "kv-heads-not-dividing-heads" in found
+
+
+def test_odd_vocab_and_oversized_window_are_found(corpus_dir) -> None:  # type: ignore[no-untyped-def]
+    cfg = base(corpus_dir) | {"vocab_size": 128257}
+    assert "vocab-not-multiple-of-64" in ids(cfg)
+    assert "vocab-not-multiple-of-64" not in ids(base(corpus_dir))
+
+
+def test_t4_bf16_falls_back_to_fp16_and_says_so(corpus_dir) -> None:  # type: ignore[no-untyped-def]
+    p = plan(base(corpus_dir), Workload(card="T4"))
+    assert "no-bf16-on-card" in {f.id for f in p.findings}
+    t4 = next(c for c in p.cards if c.card.name == "T4")
+    assert t4.precision_note and "fp16" in t4.precision_note
+
+
+def test_manifest_dtype_and_tied_head_conflicts_are_found(corpus_dir) -> None:  # type: ignore[no-untyped-def]
+    cfg = base(corpus_dir) | {"torch_dtype": "bfloat16", "tie_word_embeddings": True}
+    header = {"lm_head.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+              "model.embed_tokens.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [16, 32]}}
+    found = ids(cfg, manifest=WeightManifest.from_headers([header]))
+    assert {"dtype-mismatch", "tied-head-stored-separately"} <= found
+
+
+def test_unknown_model_type_is_reported(corpus_dir) -> None:  # type: ignore[no-untyped-def]
+    cfg = base(corpus_dir) | {"model_type": "rafale", "architectures": ["RafaleForCausalLM"]}
+    assert "unsupported-model-type" in ids(cfg)
