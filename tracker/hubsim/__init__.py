@@ -1,0 +1,63 @@
+"""A faithful local Hugging Face Hub, for tests and the offline demo.
+
+``HubEmulator(corpus_dir, *, tensor_shapes=None, page_size=None, seed=0)`` replays a corpus
+directory (MANIFEST.json + EVENTS.json + ORG/NAME/REVISION/PATH) as model repos and serves
+them over HTTP the way huggingface_hub 2.4 expects:
+
+- ``GET /api/models`` (sort=lastModified|createdAt, author, search, limit, full, expand; Link paging)
+- ``GET /api/models/{repo}[/revision/{rev}]`` (blobs=true siblings, expand, securityStatus)
+- ``GET /api/models/{repo}/commits/{rev}`` (newest first, Link paging, expand[]=formatted)
+- ``GET /api/models/{repo}/refs`` (branches, converts, tags, pullRequests with include_prs=1)
+- ``GET /api/models/{repo}/tree/{rev}[/{path}]`` (recursive, expand, Link paging)
+- ``POST /api/models/{repo}/paths-info/{rev}`` (form: paths, expand)
+- ``GET /api/models/{repo}/safetensors-metadata/{index}`` (main)
+- ``GET/HEAD /{repo}/resolve/{rev}/{path}`` (X-Repo-Commit, ETag, X-Linked-Etag/-Size, Range)
+
+Errors carry ``X-Error-Code`` (RepoNotFound 401/404, RevisionNotFound, EntryNotFound with
+X-Repo-Commit, GatedRepo 401/403) and ``{"error": ...}``. Weight shards named by index files
+are served as safetensors headers followed by zeros made on the fly (``weights``).
+
+Lifecycle: ``url = emu.start(host="127.0.0.1", port=0)``, ``emu.endpoint``, ``emu.stop()``.
+Reading: ``repo_ids()``, ``history(repo)`` (Commit list, newest first), ``head(repo)``,
+``tree(repo, rev)`` (path -> Blob), ``pull_requests(repo)``.
+Scripting (thread-safe while serving): ``publish(repo, files, deletions=, title=, author=,
+date=, branch=) -> sha``, ``force_push(repo, drop=1, replace=[Change(...)]) -> sha``,
+``delete_repo``, ``set_gated(repo, "auto"|"manual"|False, approved=[tokens])``,
+``set_private(repo, True, tokens=[...])``, ``set_disabled``, ``move_repo(old, new)``.
+Faults: ``emu.faults`` (``FaultPlan``: error_rate, errors, rate_limit, latency, reset,
+truncate, hang, add(Fault), clear). Counters: ``emu.stats`` (``Stats``: requests(kind),
+bytes_sent(kind), by_kind, by_status, by_path, bytes_by_path, records, reset).
+"""
+
+from tracker.hubsim.blobs import Blob, LfsInfo, git_blob_id
+from tracker.hubsim.corpus import RecordedCommit, load_corpus
+from tracker.hubsim.emulator import HubEmulator
+from tracker.hubsim.errors import CorpusError, HubSimError, ScriptError
+from tracker.hubsim.faults import Fault, FaultPlan
+from tracker.hubsim.history import Commit, Repo
+from tracker.hubsim.shapes import estimator_tensor_shapes
+from tracker.hubsim.stats import RequestRecord, Stats
+from tracker.hubsim.store import Change
+from tracker.hubsim.weights import TensorShapes, safetensors_header
+
+__all__ = [
+    "Blob",
+    "Change",
+    "Commit",
+    "CorpusError",
+    "Fault",
+    "FaultPlan",
+    "HubEmulator",
+    "HubSimError",
+    "LfsInfo",
+    "RecordedCommit",
+    "Repo",
+    "RequestRecord",
+    "ScriptError",
+    "Stats",
+    "TensorShapes",
+    "estimator_tensor_shapes",
+    "git_blob_id",
+    "load_corpus",
+    "safetensors_header",
+]

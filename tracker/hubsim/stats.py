@@ -1,0 +1,64 @@
+"""Counters of every request the emulator answered and every body byte it wrote.
+
+Tests assert on them ("a safetensors header read never transfers the weight body"),
+so each request is kept as a record and the totals are computed from the records.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One answered request; ``bytes_sent`` counts body bytes only, not headers."""
+
+    method: str
+    path: str
+    kind: str
+    status: int
+    bytes_sent: int
+    range: str | None
+
+
+class Stats:
+    """Thread-safe request log with totals per endpoint kind, status and path."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: list[RequestRecord] = []
+
+    def record(self, record: RequestRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._records.clear()
+
+    def records(self, kind: str | None = None) -> list[RequestRecord]:
+        with self._lock:
+            return [r for r in self._records if kind is None or r.kind == kind]
+
+    def requests(self, kind: str | None = None) -> int:
+        return len(self.records(kind))
+
+    def bytes_sent(self, kind: str | None = None) -> int:
+        return sum(r.bytes_sent for r in self.records(kind))
+
+    def by_kind(self) -> Counter[str]:
+        return Counter(r.kind for r in self.records())
+
+    def by_status(self) -> Counter[int]:
+        return Counter(r.status for r in self.records())
+
+    def by_path(self) -> Counter[str]:
+        return Counter(r.path for r in self.records())
+
+    def bytes_by_path(self) -> Counter[str]:
+        totals: Counter[str] = Counter()
+        for r in self.records():
+            totals[r.path] += r.bytes_sent
+        return totals

@@ -1,0 +1,168 @@
+"""The emulator's state: every repo, their trees (with derived weight files), and the
+scripting operations tests use to change them while the server runs.
+
+All reads and writes take one re-entrant lock; bodies are immutable, so a response is
+computed under the lock and streamed outside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tracker.hubsim.blobs import Blob
+from tracker.hubsim.corpus import MAIN, load_corpus
+from tracker.hubsim.errors import ScriptError
+from tracker.hubsim.history import Commit, GatedMode, Repo, build_repo, initial_commit, make_commit
+from tracker.hubsim.weights import TensorShapes, WeightFiles
+
+DEFAULT_TITLE = "Upload folder using huggingface_hub"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One commit a test writes: files to add or overwrite, paths to delete."""
+
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    deletions: Sequence[str] = ()
+    title: str = DEFAULT_TITLE
+    author: str = "hubsim"
+    date: datetime | None = None
+    message: str = ""
+
+
+class HubStore:
+    """Repos by id, with a cache of full trees by commit sha."""
+
+    def __init__(self, corpus_dir: Path | None, tensor_shapes: TensorShapes | None = None) -> None:
+        self.lock = threading.RLock()
+        recorded = load_corpus(corpus_dir) if corpus_dir is not None else {}
+        self.repos: dict[str, Repo] = {rid: build_repo(rid, h) for rid, h in recorded.items()}
+        self.moved: dict[str, str] = {}
+        self._weights = WeightFiles(tensor_shapes)
+        self._trees: dict[str, dict[str, Blob]] = {}
+
+    # -- reading ---------------------------------------------------------------------
+    def tree(self, commit: Commit) -> dict[str, Blob]:
+        """Committed files plus the weight shards their index files name, sorted by path."""
+        with self.lock:
+            if commit.sha not in self._trees:
+                files = dict(commit.files)
+                files.update(self._weights.derive(commit.files))
+                self._trees[commit.sha] = dict(sorted(files.items()))
+            return self._trees[commit.sha]
+
+    def entry_id(self, commit: Commit, path: str) -> str | None:
+        """The blob id of a file, or a stable id of a folder's contents, at ``commit``."""
+        tree = self.tree(commit)
+        if path in tree:
+            return tree[path].oid
+        prefix = path + "/"
+        inside = [f"{p}\0{b.oid}" for p, b in tree.items() if p.startswith(prefix)]
+        if not inside:
+            return None
+        return hashlib.sha1("\n".join(inside).encode()).hexdigest()
+
+    def last_commit(self, repo: Repo, commit: Commit, path: str) -> Commit:
+        """The newest first-parent ancestor that changed ``path`` (file or folder)."""
+        with self.lock:
+            wanted = self.entry_id(commit, path)
+            last = commit
+            for ancestor in repo.history(commit.sha)[1:]:
+                if self.entry_id(ancestor, path) != wanted:
+                    break
+                last = ancestor
+            return last
+
+    def repo(self, repo_id: str) -> Repo:
+        with self.lock:
+            if repo_id not in self.repos:
+                raise ScriptError(f"no repo {repo_id!r} in the emulator")
+            return self.repos[repo_id]
+
+    # -- scripting -------------------------------------------------------------------
+    def publish(self, repo_id: str, change: Change, branch: str = MAIN) -> Commit:
+        """Commit ``change`` on ``branch``, creating the repo if it does not exist."""
+        with self.lock:
+            date = change.date or datetime.now(UTC)
+            if repo_id not in self.repos:
+                first = initial_commit(repo_id, date)
+                self.repos[repo_id] = Repo(
+                    repo_id, date, commits={first.sha: first}, branches={MAIN: first.sha}
+                )
+            repo = self.repos[repo_id]
+            head = repo.commits[repo.branches.get(branch, repo.branches[MAIN])]
+            commit = self._commit(repo, head, change, date)
+            repo.branches[branch] = commit.sha
+            return commit
+
+    def force_push(
+        self, repo_id: str, *, drop: int = 0, replace: Sequence[Change] = (), branch: str = MAIN
+    ) -> Commit:
+        """Rewrite ``branch``: drop its newest ``drop`` commits, then commit ``replace``."""
+        with self.lock:
+            repo = self.repo(repo_id)
+            history = repo.history(repo.branches[branch])
+            if drop >= len(history):
+                raise ScriptError(f"{repo_id}: cannot drop {drop} of {len(history)} commits")
+            head = history[drop]
+            for change in replace:
+                head = self._commit(repo, head, change, change.date or datetime.now(UTC))
+            repo.branches[branch] = head.sha
+            return head
+
+    def _commit(self, repo: Repo, parent: Commit, change: Change, date: datetime) -> Commit:
+        missing = [p for p in change.deletions if p not in parent.files]
+        if missing:
+            raise ScriptError(f"{repo.repo_id}: cannot delete {missing}: not in {parent.sha[:12]}")
+        commit = make_commit(
+            repo.repo_id,
+            parent,
+            files=change.files,
+            deletions=change.deletions,
+            title=change.title,
+            author=change.author,
+            date=date,
+            message=change.message,
+        )
+        repo.commits[commit.sha] = commit
+        return commit
+
+    def delete_repo(self, repo_id: str) -> None:
+        with self.lock:
+            self.repo(repo_id)
+            del self.repos[repo_id]
+
+    def set_access(
+        self,
+        repo_id: str,
+        *,
+        gated: GatedMode | None = None,
+        private: bool | None = None,
+        disabled: bool | None = None,
+        tokens: Sequence[str] | None = None,
+    ) -> None:
+        with self.lock:
+            repo = self.repo(repo_id)
+            if gated is not None:
+                repo.gated = gated
+            if private is not None:
+                repo.private = private
+            if disabled is not None:
+                repo.disabled = disabled
+            if tokens is not None:
+                repo.tokens = frozenset(tokens)
+
+    def move_repo(self, old: str, new: str) -> None:
+        """Rename: the old id redirects (307) to the new one, as the Hub does."""
+        with self.lock:
+            repo = self.repo(old)
+            if new in self.repos:
+                raise ScriptError(f"cannot move {old!r} to {new!r}: it exists")
+            repo.repo_id = new
+            self.repos[new] = self.repos.pop(old)
+            self.moved[old] = new

@@ -1,0 +1,179 @@
+"""The JSON bodies the Hub answers with, shaped as huggingface_hub 2.4 parses them."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+
+from tracker.hubsim.blobs import Blob
+from tracker.hubsim.history import Commit, Repo
+
+MODEL_INFO_FIELDS = (
+    "author", "sha", "lastModified", "createdAt", "private", "gated", "disabled",
+    "downloads", "likes", "library_name", "tags", "pipeline_tag", "cardData", "config",
+    "siblings", "spaces", "safetensors", "usedStorage",
+)  # fmt: skip
+
+
+def iso(date: datetime) -> str:
+    """The Hub's timestamp format: UTC with milliseconds and a Z."""
+    return date.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{date.microsecond // 1000:03d}Z"
+
+
+def object_id(text: str) -> str:
+    """A stable 24-hex id like the Hub's Mongo ``_id``."""
+    return hashlib.sha1(text.encode()).hexdigest()[:24]
+
+
+def card_data(tree: Mapping[str, Blob]) -> dict[str, Any] | None:
+    """README.md front matter, the Hub's ``cardData``; None without one."""
+    readme = tree.get("README.md")
+    text = readme.text() if readme else None
+    if not text or not text.startswith(b"---"):
+        return None
+    parts = text.split(b"---", 2)
+    try:
+        data = yaml.safe_load(parts[1]) if len(parts) == 3 else None
+    except yaml.YAMLError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _config_summary(tree: Mapping[str, Blob]) -> dict[str, Any] | None:
+    blob = tree.get("config.json")
+    try:
+        config = json.loads(blob.text() or b"") if blob else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    return {k: config[k] for k in ("architectures", "model_type") if k in config}
+
+
+def sibling(path: str, blob: Blob, blobs: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {"rfilename": path}
+    if blobs:
+        item.update(size=blob.size, blobId=blob.oid)
+        if blob.lfs:
+            item["lfs"] = {
+                "sha256": blob.lfs.sha256,
+                "size": blob.lfs.size,
+                "pointerSize": blob.lfs.pointer_size,
+            }
+    return item
+
+
+def model_info(
+    repo: Repo, commit: Commit, tree: Mapping[str, Blob], *, blobs: bool, expand: list[str]
+) -> dict[str, Any]:
+    card = card_data(tree)
+    config = _config_summary(tree)
+    full: dict[str, Any] = {
+        "author": repo.author,
+        "sha": commit.sha,
+        "lastModified": iso(commit.date),
+        "createdAt": iso(repo.created_at),
+        "private": repo.private,
+        "gated": repo.gated,
+        "disabled": repo.disabled,
+        "downloads": 0,
+        "likes": 0,
+        "library_name": (card or {}).get("library_name", "transformers" if config else None),
+        "tags": _tags(card, config),
+        "pipeline_tag": (card or {}).get("pipeline_tag"),
+        "cardData": card,
+        "config": config,
+        "siblings": [sibling(p, b, blobs) for p, b in tree.items()],
+        "spaces": [],
+        "usedStorage": sum(b.size for b in tree.values()),
+    }
+    wanted = expand or [k for k in MODEL_INFO_FIELDS if full.get(k) is not None]
+    body = {"_id": object_id(repo.repo_id), "id": repo.repo_id, "modelId": repo.repo_id}
+    body.update({k: full.get(k) for k in wanted if k in full})
+    return body
+
+
+def _tags(card: Mapping[str, Any] | None, config: Mapping[str, Any] | None) -> list[str]:
+    tags = [str(t) for t in (card or {}).get("tags", []) or []]
+    if card and card.get("license"):
+        tags.append(f"license:{card['license']}")
+    if config and config.get("model_type"):
+        tags.append(str(config["model_type"]))
+    return tags
+
+
+def commit_item(commit: Commit, formatted: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": commit.sha,
+        "title": commit.title,
+        "message": commit.message,
+        "date": iso(commit.date),
+        "authors": [{"user": a} for a in commit.authors],
+    }
+    if formatted:
+        item["formatted"] = {
+            "title": html.escape(commit.title),
+            "message": html.escape(commit.message),
+        }
+    return item
+
+
+def last_commit(commit: Commit) -> dict[str, str]:
+    return {"id": commit.sha, "title": commit.title, "date": iso(commit.date)}
+
+
+def file_entry(path: str, blob: Blob, last: Commit | None) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "file", "oid": blob.oid, "size": blob.size, "path": path}
+    if blob.lfs:
+        item["lfs"] = {
+            "oid": blob.lfs.sha256,
+            "size": blob.lfs.size,
+            "pointerSize": blob.lfs.pointer_size,
+        }
+    if last is not None:
+        item["lastCommit"] = last_commit(last)
+        status = "unscanned" if path.endswith((".bin", ".pt", ".pkl", ".ckpt")) else "safe"
+        item["securityFileStatus"] = {"status": status, "avScan": None, "pickleImportScan": None}
+    return item
+
+
+def folder_entry(path: str, oid: str, last: Commit | None) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "directory", "oid": oid, "size": 0, "path": path}
+    if last is not None:
+        item["lastCommit"] = last_commit(last)
+    return item
+
+
+def refs(repo: Repo, include_prs: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "branches": [
+            {"name": name, "ref": f"refs/heads/{name}", "targetCommit": sha}
+            for name, sha in sorted(repo.branches.items())
+        ],
+        "converts": [],
+        "tags": [],
+    }
+    if include_prs:
+        body["pullRequests"] = [
+            {"name": f"refs/pr/{n}", "ref": f"refs/pr/{n}", "targetCommit": sha}
+            for n, sha in sorted(repo.pull_requests.items())
+        ]
+    return body
+
+
+def list_item(
+    repo: Repo, head: Commit, tree: Mapping[str, Blob], *, full: bool, expand: list[str]
+) -> dict[str, Any]:
+    info = model_info(repo, head, tree, blobs=False, expand=expand)
+    if expand:
+        return info
+    keys = ["_id", "id", "modelId", "likes", "downloads", "private", "tags", "createdAt"]
+    if full:
+        keys += ["author", "sha", "lastModified", "gated", "disabled", "siblings", "library_name"]
+    return {k: info[k] for k in keys if k in info}
