@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins: list[str] = ["tests.fixtures.database"]
+pytest_plugins: list[str] = ["tests.fixtures.database", "tests.fixtures.hub"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"

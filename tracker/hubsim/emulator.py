@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -47,9 +47,13 @@ class HubEmulator:
         self._thread.start()
         return self.endpoint
 
-    def serve_forever(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        """Serve in this thread until interrupted (the CLI)."""
+    def serve_forever(
+        self, host: str = "127.0.0.1", port: int = 0, announce: Callable[[str], None] | None = None
+    ) -> None:
+        """Serve in this thread until interrupted (the CLI); ``announce`` gets the URL once bound."""
         self._server = HubServer((host, port), self._router, self.faults, self.stats)
+        if announce is not None:
+            announce(self.endpoint)
         try:
             self._server.serve_forever()
         finally:

@@ -8,6 +8,7 @@ is a handler that waits and then closes. Range requests get 206 with the exact s
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -51,10 +52,8 @@ class HubServer(ThreadingHTTPServer):
     def close_open_connections(self) -> None:
         with self.sockets_lock:
             for sock in list(self.open_sockets):
-                try:
+                with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
 
 class HubHandler(BaseHTTPRequestHandler):
@@ -69,10 +68,12 @@ class HubHandler(BaseHTTPRequestHandler):
     def finish(self) -> None:
         with self.server.sockets_lock:
             self.server.open_sockets.discard(self.connection)
-        try:
+        with contextlib.suppress(OSError):
             super().finish()
-        except OSError:
-            pass
+
+    def _address(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"{host!s}:{port}"
 
     def log_message(self, format: str, *args: object) -> None:
         """Quiet: the stats are the log."""
@@ -96,7 +97,7 @@ class HubHandler(BaseHTTPRequestHandler):
             query=parse_qs(query, keep_blank_values=True),
             headers=dict(self.headers.items()),
             form=parse_qs(form_text, keep_blank_values=True),
-            base_url=f"http://{self.headers.get('Host') or '%s:%d' % self.server.server_address[:2]}",
+            base_url=f"http://{self.headers.get('Host') or self._address()}",
         )
         kind, parts = classify(path)
         delay, fault = self.server.faults.draw(kind, path)

@@ -1,0 +1,38 @@
+"""Serve a corpus directory as a local Hugging Face Hub (point HF_ENDPOINT at it)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tracker.commands import UsageError
+from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
+from tracker.settings import Settings
+
+NAME = "hubsim"
+HELP = "serve a recorded corpus as a local Hub for huggingface_hub clients"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--corpus", type=Path, required=True, help="directory with MANIFEST.json")
+    parser.add_argument("--port", type=int, required=True, help="TCP port (0 picks a free one)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: must be between 0 and 65535")
+    try:
+        emulator = HubEmulator(args.corpus, tensor_shapes=estimator_tensor_shapes)
+    except HubSimError as exc:
+        raise UsageError(str(exc)) from None
+    count = len(emulator.repo_ids())
+
+    def announce(url: str) -> None:
+        print(f"serving {count} repos at {url} (HF_ENDPOINT={url}); Ctrl-C to stop", flush=True)
+
+    try:
+        emulator.serve_forever(args.host, args.port, announce)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    return 0
