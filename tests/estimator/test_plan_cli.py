@@ -1,0 +1,104 @@
+"""``neurarch-trace plan`` run as a real subprocess: JSON keys, Markdown, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXE = str(Path(sys.executable).with_name("neurarch-trace"))
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [EXE, "plan", *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.fixture()
+def llama_dir(corpus_dir: Path, tmp_path: Path) -> Path:
+    repo = corpus_dir / "meta-llama/Meta-Llama-3-8B/unknown"
+    for name in ("config.json", "model.safetensors.index.json"):
+        shutil.copy(repo / name, tmp_path / name)
+    return tmp_path
+
+
+def test_json_output_carries_the_contract_keys(llama_dir: Path) -> None:
+    result = run(
+        str(llama_dir),
+        "--json",
+        "--method",
+        "qlora",
+        "--batch",
+        "2",
+        "--seq-len",
+        "1024",
+        "--grad-checkpointing",
+        "--lora-rank",
+        "8",
+        "--lora-targets",
+        "q_proj,v_proj",
+        "--card",
+        "L4",
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["schema_version"] == "1.0"
+    assert data["parameters"]["total"] == 8_030_261_248
+    assert data["parameters"]["checkpoint_scalars"] == 8_030_261_248
+    for method in ("full", "lora", "qlora", "serve"):
+        entry = data["memory"][method]
+        assert {"peak_allocated_bytes", "device_bytes", "breakdown"} <= set(entry)
+    assert data["memory"]["selected"] == "qlora"
+    assert data["workload"]["lora_targets"] == ["q_proj", "v_proj"]
+    assert len(data["cards"]) == 10 and "largest_batch" in data["cards"][0]["methods"]["lora"]
+    assert data["cost"]["card"] == "L4" and data["findings"] is not None and data["structure"]
+
+
+def test_markdown_is_the_model_page(llama_dir: Path) -> None:
+    result = run(str(llama_dir / "config.json"), "--markdown", "--card", "T4")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert text.startswith("# LlamaForCausalLM")
+    for section in ("## Memory per card", "## Method notes", "## Structure", "## Findings"):
+        assert section in text
+    assert "no-bf16-on-card" in text
+
+
+def test_default_output_is_a_table(llama_dir: Path) -> None:
+    result = run(str(llama_dir))
+    assert result.returncode == 0
+    assert "method  allocated" in result.stdout and "A10G" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "expected"),
+    [
+        ("{not json", (), "not valid JSON"),
+        ("[1, 2]", (), "expected a JSON object"),
+        ('{"model_type": "llama", "hidden_size": "big"}', (), "hidden_size"),
+        ('{"model_type": "llama", "num_hidden_layers": 1000000000}', (), "num_hidden_layers"),
+        ("{}", ("--batch", "0"), "batch"),
+        ("{}", ("--card", "V200"), "unknown card"),
+    ],
+)
+def test_bad_input_is_one_line_on_stderr_and_exit_2(
+    tmp_path: Path, content: str, args: tuple[str, ...], expected: str
+) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    result = run(str(path), *args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_source_is_a_usage_error(tmp_path: Path) -> None:
+    result = run(str(tmp_path / "nope.json"))
+    assert result.returncode == 2 and "no such file" in result.stderr
