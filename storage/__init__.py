@@ -6,6 +6,13 @@ session:``, one transaction per block. Queries take the session and hand back
 records (frozen dataclasses from ``storage.records``), never ORM rows.
 """
 
+from storage.advisories import (
+    advisories,
+    advisories_for_sha,
+    get_advisory,
+    put_advisory,
+    withdraw_advisories,
+)
 from storage.blobs import MAX_BLOB_BYTES, get_blob, known_content_keys, put_blob
 from storage.database import Database, open_database
 from storage.errors import (
@@ -34,6 +41,33 @@ from storage.history import (
     revision_log,
     revisions,
     snapshot_at,
+)
+from storage.inbox import (
+    mark_webhook_events_processed,
+    pending_webhook_events,
+    record_webhook_event,
+)
+from storage.outbox import (
+    add_subscription,
+    claim_due_deliveries,
+    dead_letters,
+    deliveries,
+    enqueue_delivery,
+    get_subscription,
+    record_delivery_failure,
+    record_delivery_success,
+    remove_subscription,
+    subscriptions,
+)
+from storage.polling import (
+    claim_due_repos,
+    due_count,
+    poll_state,
+    poll_states,
+    record_check_failure,
+    record_check_success,
+    release_lease,
+    schedule_check,
 )
 from storage.records import (
     Advisory,
@@ -83,23 +117,49 @@ __all__ = [
     "Subscription",
     "TrackedRepo",
     "WebhookEvent",
+    "add_subscription",
+    "advisories",
+    "advisories_for_sha",
     "changes_between",
     "changes_of",
+    "claim_due_deliveries",
+    "claim_due_repos",
+    "dead_letters",
+    "deliveries",
+    "due_count",
+    "enqueue_delivery",
     "ensure_repo",
+    "get_advisory",
     "get_blob",
     "get_repo",
+    "get_subscription",
     "has_revision",
     "known_content_keys",
     "latest_revision",
     "mark_missing_revisions",
+    "mark_webhook_events_processed",
     "open_database",
+    "pending_webhook_events",
     "plan_at",
+    "poll_state",
+    "poll_states",
+    "put_advisory",
     "put_blob",
+    "record_check_failure",
+    "record_check_success",
+    "record_delivery_failure",
+    "record_delivery_success",
     "record_revision",
+    "record_webhook_event",
+    "release_lease",
+    "remove_subscription",
     "revision_log",
     "revisions",
+    "schedule_check",
     "set_repo_status",
     "snapshot_at",
+    "subscriptions",
     "tracked_repos",
     "untrack",
+    "withdraw_advisories",
 ]

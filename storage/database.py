@@ -116,8 +116,9 @@ def normalise_url(url: str) -> URL:
     try:
         parsed = make_url(url)
     except ArgumentError:
+        # The text is not echoed: it may hold a password we cannot locate.
         raise DatabaseURLError(
-            f"database URL {_mask(url)!r} is not a URL; expected sqlite:///PATH or "
+            "the database URL is not a URL; expected sqlite:///PATH or "
             "postgresql://USER@HOST:PORT/NAME"
         ) from None
     backend = parsed.get_backend_name()
@@ -216,13 +217,3 @@ def _pg_engine(url: URL) -> Engine:
 
 def _first_line(exc: DBAPIError) -> str:
     return str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
-
-
-def _mask(url: str) -> str:
-    """Hide what looks like a password in a string we could not parse as a URL."""
-    head, sep, tail = url.partition("@")
-    if not sep or "://" not in head:
-        return url
-    scheme, _, credentials = head.partition("://")
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{tail}" if ":" in credentials else url

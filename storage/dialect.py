@@ -25,8 +25,9 @@ def insert_ignoring_duplicates(
 ) -> bool:
     """Insert one row unless a row with the same ``conflict_columns`` exists; True if inserted."""
     statement = _on_conflict_do_nothing(session, model, values, conflict_columns)
-    result = session.execute(statement)
-    return bool(getattr(result, "rowcount", 0))
+    # RETURNING, not rowcount: rowcount of an ignored conflict differs between drivers.
+    key = model.__table__.c[conflict_columns[0]]
+    return session.execute(statement.returning(key)).first() is not None
 
 
 def insert_returning_id(

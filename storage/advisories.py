@@ -1,0 +1,143 @@
+"""The append-only advisory log: written once per transition, withdrawn, never deleted.
+
+An advisory's id is deterministic (the same transition always gets the same
+id), so storing one that exists is a no-op and a retried revision never
+publishes twice. ``withdrawn`` and ``modified`` in the record are the
+authority; renderers lay them over the stored OSV document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from storage.dialect import insert_ignoring_duplicates
+from storage.errors import InvalidRecord, NotFound
+from storage.models import AdvisoryRow, RepoRow
+from storage.models.publishing import ADVISORY_ID_LENGTH
+from storage.records import Advisory, Severity
+from storage.repos import repo_row
+from storage.values import require_aware, require_text
+
+
+def put_advisory(session: Session, advisory: Advisory) -> bool:
+    """Append ``advisory`` to the log; False if an advisory with its id is already there."""
+    if not advisory.id or len(advisory.id) > ADVISORY_ID_LENGTH:
+        raise InvalidRecord(f"advisory id {advisory.id!r} must be 1 to {ADVISORY_ID_LENGTH} chars")
+    for value, where in ((advisory.published, "published"), (advisory.modified, "modified")):
+        require_aware(value, f"advisory {advisory.id} {where}")
+    require_aware(advisory.withdrawn, f"advisory {advisory.id} withdrawn")
+    require_text([advisory.id, advisory.summary, dict(advisory.osv)], f"advisory {advisory.id}")
+    return insert_ignoring_duplicates(
+        session,
+        AdvisoryRow,
+        {
+            "id": advisory.id,
+            "repo_pk": repo_row(session, advisory.repo_id).id,
+            "old_sha": advisory.old_sha,
+            "new_sha": advisory.new_sha,
+            "published": advisory.published,
+            "modified": advisory.modified,
+            "withdrawn": advisory.withdrawn,
+            "summary": advisory.summary,
+            "severity": int(advisory.severity),
+            "osv": dict(advisory.osv),
+        },
+        ["id"],
+    )
+
+
+def get_advisory(session: Session, advisory_id: str) -> Advisory:
+    """The advisory with that id, withdrawn or not."""
+    row = session.execute(
+        select(AdvisoryRow, RepoRow.repo_id)
+        .join(RepoRow, RepoRow.id == AdvisoryRow.repo_pk)
+        .where(AdvisoryRow.id == advisory_id)
+        .execution_options(populate_existing=True)
+    ).one_or_none()
+    if row is None:
+        raise NotFound(f"no advisory has the id {advisory_id!r}")
+    return _advisory(*row)
+
+
+def advisories(
+    session: Session,
+    *,
+    repo_id: str | None = None,
+    min_severity: Severity = Severity.INFO,
+    modified_since: datetime | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[Advisory]:
+    """Advisories, newest published first, optionally of one repo or modified since a moment."""
+    query = (
+        select(AdvisoryRow, RepoRow.repo_id)
+        .join(RepoRow, RepoRow.id == AdvisoryRow.repo_pk)
+        .where(AdvisoryRow.severity >= int(min_severity))
+        .order_by(AdvisoryRow.published.desc(), AdvisoryRow.id)
+        .execution_options(populate_existing=True)
+        .offset(offset)
+        .limit(limit)
+    )
+    if repo_id is not None:
+        query = query.where(RepoRow.repo_id == repo_id)
+    if modified_since is not None:
+        require_aware(modified_since, "modified_since")
+        query = query.where(AdvisoryRow.modified > modified_since)
+    return [_advisory(row, repo) for row, repo in session.execute(query)]
+
+
+def advisories_for_sha(session: Session, sha: str) -> list[Advisory]:
+    """Advisories whose transition starts or ends at ``sha`` (the OSV query by commit)."""
+    rows = session.execute(
+        select(AdvisoryRow, RepoRow.repo_id)
+        .join(RepoRow, RepoRow.id == AdvisoryRow.repo_pk)
+        .where((AdvisoryRow.new_sha == sha) | (AdvisoryRow.old_sha == sha))
+        .order_by(AdvisoryRow.published.desc(), AdvisoryRow.id)
+        .execution_options(populate_existing=True)
+    )
+    return [_advisory(row, repo) for row, repo in rows]
+
+
+def withdraw_advisories(
+    session: Session, repo_id: str, shas: Collection[str], at: datetime
+) -> list[str]:
+    """Withdraw the advisories introduced at ``shas`` (lost to a force-push); their ids.
+
+    Advisories already withdrawn keep their first withdrawal time.
+    """
+    require_aware(at, "withdraw_advisories at")
+    if not shas:
+        return []
+    ids = list(
+        session.scalars(
+            update(AdvisoryRow)
+            .where(
+                AdvisoryRow.repo_pk == repo_row(session, repo_id).id,
+                AdvisoryRow.new_sha.in_(list(shas)),
+                AdvisoryRow.withdrawn.is_(None),
+            )
+            .values(withdrawn=at, modified=at)
+            .returning(AdvisoryRow.id)
+            .execution_options(synchronize_session=False)
+        )
+    )
+    return sorted(ids)
+
+
+def _advisory(row: AdvisoryRow, repo_id: str) -> Advisory:
+    return Advisory(
+        id=row.id,
+        repo_id=repo_id,
+        old_sha=row.old_sha,
+        new_sha=row.new_sha,
+        published=row.published,
+        modified=row.modified,
+        summary=row.summary,
+        severity=Severity(row.severity),
+        osv=dict(row.osv),
+        withdrawn=row.withdrawn,
+    )

@@ -1,0 +1,285 @@
+"""Subscriptions and the delivery outbox: alerts queued in the revision's transaction.
+
+Order: each subscription hands out gapless-by-lock sequence numbers (the
+subscription row is the counter, so concurrent writers queue behind one
+another), and only the oldest undelivered row of a subscription is ever due,
+so a receiver that is down holds back what comes after it rather than
+seeing it out of order. A claim pushes ``next_attempt_at`` forward by a
+lease, so a worker that dies mid-delivery leaves the row to be retried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+
+from sqlalchemy import Select, exists, select, update
+from sqlalchemy.orm import Session, aliased
+
+from storage.dialect import insert_returning_id
+from storage.errors import IntegrityConflict, InvalidRecord, NotFound
+from storage.history import revision_row
+from storage.models import DeliveryRow, RepoRow, RevisionRow, SubscriptionRow
+from storage.records import Delivery, DeliveryStatus, JsonValue, Severity, Subscription
+from storage.values import require_aware, require_text
+
+MAX_ERROR_LENGTH = 2000
+
+
+def add_subscription(
+    session: Session,
+    name: str,
+    repo_patterns: Sequence[str],
+    spec: Mapping[str, JsonValue],
+    channels: Sequence[Mapping[str, JsonValue]],
+    *,
+    created_at: datetime,
+    min_severity: Severity = Severity.INFO,
+) -> Subscription:
+    """Store a new subscription; a name already in use (active or not) is a conflict."""
+    require_aware(created_at, "subscription created_at")
+    require_text([name, list(repo_patterns), dict(spec), [dict(c) for c in channels]], name)
+    if not name or not repo_patterns:
+        raise InvalidRecord("a subscription needs a name and at least one repo pattern")
+    if session.scalar(select(SubscriptionRow.id).where(SubscriptionRow.name == name)):
+        raise IntegrityConflict(f"a subscription named {name!r} exists; pick another name")
+    row = SubscriptionRow(
+        name=name,
+        repo_patterns=list(repo_patterns),
+        spec=dict(spec),
+        channels=[dict(channel) for channel in channels],
+        min_severity=int(min_severity),
+        created_at=created_at,
+        active=True,
+        next_sequence=1,
+    )
+    session.add(row)
+    session.flush()
+    return _subscription(row)
+
+
+def get_subscription(session: Session, name: str) -> Subscription:
+    """The subscription with that name."""
+    row = session.scalars(select(SubscriptionRow).where(SubscriptionRow.name == name)).first()
+    if row is None:
+        raise NotFound(f"no subscription is named {name!r}")
+    return _subscription(row)
+
+
+def subscriptions(session: Session, *, include_inactive: bool = False) -> list[Subscription]:
+    """Subscriptions by name; removed ones only if asked."""
+    query = select(SubscriptionRow).order_by(SubscriptionRow.name)
+    if not include_inactive:
+        query = query.where(SubscriptionRow.active)
+    return [_subscription(row) for row in session.scalars(query)]
+
+
+def remove_subscription(session: Session, name: str) -> bool:
+    """Deactivate a subscription (its outbox history stays); False if none was active."""
+    result = session.execute(
+        update(SubscriptionRow)
+        .where(SubscriptionRow.name == name, SubscriptionRow.active)
+        .values(active=False)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+def enqueue_delivery(
+    session: Session,
+    subscription_id: int,
+    channel: str,
+    event_key: str,
+    payload: Mapping[str, JsonValue],
+    *,
+    now: datetime,
+    advisory_id: str | None = None,
+    repo_id: str | None = None,
+    sha: str | None = None,
+) -> Delivery | None:
+    """Queue one alert; None if this (subscription, channel, event_key) was queued before."""
+    require_aware(now, "enqueue_delivery now")
+    require_text([channel, event_key, dict(payload)], f"delivery {event_key}")
+    duplicate = select(DeliveryRow.id).where(
+        DeliveryRow.subscription_pk == subscription_id,
+        DeliveryRow.channel == channel,
+        DeliveryRow.event_key == event_key,
+    )
+    if session.scalar(duplicate) is not None:
+        return None
+    sequence = session.scalar(
+        update(SubscriptionRow)
+        .where(SubscriptionRow.id == subscription_id)
+        .values(next_sequence=SubscriptionRow.next_sequence + 1)
+        .returning(SubscriptionRow.next_sequence - 1)
+        .execution_options(synchronize_session=False)
+    )
+    if sequence is None:
+        raise NotFound(f"no subscription has the id {subscription_id}")
+    revision_pk = None
+    if repo_id is not None and sha is not None:
+        revision_pk = revision_row(session, repo_id, sha).id
+    new_id = insert_returning_id(
+        session,
+        DeliveryRow,
+        {
+            "subscription_pk": subscription_id,
+            "sequence": sequence,
+            "channel": channel,
+            "event_key": event_key,
+            "advisory_id": advisory_id,
+            "revision_pk": revision_pk,
+            "payload": dict(payload),
+            "status": DeliveryStatus.PENDING.value,
+            "attempts": 0,
+            "next_attempt_at": now,
+            "created_at": now,
+        },
+        ["subscription_pk", "channel", "event_key"],
+    )
+    return None if new_id is None else _deliveries(session, _by_ids([new_id]))[0]
+
+
+def claim_due_deliveries(
+    session: Session, now: datetime, limit: int, lease_seconds: float
+) -> list[Delivery]:
+    """Take up to ``limit`` due deliveries, each the oldest undelivered of its subscription.
+
+    Each claim counts an attempt and hides the row for ``lease_seconds``.
+    """
+    require_aware(now, "claim_due_deliveries now")
+    earlier = aliased(DeliveryRow)
+    blocked = exists().where(
+        earlier.subscription_pk == DeliveryRow.subscription_pk,
+        earlier.status == DeliveryStatus.PENDING.value,
+        earlier.sequence < DeliveryRow.sequence,
+    )
+    chosen = (
+        select(DeliveryRow.id)
+        .join(SubscriptionRow, SubscriptionRow.id == DeliveryRow.subscription_pk)
+        .where(
+            SubscriptionRow.active,
+            DeliveryRow.status == DeliveryStatus.PENDING.value,
+            DeliveryRow.next_attempt_at <= now,
+            ~blocked,
+        )
+        .order_by(DeliveryRow.next_attempt_at, DeliveryRow.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True, of=DeliveryRow)
+        .scalar_subquery()
+    )
+    ids = session.scalars(
+        update(DeliveryRow)
+        .where(DeliveryRow.id.in_(chosen), DeliveryRow.next_attempt_at <= now)
+        .values(
+            attempts=DeliveryRow.attempts + 1,
+            next_attempt_at=now + timedelta(seconds=lease_seconds),
+        )
+        .returning(DeliveryRow.id)
+        .execution_options(synchronize_session=False)
+    ).all()
+    return _deliveries(session, _by_ids(list(ids))) if ids else []
+
+
+def record_delivery_success(session: Session, delivery_id: int, at: datetime) -> Delivery:
+    """Mark a delivery done."""
+    require_aware(at, "delivered at")
+    return _settle(
+        session, delivery_id, {"status": DeliveryStatus.DELIVERED.value, "delivered_at": at}
+    )
+
+
+def record_delivery_failure(
+    session: Session, delivery_id: int, error: str, *, retry_at: datetime | None
+) -> Delivery:
+    """Record a failed attempt: retry at ``retry_at``, or dead-letter it when that is None."""
+    require_aware(retry_at, "retry_at")
+    message = error.replace("\x00", "")[:MAX_ERROR_LENGTH]
+    values: dict[str, object] = {"last_error": message}
+    if retry_at is None:
+        values["status"] = DeliveryStatus.DEAD_LETTER.value
+    else:
+        values["next_attempt_at"] = retry_at
+    return _settle(session, delivery_id, values)
+
+
+def deliveries(
+    session: Session, subscription_id: int, *, status: DeliveryStatus | None = None
+) -> list[Delivery]:
+    """A subscription's deliveries in sequence order, optionally of one status."""
+    query = _base().where(DeliveryRow.subscription_pk == subscription_id)
+    if status is not None:
+        query = query.where(DeliveryRow.status == status.value)
+    return _deliveries(session, query)
+
+
+def dead_letters(session: Session) -> list[Delivery]:
+    """Every delivery given up on, oldest first: shown in the API and on the page."""
+    return _deliveries(
+        session, _base().where(DeliveryRow.status == DeliveryStatus.DEAD_LETTER.value)
+    )
+
+
+def _settle(session: Session, delivery_id: int, values: Mapping[str, object]) -> Delivery:
+    session.execute(
+        update(DeliveryRow)
+        .where(DeliveryRow.id == delivery_id)
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    found = _deliveries(session, _by_ids([delivery_id]))
+    if not found:
+        raise NotFound(f"no delivery has the id {delivery_id}")
+    return found[0]
+
+
+def _base() -> Select[DeliveryRow, str | None, str | None]:
+    return (
+        select(DeliveryRow, RepoRow.repo_id, RevisionRow.sha)
+        .outerjoin(RevisionRow, RevisionRow.id == DeliveryRow.revision_pk)
+        .outerjoin(RepoRow, RepoRow.id == RevisionRow.repo_pk)
+        .order_by(DeliveryRow.subscription_pk, DeliveryRow.sequence)
+        .execution_options(populate_existing=True)
+    )
+
+
+def _by_ids(ids: list[int]) -> Select[DeliveryRow, str | None, str | None]:
+    return _base().where(DeliveryRow.id.in_(ids))
+
+
+def _deliveries(
+    session: Session, query: Select[DeliveryRow, str | None, str | None]
+) -> list[Delivery]:
+    return [
+        Delivery(
+            id=row.id,
+            subscription_id=row.subscription_pk,
+            sequence=row.sequence,
+            channel=row.channel,
+            event_key=row.event_key,
+            payload=dict(row.payload),
+            status=DeliveryStatus(row.status),
+            attempts=row.attempts,
+            next_attempt_at=row.next_attempt_at,
+            created_at=row.created_at,
+            advisory_id=row.advisory_id,
+            repo_id=repo_id,
+            sha=sha,
+            last_error=row.last_error,
+            delivered_at=row.delivered_at,
+        )
+        for row, repo_id, sha in session.execute(query)
+    ]
+
+
+def _subscription(row: SubscriptionRow) -> Subscription:
+    return Subscription(
+        id=row.id,
+        name=row.name,
+        repo_patterns=tuple(row.repo_patterns),
+        spec=dict(row.spec),
+        channels=tuple(dict(channel) for channel in row.channels),
+        created_at=row.created_at,
+        min_severity=Severity(row.min_severity),
+        active=row.active,
+    )

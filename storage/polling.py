@@ -1,0 +1,200 @@
+"""When each repo is checked next, and who is checking it: poll state with row leases.
+
+Work is shared through the database, not a coordinator. ``claim_due_repos``
+is one ``UPDATE ... WHERE repo IN (SELECT ... FOR UPDATE SKIP LOCKED)``: on
+PostgreSQL concurrent claimers skip each other's rows instead of waiting or
+double-claiming; on SQLite (where FOR UPDATE is not rendered) write sessions
+begin IMMEDIATE, so one claimer at a time runs the statement. A lease that
+expired (its holder died) is free to claim again. Writes that end a check
+are guarded by the lease owner, so a worker whose lease was taken over
+cannot overwrite the new holder's state.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import ColumnElement, Select, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from storage.errors import RepoNotFound
+from storage.models import PollStateRow, RepoRow
+from storage.records import PollState
+from storage.repos import repo_row
+from storage.values import require_aware, require_text
+
+MAX_ERROR_LENGTH = 2000
+
+
+def claim_due_repos(
+    session: Session, owner: str, now: datetime, limit: int, lease_seconds: float
+) -> list[PollState]:
+    """Lease up to ``limit`` tracked repos whose check is due, most overdue first.
+
+    The lease lasts ``lease_seconds``; commit the session to publish it.
+    """
+    require_aware(now, "claim_due_repos now")
+    free = _due(now).with_only_columns(PollStateRow.repo_pk)
+    chosen = (
+        free.order_by(PollStateRow.next_check_at, PollStateRow.repo_pk)
+        .limit(limit)
+        .with_for_update(skip_locked=True, of=PollStateRow)
+        .scalar_subquery()
+    )
+    claimed = session.scalars(
+        update(PollStateRow)
+        .where(PollStateRow.repo_pk.in_(chosen), _lease_free(now))
+        .values(lease_owner=owner, lease_expires_at=now + timedelta(seconds=lease_seconds))
+        .returning(PollStateRow.repo_pk)
+        .execution_options(synchronize_session=False)
+    ).all()
+    if not claimed:
+        return []
+    return _states(session, select(PollStateRow).where(PollStateRow.repo_pk.in_(claimed)))
+
+
+def due_count(session: Session, now: datetime) -> int:
+    """How many tracked repos are due and unleased: the queue depth."""
+    require_aware(now, "due_count now")
+    return int(session.scalar(_due(now).with_only_columns(func.count())) or 0)
+
+
+def poll_state(session: Session, repo_id: str) -> PollState:
+    """The poll state of a tracked repo."""
+    states = _states(
+        session, select(PollStateRow).where(PollStateRow.repo_pk == _pk(session, repo_id))
+    )
+    if not states:
+        raise RepoNotFound(f"repo {repo_id!r} is not tracked, so it has no poll state")
+    return states[0]
+
+
+def poll_states(session: Session) -> list[PollState]:
+    """The poll state of every tracked repo, by repo id (for metrics and lag)."""
+    return _states(session, select(PollStateRow))
+
+
+def schedule_check(session: Session, repo_id: str, at: datetime) -> None:
+    """Move the repo's next check to ``at`` if that is sooner (a webhook asks for one now)."""
+    require_aware(at, "schedule_check at")
+    session.execute(
+        update(PollStateRow)
+        .where(PollStateRow.repo_pk == _pk(session, repo_id), PollStateRow.next_check_at > at)
+        .values(next_check_at=at)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def record_check_success(
+    session: Session,
+    repo_id: str,
+    owner: str,
+    *,
+    checked_at: datetime,
+    next_check_at: datetime,
+    seen_sha: str | None,
+    last_modified: datetime | None = None,
+) -> bool:
+    """End a good check: failures reset, lease released. False if ``owner`` lost the lease."""
+    for value, where in ((checked_at, "checked_at"), (next_check_at, "next_check_at")):
+        require_aware(value, where)
+    require_aware(last_modified, "last_modified")
+    return _finish(
+        session,
+        repo_id,
+        owner,
+        {
+            "last_checked_at": checked_at,
+            "next_check_at": next_check_at,
+            "last_seen_sha": seen_sha,
+            "last_modified": last_modified,
+            "failures": 0,
+            "last_error": None,
+        },
+    )
+
+
+def record_check_failure(
+    session: Session,
+    repo_id: str,
+    owner: str,
+    *,
+    checked_at: datetime,
+    next_check_at: datetime,
+    error: str,
+) -> int | None:
+    """End a failed check: failures counted, lease released; the new failure count.
+
+    None if ``owner`` no longer held the lease. The caller alerts when the
+    count crosses its threshold, not on every failure.
+    """
+    require_aware(checked_at, "checked_at")
+    require_aware(next_check_at, "next_check_at")
+    message = error.replace("\x00", "")[:MAX_ERROR_LENGTH]
+    require_text(message, "error")
+    done = _finish(
+        session,
+        repo_id,
+        owner,
+        {
+            "last_checked_at": checked_at,
+            "next_check_at": next_check_at,
+            "failures": PollStateRow.failures + 1,
+            "last_error": message,
+        },
+    )
+    return poll_state(session, repo_id).failures if done else None
+
+
+def release_lease(session: Session, repo_id: str, owner: str) -> bool:
+    """Give the lease back unfinished (shutdown), so another worker can take the repo now."""
+    return _finish(session, repo_id, owner, {})
+
+
+def _finish(session: Session, repo_id: str, owner: str, values: dict[str, object]) -> bool:
+    result = session.execute(
+        update(PollStateRow)
+        .where(PollStateRow.repo_pk == _pk(session, repo_id), PollStateRow.lease_owner == owner)
+        .values(**values, lease_owner=None, lease_expires_at=None)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+def _due(now: datetime) -> Select[PollStateRow]:
+    return (
+        select(PollStateRow)
+        .join(RepoRow, RepoRow.id == PollStateRow.repo_pk)
+        .where(RepoRow.tracked, PollStateRow.next_check_at <= now, _lease_free(now))
+    )
+
+
+def _lease_free(now: datetime) -> ColumnElement[bool]:
+    return or_(PollStateRow.lease_expires_at.is_(None), PollStateRow.lease_expires_at <= now)
+
+
+def _pk(session: Session, repo_id: str) -> int:
+    return repo_row(session, repo_id).id
+
+
+def _states(session: Session, query: Select[PollStateRow]) -> list[PollState]:
+    rows = session.execute(
+        query.join(RepoRow, RepoRow.id == PollStateRow.repo_pk)
+        .add_columns(RepoRow.repo_id)
+        .order_by(RepoRow.repo_id)
+        .execution_options(populate_existing=True)
+    ).all()
+    return [
+        PollState(
+            repo_id=repo_id,
+            next_check_at=row.next_check_at,
+            failures=row.failures,
+            last_error=row.last_error,
+            last_checked_at=row.last_checked_at,
+            last_seen_sha=row.last_seen_sha,
+            last_modified=row.last_modified,
+            lease_owner=row.lease_owner,
+            lease_expires_at=row.lease_expires_at,
+        )
+        for row, repo_id in rows
+    ]
