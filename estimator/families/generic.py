@@ -48,8 +48,16 @@ def shape_of(cfg: Config) -> DecoderShape:
     )
 
 
+def _language_model(cfg: Config) -> Config:
+    """Multimodal configs (Gemma 3/4, LLaVA-style) keep the language model in text_config."""
+    text = cfg.mapping("text_config")
+    if text is not None and cfg.first_key("hidden_size", *HIDDEN) is None:
+        return Config(text, source=f"{cfg.source}: text_config")
+    return cfg
+
+
 def build(cfg: Config, model_type: str | None, architecture: str | None) -> Architecture:
-    shape = shape_of(cfg)
+    shape = shape_of(_language_model(cfg))
     name = architecture or "unknown"
     head = head_of(name) if architecture else None
     if head not in ("base", "causal-lm", "sequence-classification"):

@@ -231,3 +231,30 @@ def test_mutated_corpus_configs_raise_only_config_error(
         return
     assert arch.total_parameters >= 0
     assert sum(node.parameters for node in structure(arch, 16)) == arch.total_parameters
+
+
+def test_multimodal_config_is_estimated_from_its_text_config() -> None:
+    text = {
+        "hidden_size": 64,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "intermediate_size": 128,
+        "vocab_size": 100,
+    }
+    arch = describe({"model_type": "some_vlm", "text_config": text})
+    assert not arch.supported
+    assert (arch.num_layers, arch.hidden_size, arch.vocab_size) == (3, 64, 100)
+
+
+def test_text_config_errors_name_the_nested_field() -> None:
+    with pytest.raises(ConfigError, match=r"^config.json: text_config: vocab_size is missing"):
+        describe(
+            {
+                "model_type": "some_vlm",
+                "text_config": {
+                    "hidden_size": 64,
+                    "num_hidden_layers": 1,
+                    "num_attention_heads": 4,
+                },
+            }
+        )
