@@ -1,0 +1,146 @@
+"""Poll state and row leases: due repos are shared out, never handed to two workers at once."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+from storage import (
+    Database,
+    claim_due_repos,
+    due_count,
+    ensure_repo,
+    poll_state,
+    record_check_failure,
+    record_check_success,
+    release_lease,
+    schedule_check,
+)
+from tests.storage.builders import BASE_DATE
+
+NOW = BASE_DATE
+REPOS = [f"org/model-{n:03d}" for n in range(60)]
+
+
+def _track(db: Database, repos: list[str]) -> None:
+    with db.session() as session:
+        for repo in repos:
+            ensure_repo(session, repo, now=NOW)
+
+
+def test_a_new_repo_is_due_at_once_and_a_claimed_one_is_not(database: Database) -> None:
+    _track(database, REPOS[:3])
+    with database.session() as session:
+        assert due_count(session, NOW) == 3
+        claimed = claim_due_repos(session, "w1", NOW, limit=2, lease_seconds=60)
+    assert [s.repo_id for s in claimed] == REPOS[:2]
+    assert all(s.lease_owner == "w1" for s in claimed)
+    with database.session() as session:
+        again = claim_due_repos(session, "w2", NOW, limit=10, lease_seconds=60)
+    assert [s.repo_id for s in again] == [REPOS[2]]
+
+
+def test_an_expired_lease_can_be_taken_over_and_the_old_owner_cannot_finish(
+    database: Database,
+) -> None:
+    _track(database, REPOS[:1])
+    with database.session() as session:
+        claim_due_repos(session, "dead-worker", NOW, limit=1, lease_seconds=30)
+    later = NOW + timedelta(seconds=31)
+    with database.session() as session:
+        taken = claim_due_repos(session, "w2", later, limit=1, lease_seconds=30)
+        assert [s.lease_owner for s in taken] == ["w2"]
+        stale = record_check_success(
+            session,
+            REPOS[0],
+            "dead-worker",
+            checked_at=later,
+            next_check_at=later + timedelta(hours=1),
+            seen_sha="a" * 40,
+        )
+        assert stale is False
+        assert poll_state(session, REPOS[0]).lease_owner == "w2"
+
+
+def test_success_schedules_the_next_check_and_failures_count_up(database: Database) -> None:
+    _track(database, REPOS[:1])
+    repo = REPOS[0]
+    for attempt in (1, 2, 3):
+        with database.session() as session:
+            claim_due_repos(session, "w", NOW + timedelta(hours=attempt), 1, 60)
+            failures = record_check_failure(
+                session,
+                repo,
+                "w",
+                checked_at=NOW,
+                next_check_at=NOW + timedelta(hours=attempt),
+                error=f"HTTP 503 attempt {attempt}",
+            )
+        assert failures == attempt
+    with database.session() as session:
+        claim_due_repos(session, "w", NOW + timedelta(hours=5), 1, 60)
+        assert record_check_success(
+            session,
+            repo,
+            "w",
+            checked_at=NOW + timedelta(hours=5),
+            next_check_at=NOW + timedelta(hours=6),
+            seen_sha="b" * 40,
+        )
+        state = poll_state(session, repo)
+    assert (state.failures, state.last_error, state.last_seen_sha) == (0, None, "b" * 40)
+    assert state.next_check_at == NOW + timedelta(hours=6)
+    assert state.lease_owner is None
+
+
+def test_released_lease_and_webhook_schedule_make_a_repo_due_now(database: Database) -> None:
+    _track(database, REPOS[:2])
+    with database.session() as session:
+        claim_due_repos(session, "w", NOW, 2, 60)
+        release_lease(session, REPOS[0], "w")
+        record_check_success(
+            session,
+            REPOS[1],
+            "w",
+            checked_at=NOW,
+            next_check_at=NOW + timedelta(hours=1),
+            seen_sha=None,
+        )
+        schedule_check(session, REPOS[1], NOW + timedelta(minutes=1))
+    with database.session() as session:
+        soon = NOW + timedelta(minutes=1)
+        assert [s.repo_id for s in claim_due_repos(session, "w2", soon, 10, 60)] == REPOS[:2]
+
+
+@pytest.mark.parametrize("workers", [4])
+def test_concurrent_claimers_never_share_a_repo(database: Database, workers: int) -> None:
+    _track(database, REPOS)
+    claims: dict[str, list[str]] = {f"w{n}": [] for n in range(workers)}
+    errors: list[BaseException] = []
+    start = threading.Barrier(workers)
+
+    def work(owner: str) -> None:
+        try:
+            start.wait()
+            while True:
+                with database.session() as session:
+                    got = claim_due_repos(session, owner, NOW, limit=3, lease_seconds=600)
+                if not got:
+                    return
+                claims[owner].extend(state.repo_id for state in got)
+        except BaseException as exc:  # surfaced in the main thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(owner,)) for owner in claims]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    handed_out = [repo for owned in claims.values() for repo in owned]
+    assert sorted(handed_out) == REPOS  # every repo once, none twice
+    with database.read_session() as session:
+        for owner, owned in claims.items():
+            assert all(poll_state(session, repo).lease_owner == owner for repo in owned)
