@@ -1,0 +1,128 @@
+"""``POST /webhooks/huggingface``: Hub webhook deliveries into the inbox table, nothing more.
+
+The Hub sends its secret verbatim in ``X-Webhook-Secret`` (no signature);
+it is compared in constant time, and a missing or wrong secret gets 401
+with nothing stored. An accepted delivery is written to ``webhook_events``
+under a key derived from what it says (event, repo, head sha, updated refs),
+so a redelivery or a replay from the Hub's activity tab stores nothing new;
+then the endpoint answers 202 at once. The tracker drains the inbox: a
+delivery answered 2xx survives the daemon dying right after. ``headSha`` is
+read from the raw JSON (huggingface_hub's own payload model drops it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Header, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from storage import Database, record_webhook_event
+
+PATH = "/webhooks/huggingface"
+
+
+class WebhookEvent(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    action: str
+    scope: str
+
+
+class WebhookRepo(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    type: str = "model"
+    name: str
+    id: str | None = None
+    private: bool | None = None
+    head_sha: str | None = Field(default=None, alias="headSha")
+
+
+class UpdatedRef(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    ref: str
+    old_sha: str | None = Field(default=None, alias="oldSha")
+    new_sha: str | None = Field(default=None, alias="newSha")
+
+
+class MovedTo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+
+
+class WebhookPayload(BaseModel):
+    """The fields of a Hub webhook (version 3) the tracker acts on."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    event: WebhookEvent
+    repo: WebhookRepo
+    updated_refs: list[UpdatedRef] = Field(default_factory=list, alias="updatedRefs")
+    moved_to: MovedTo | None = Field(default=None, alias="movedTo")
+    updated_config: dict[str, Any] | None = Field(default=None, alias="updatedConfig")
+
+    def delivery_key(self) -> str:
+        """Same event, same key: what makes a redelivery a no-op."""
+        identity = {
+            "action": self.event.action,
+            "scope": self.event.scope,
+            "repo": self.repo.id or self.repo.name,
+            "head": self.repo.head_sha,
+            "refs": sorted((r.ref, r.old_sha or "", r.new_sha or "") for r in self.updated_refs),
+            "moved": self.moved_to.name if self.moved_to else None,
+            "config": self.updated_config,
+        }
+        return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error": message})
+
+
+def create_webhook_router(
+    database: Database,
+    *,
+    secret: str | None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> APIRouter:
+    """The webhook endpoint; with no secret configured every delivery is refused (401)."""
+    router = APIRouter(tags=["webhooks"])
+    expected = secret.encode("ascii") if secret else None
+
+    @router.post(PATH, status_code=202, response_model=None)
+    async def receive(
+        request: Request,
+        x_webhook_secret: str | None = Header(default=None),
+    ) -> dict[str, Any] | JSONResponse:
+        if expected is None:
+            return _error(401, "webhooks are disabled: no server.webhook_secret is configured")
+        if x_webhook_secret is None:
+            return _error(401, "X-Webhook-Secret header not set")
+        given = x_webhook_secret.encode("utf-8", "surrogateescape")
+        if not hmac.compare_digest(given, expected):
+            return _error(401, "invalid webhook secret")
+        body = await request.body()
+        try:
+            raw = json.loads(body)
+            payload = WebhookPayload.model_validate(raw)
+        except (ValueError, ValidationError) as exc:
+            return _error(400, f"not a Hub webhook payload: {str(exc).splitlines()[0]}")
+        if not payload.event.scope.startswith("repo") or payload.repo.type != "model":
+            return {"accepted": False, "reason": "only model repo events are tracked"}
+        key = payload.delivery_key()
+        stored = _store(database, key, payload.repo.name, raw, clock())
+        return {"accepted": True, "duplicate": not stored, "delivery_key": key}
+
+    return router
+
+
+def _store(database: Database, key: str, repo_id: str, raw: Any, now: datetime) -> bool:
+    with database.session() as session:
+        return record_webhook_event(session, key, raw, now, repo_id=repo_id)
+
+
+__all__ = ["PATH", "WebhookPayload", "create_webhook_router"]

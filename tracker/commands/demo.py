@@ -1,0 +1,80 @@
+"""The offline demo: a local Hub replaying shipped histories, the daemon, and the pages, on 127.0.0.1.
+
+The Hub emulator serves tracker/demo/histories (or ``--corpus DIR``, e.g. a
+recorded corpus) on a free loopback port; the daemon is pointed at it, tracks
+and backfills every repo it serves, and the HTTP app is served on
+127.0.0.1:PORT. The demo writes to its own SQLite file, ``demo.db`` in the
+data directory, recreated on each run, so it never touches the database
+``serve`` uses. /healthz reports ``"backfill": "done"`` when every repo is in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+from tracker.commands import UsageError
+from tracker.config_file import DaemonConfig, RepoConfig
+from tracker.demo import HISTORIES
+from tracker.settings import Settings
+
+NAME = "demo"
+HELP = "replay demo histories through a local Hub, backfill them and serve the pages"
+DEMO_DATABASE = "demo.db"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, default=8080, help="HTTP port (default 8080; 0: any)")
+    parser.add_argument(
+        "--corpus", type=Path, help="replay this corpus directory instead of the shipped histories"
+    )
+
+
+def demo_settings(settings: Settings, endpoint: str) -> Settings:
+    """The demo's own database and Hub, whatever the configuration says."""
+    path = settings.data_dir / DEMO_DATABASE
+    for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        leftover.unlink(missing_ok=True)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return replace(settings, database_url=f"sqlite:///{path}", hf_endpoint=endpoint, hf_token=None)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.daemon import Daemon, publisher
+    from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: must be between 0 and 65535")
+    corpus = args.corpus or HISTORIES
+    try:
+        emulator = HubEmulator(corpus, tensor_shapes=estimator_tensor_shapes)
+    except HubSimError as exc:
+        raise UsageError(f"--corpus {corpus}: {exc}") from None
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    endpoint = emulator.start("127.0.0.1", 0)
+    try:
+        local = demo_settings(settings, endpoint)
+        repos = tuple(RepoConfig(repo_id) for repo_id in emulator.repo_ids())
+        config = DaemonConfig(
+            repos=repos, host="127.0.0.1", port=args.port, requests_per_second=200.0
+        )
+        daemon = Daemon.open(local, config)
+        daemon.track_configured()
+        daemon.start_background(publisher())
+        base = f"http://127.0.0.1:{args.port}"
+        print(f"Hub emulator: {endpoint} ({len(repos)} repos from {corpus})")
+        print(f"database:     {local.database_url}")
+        print(
+            f"open:         {base}/   (backfill progress: {base}/healthz, metrics: {base}/metrics)"
+        )
+        for repo in repos:
+            print(f"              {base}/models/{repo.repo_id}")
+        print("Ctrl-C to stop", flush=True)
+        daemon.serve(daemon.build_app())
+    except OSError as exc:
+        raise UsageError(f"cannot serve on 127.0.0.1:{args.port}: {exc}") from None
+    finally:
+        emulator.stop()
+    return 0

@@ -1,0 +1,69 @@
+"""Run the daemon: scheduled and pushed checks, the workers, and the HTTP app, until SIGTERM.
+
+Repos come from the configuration file's ``[[repos]]`` and from ``--track``;
+several instances may share one PostgreSQL database (see README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from dataclasses import replace
+
+from storage import StorageError
+from tracker.commands import UsageError
+from tracker.config_file import ConfigFileError, RepoConfig, load_daemon_config
+from tracker.errors import RepoIdError
+from tracker.repo_id import validate_repo_id
+from tracker.settings import Settings
+
+NAME = "serve"
+HELP = "run the daemon: checks, webhooks, /healthz, /metrics and the published pages"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", help="address to bind (default from [server], else 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="TCP port (default from [server], else 8080)")
+    parser.add_argument("--workers", type=int, help="check worker threads (default 4)")
+    parser.add_argument(
+        "--track", action="append", default=[], metavar="REPO", help="also follow REPO (repeatable)"
+    )
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.daemon import Daemon, publisher
+
+    try:
+        config = load_daemon_config(args.config)
+        extra = tuple(RepoConfig(validate_repo_id(repo)) for repo in args.track)
+    except (ConfigFileError, RepoIdError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: must be between 0 and 65535")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers {args.workers}: must be at least 1")
+    config = replace(
+        config,
+        repos=config.repos
+        + tuple(r for r in extra if r.repo_id not in {c.repo_id for c in config.repos}),
+        host=args.host or config.host,
+        port=config.port if args.port is None else args.port,
+        workers=args.workers or config.workers,
+    )
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        daemon = Daemon.open(settings, config)
+        daemon.track_configured()
+    except StorageError as exc:
+        raise UsageError(str(exc)) from None
+    daemon.start_background(publisher())
+    print(
+        f"neurarch-trace serving on http://{config.host}:{config.port} "
+        f"({daemon.database.dialect}, {config.workers} workers, instance {daemon.instance})",
+        flush=True,
+    )
+    try:
+        daemon.serve(daemon.build_app())
+    except OSError as exc:
+        raise UsageError(str(exc)) from None
+    return 0

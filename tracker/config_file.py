@@ -1,0 +1,178 @@
+"""The daemon's TOML file: which repos to follow, how often, and where to serve.
+
+``Settings`` (tracker.settings) reads the same file for the database URL and
+the Hub endpoint; this module reads the rest, so one file configures a whole
+``neurarch-trace serve``. An annotated example lives in
+deploy/neurarch-trace.example.toml. Durations are seconds or a number with a
+unit (``"90s"``, ``"30m"``, ``"1h"``, ``"1d"``), so an interval reads the way
+people say it.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tracker.errors import RepoIdError, TrackerError
+from tracker.repo_id import validate_repo_id
+
+DEFAULT_INTERVAL_S = 3600.0
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)\s*$")
+
+
+class ConfigFileError(TrackerError):
+    """The daemon configuration file is missing, not TOML, or holds a bad value (named)."""
+
+
+@dataclass(frozen=True)
+class RepoConfig:
+    """One followed repo; ``interval_s`` None means the daemon-wide default."""
+
+    repo_id: str
+    interval_s: float | None = None
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    """Everything ``serve`` needs beyond Settings."""
+
+    repos: tuple[RepoConfig, ...] = ()
+    interval_s: float = DEFAULT_INTERVAL_S
+    max_backoff_s: float = 6 * 3600.0
+    workers: int = 4
+    tick_s: float = 5.0
+    discovery_s: float = 300.0
+    requests_per_second: float = 5.0
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    webhook_secret: str | None = None
+
+
+def parse_duration(value: object, where: str) -> float:
+    """Seconds from a number or a string like ``"30m"``; ConfigFileError names ``where``."""
+    if isinstance(value, bool):
+        raise ConfigFileError(f'{where}: expected a duration such as 3600 or "1h", got {value!r}')
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and (match := _DURATION.match(value)):
+        seconds = float(match["n"]) * _UNITS[match["unit"] or "s"]
+    else:
+        raise ConfigFileError(f'{where}: expected a duration such as 3600 or "1h", got {value!r}')
+    if seconds <= 0:
+        raise ConfigFileError(f"{where}: a duration must be positive, got {value!r}")
+    return seconds
+
+
+def load_daemon_config(path: Path | None) -> DaemonConfig:
+    """Read ``path`` (None: an empty configuration with the defaults)."""
+    if path is None:
+        return DaemonConfig()
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigFileError(f"{path}: configuration file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(f"{path}: not valid TOML: {exc}") from None
+    return parse_daemon_config(document, str(path))
+
+
+def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> DaemonConfig:
+    """Build a DaemonConfig from parsed TOML, checking every value it reads."""
+    daemon = _table(document, "daemon", source)
+    server = _table(document, "server", source)
+    interval = parse_duration(
+        daemon.get("interval", DEFAULT_INTERVAL_S), f"{source}: daemon.interval"
+    )
+    repos = tuple(
+        _repo(entry, index, source) for index, entry in enumerate(_repo_list(document, source))
+    )
+    seen: set[str] = set()
+    for repo in repos:
+        if repo.repo_id in seen:
+            raise ConfigFileError(f"{source}: repo {repo.repo_id!r} is listed twice")
+        seen.add(repo.repo_id)
+    secret = server.get("webhook_secret")
+    if secret is not None and (not isinstance(secret, str) or not secret or not secret.isascii()):
+        raise ConfigFileError(f"{source}: server.webhook_secret must be a non-empty ASCII string")
+    return DaemonConfig(
+        repos=repos,
+        interval_s=interval,
+        max_backoff_s=parse_duration(
+            daemon.get("max_backoff", 6 * 3600), f"{source}: daemon.max_backoff"
+        ),
+        workers=_positive_int(daemon.get("workers", 4), f"{source}: daemon.workers"),
+        tick_s=parse_duration(daemon.get("tick", 5), f"{source}: daemon.tick"),
+        discovery_s=parse_duration(daemon.get("discovery", 300), f"{source}: daemon.discovery"),
+        requests_per_second=_positive_float(
+            daemon.get("requests_per_second", 5.0), f"{source}: daemon.requests_per_second"
+        ),
+        host=str(server.get("host", DEFAULT_HOST)),
+        port=_port(server.get("port", DEFAULT_PORT), f"{source}: server.port"),
+        webhook_secret=secret,
+    )
+
+
+def _table(document: Mapping[str, Any], name: str, source: str) -> Mapping[str, Any]:
+    value = document.get(name, {})
+    if not isinstance(value, Mapping):
+        raise ConfigFileError(f"{source}: [{name}] must be a table")
+    return value
+
+
+def _repo_list(document: Mapping[str, Any], source: str) -> list[Any]:
+    value = document.get("repos", [])
+    if not isinstance(value, list):
+        raise ConfigFileError(f"{source}: repos must be an array of tables ([[repos]])")
+    return value
+
+
+def _repo(entry: Any, index: int, source: str) -> RepoConfig:
+    where = f"{source}: repos[{index}]"
+    if isinstance(entry, str):
+        entry = {"id": entry}
+    if not isinstance(entry, Mapping) or "id" not in entry:
+        raise ConfigFileError(f'{where} needs an id = "ORG/NAME"')
+    try:
+        repo_id = validate_repo_id(str(entry["id"]))
+    except RepoIdError as exc:
+        raise ConfigFileError(f"{where}: {exc}") from None
+    interval = entry.get("interval")
+    return RepoConfig(
+        repo_id=repo_id,
+        interval_s=None if interval is None else parse_duration(interval, f"{where}.interval"),
+    )
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigFileError(f"{where}: expected a positive integer, got {value!r}")
+    return value
+
+
+def _positive_float(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigFileError(f"{where}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _port(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+        raise ConfigFileError(f"{where}: expected a port number 0-65535, got {value!r}")
+    return value
+
+
+__all__ = [
+    "ConfigFileError",
+    "DaemonConfig",
+    "RepoConfig",
+    "load_daemon_config",
+    "parse_daemon_config",
+    "parse_duration",
+]

@@ -1,0 +1,237 @@
+"""``serve`` wired together: storage, Hub access, workers, ticker, and the HTTP app.
+
+This is one of the two modules allowed to import ``feeds`` (the other is the
+CLI): it builds the app from ``feeds.app.create_app`` when the publishing
+side is installed, adds the webhook and ops routers, and serves it with
+uvicorn in the main thread while the check workers run on threads. One
+``Daemon`` is one instance; several on one PostgreSQL share the work
+through row leases. SIGTERM (or SIGINT) stops the ticker, lets every worker
+finish the revision it is writing, hands back unstarted leases, and exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from fastapi import APIRouter, FastAPI
+
+from storage import (
+    Database,
+    RepoStatus,
+    open_database,
+    poll_states,
+    schedule_check,
+    tracked_repos,
+)
+from tracker.config_file import DaemonConfig
+from tracker.discovery import Discovery, HeadProbe
+from tracker.hub import Hub
+from tracker.inbox import drain
+from tracker.metrics import DaemonMetrics
+from tracker.pollstate import record_last_modified, track, watermark
+from tracker.process import Publisher
+from tracker.ratelimit import RateLimiter, install
+from tracker.scheduler import Ticker
+from tracker.settings import Settings
+from tracker.worker import Worker, WorkerPolicy
+
+log = logging.getLogger("neurarch.daemon")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Daemon:
+    """One running instance."""
+
+    settings: Settings
+    config: DaemonConfig
+    database: Database
+    metrics: DaemonMetrics = field(default_factory=DaemonMetrics)
+    instance: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    _workers: list[threading.Thread] = field(default_factory=list)
+    _ticker: Ticker | None = None
+    _watermark: datetime | None = None
+    _server: uvicorn.Server | None = None
+
+    @classmethod
+    def open(cls, settings: Settings, config: DaemonConfig) -> Daemon:
+        database = open_database(settings.database_url)
+        database.migrate()
+        return cls(settings=settings, config=config, database=database)
+
+    def track_configured(self) -> None:
+        """Follow every repo of the config file (intervals as configured)."""
+        now = utc_now()
+        with self.database.session() as session:
+            for repo in self.config.repos:
+                track(session, repo.repo_id, now=now, interval_s=repo.interval_s)
+
+    def start_background(self, publish: Publisher | None = None) -> None:
+        """Start the workers and the ticker (discovery, inbox); returns at once."""
+        install(
+            RateLimiter(self.config.requests_per_second),
+            observers=(self.metrics.observe_response,),
+        )
+        self.metrics.watch_storage(self.database, utc_now)
+        policy = WorkerPolicy(
+            interval_s=self.config.interval_s, max_backoff_s=self.config.max_backoff_s
+        )
+        for index in range(self.config.workers):
+            worker = Worker(
+                self.database,
+                Hub(self.settings.hf_endpoint, self.settings.hf_token),
+                HeadProbe(self.settings.hf_endpoint, self.settings.hf_token),
+                owner=f"{self.instance}/{index}",
+                policy=policy,
+                metrics=self.metrics,
+                clock=utc_now,
+                publish=publish,
+                stop=self.stop_event,
+            )
+            thread = threading.Thread(
+                target=worker.run, args=(self.config.tick_s,), name=f"worker-{index}", daemon=True
+            )
+            thread.start()
+            self._workers.append(thread)
+        discovery = Discovery(self.settings.hf_endpoint, self.settings.hf_token)
+        with self.database.read_session() as session:
+            self._watermark = watermark(session)
+        ticker = Ticker(self.drain_inbox, self.config.tick_s, name="inbox")
+        ticker.add(lambda: self.discover(discovery), self.config.discovery_s, name="discovery")
+        ticker.start()
+        self._ticker = ticker
+
+    def drain_inbox(self) -> None:
+        drained = drain(self.database, now=utc_now())
+        if drained.deliveries or drained.deferred:
+            log.info(json.dumps({"event": "inbox_drained", **drained.__dict__}))
+
+    def discover(self, discovery: Discovery) -> None:
+        """One bulk walk: tracked repos that moved become due now."""
+        with self.database.read_session() as session:
+            known = {state.repo_id: state.last_seen_sha for state in poll_states(session)}
+        result = discovery.walk(self._watermark, known)
+        now = utc_now()
+        with self.database.session() as session:
+            for repo_id, stamp in result.last_modified.items():
+                record_last_modified(session, repo_id, stamp)
+            for repo_id in result.moved:
+                schedule_check(session, repo_id, now)
+        self._watermark = result.watermark
+        if result.moved:
+            log.info(json.dumps({"event": "discovered", "moved": sorted(result.moved)}))
+
+    def health(self) -> Mapping[str, Any]:
+        """The /healthz body: backfill is "done" once every tracked repo has been checked through."""
+        with self.database.read_session() as session:
+            repos = {repo.repo_id: repo for repo in tracked_repos(session)}
+            states = poll_states(session)
+        pending = [
+            s.repo_id
+            for s in states
+            if s.last_seen_sha is None and repos[s.repo_id].status is RepoStatus.ACTIVE
+        ]
+        failing = sum(1 for s in states if s.failures)
+        statuses: dict[str, int] = {}
+        for repo in repos.values():
+            statuses[repo.status.value] = statuses.get(repo.status.value, 0) + 1
+        alive = sum(1 for t in self._workers if t.is_alive())
+        return {
+            "status": "ok" if not self._workers or alive else "degraded",
+            "instance": self.instance,
+            "database": self.database.dialect,
+            "tracked": len(repos),
+            "backfill": "done" if not pending else "running",
+            "backfill_pending": len(pending),
+            "failing": failing,
+            "repo_status": statuses,
+            "workers_alive": alive,
+        }
+
+    def serve(self, app: FastAPI) -> None:
+        """Serve ``app`` in this thread until SIGTERM/SIGINT, then stop everything."""
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            self.stop_event.set()
+            if self._server is not None:
+                self._server.should_exit = True
+
+        for sig in previous:
+            signal.signal(sig, on_signal)
+        config = uvicorn.Config(
+            app, host=self.config.host, port=self.config.port, log_level="warning", lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        try:
+            self._server.run()
+        finally:
+            self.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if not self._server.started:
+            raise OSError(f"cannot serve on {self.config.host}:{self.config.port}")
+
+    def stop(self) -> None:
+        """Finish or release the work in hand, stop ticking, close the database."""
+        self.stop_event.set()
+        if self._ticker is not None:
+            self._ticker.shutdown(wait=True)
+            self._ticker = None
+        for thread in self._workers:
+            thread.join()
+        self._workers.clear()
+        self.database.close()
+
+    def routers(self) -> tuple[APIRouter, ...]:
+        from feeds.ops import create_ops_router
+        from feeds.webhooks import create_webhook_router
+
+        return (
+            create_webhook_router(self.database, secret=self.config.webhook_secret),
+            create_ops_router(health=self.health, registry=self.metrics.registry),
+        )
+
+    def build_app(self) -> FastAPI:
+        """The feeds app with our routers, or (feeds' app not installed) just our routers."""
+        try:
+            from feeds.app import create_app
+        except ImportError as exc:
+            log.warning(
+                "feeds.app is not available (%s): serving only /healthz, /metrics and webhooks",
+                exc,
+            )
+            app = FastAPI(title="neurarch-trace")
+            for router in self.routers():
+                app.include_router(router)
+            return app
+        created: FastAPI = create_app(self.database, settings=self.settings, routers=self.routers())
+        return created
+
+
+def publisher() -> Publisher | None:
+    """The advisory/outbox writer from feeds, if the publishing side is installed."""
+    try:
+        from feeds.publish import publish_revision
+    except ImportError:
+        log.warning("feeds.publish is not available: revisions are recorded without advisories")
+        return None
+    return publish_revision  # type: ignore[no-any-return]
+
+
+__all__ = ["Daemon", "publisher", "utc_now"]

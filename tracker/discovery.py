@@ -1,0 +1,145 @@
+"""Finding out cheaply which tracked repos moved: one bulk walk, and one probe per repo.
+
+The Hub has no "changed since" filter, but ``list_models(sort="last_modified")``
+lists every model newest first with its sha. A cycle walks it from the top
+and stops at the first item older than the last cycle's watermark, so an
+idle cycle over any number of tracked repos costs one page request. Tracked
+repos whose listed sha differs from the one we last saw are made due now.
+
+The per-repo probe (``HeadProbe``) is the scheduled check: one
+``model_info`` request with the sha, the gating and the id, so an unchanged
+repo costs exactly one request and a rename (the Hub redirects the old name
+to the new id) or a gating change shows up in the same answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import httpx2
+from huggingface_hub import HfApi
+from huggingface_hub.errors import (
+    DisabledRepoError,
+    GatedRepoError,
+    HfHubHTTPError,
+    RepositoryNotFoundError,
+)
+
+from tracker.errors import Gated, HubError, HubUnavailable, RateLimited, RepoGone
+
+EXPAND = ["lastModified", "sha"]
+
+
+@dataclass(frozen=True)
+class DiscoveryResult:
+    """Which tracked repos moved, and where the next walk may stop."""
+
+    moved: Mapping[str, str] = field(default_factory=dict)
+    """repo id -> the sha the listing shows, for tracked repos whose sha is new to us."""
+    last_modified: Mapping[str, datetime] = field(default_factory=dict)
+    """repo id -> lastModified, for every tracked repo the walk passed."""
+    watermark: datetime | None = None
+    scanned: int = 0
+
+
+@dataclass(frozen=True)
+class HeadInfo:
+    """What one probe says about a repo now."""
+
+    repo_id: str
+    """The id the Hub answers with: differs from the asked one after a rename."""
+    sha: str
+    gated: bool
+    private: bool
+
+
+class Discovery:
+    """Bulk change discovery over ``list_models`` (one walk per cycle)."""
+
+    def __init__(self, endpoint: str, token: str | None = None) -> None:
+        self._api = HfApi(endpoint=endpoint, token=token or False)
+
+    def walk(self, watermark: datetime | None, known: Mapping[str, str | None]) -> DiscoveryResult:
+        """Walk newest first down to ``watermark``; ``known`` maps tracked repos to their last sha.
+
+        Without a watermark (first cycle) only the newest item is read, to
+        set one: a fresh daemon checks every tracked repo anyway.
+        """
+        moved: dict[str, str] = {}
+        stamps: dict[str, datetime] = {}
+        newest: datetime | None = None
+        scanned = 0
+        with _translated("list_models"):
+            for model in self._api.list_models(sort="last_modified", expand=EXPAND):  # type: ignore[arg-type]
+                scanned += 1
+                stamp = _aware(model.last_modified)
+                if stamp is not None and (newest is None or stamp > newest):
+                    newest = stamp
+                if watermark is None:
+                    break
+                # Strictly older ends the walk: an item at the watermark's own
+                # second may have been committed after the last walk read it.
+                if stamp is not None and stamp < watermark:
+                    break
+                if model.id in known:
+                    if stamp is not None:
+                        stamps[model.id] = stamp
+                    if model.sha and model.sha != known[model.id]:
+                        moved[model.id] = model.sha
+        return DiscoveryResult(
+            moved=moved,
+            last_modified=stamps,
+            watermark=max(filter(None, [newest, watermark]), default=None),
+            scanned=scanned,
+        )
+
+
+class HeadProbe:
+    """The one-request check of a single repo."""
+
+    def __init__(self, endpoint: str, token: str | None = None) -> None:
+        self._api = HfApi(endpoint=endpoint, token=token or False)
+
+    def head(self, repo_id: str) -> HeadInfo:
+        with _translated(repo_id):
+            info = self._api.model_info(repo_id, expand=["sha", "gated", "private"])
+        if not info.sha:
+            raise HubError(f"{repo_id}: the Hub sent no commit sha")
+        return HeadInfo(
+            repo_id=info.id or repo_id,
+            sha=info.sha,
+            gated=bool(info.gated),
+            private=bool(info.private),
+        )
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+@contextmanager
+def _translated(where: str) -> Iterator[None]:
+    try:
+        yield
+    except GatedRepoError as exc:
+        raise Gated(f"{where}: repo is gated") from exc
+    except (RepositoryNotFoundError, DisabledRepoError) as exc:
+        raise RepoGone(f"{where}: repo not found (deleted, renamed, or private)") from exc
+    except HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else None
+        if status == 429:
+            hint = exc.response.headers.get("Retry-After") if exc.response is not None else None
+            retry = float(hint) if hint and hint.replace(".", "", 1).isdigit() else None
+            raise RateLimited(f"{where}: rate limited by the Hub (HTTP 429)", retry) from exc
+        raise HubUnavailable(f"{where}: the Hub answered HTTP {status}") from exc
+    except (httpx2.HTTPError, ValueError) as exc:
+        # ValueError: a truncated JSON body.
+        raise HubUnavailable(f"{where}: {type(exc).__name__}: {exc}") from exc
+
+
+__all__ = ["EXPAND", "Discovery", "DiscoveryResult", "HeadInfo", "HeadProbe"]

@@ -1,0 +1,105 @@
+"""What happens to a repo besides new commits: rewritten history, deletion, rename, gating.
+
+Each is detected during a check, stored (the repo's status on ``repos``; a
+rewritten history as revisions marked off main, their data kept) and
+reported as a ``RepoEvent``: a structured log line and a metric. Events are
+emitted on the transition only (active -> gated once, not on every poll of
+a gated repo), and none of them is an error: the check that finds one
+succeeds.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from storage import RepoStatus, latest_revision, mark_missing_revisions, set_repo_status
+
+log = logging.getLogger("neurarch.events")
+
+
+class EventKind(enum.StrEnum):
+    FORCE_PUSH = "force_push"
+    GONE = "gone"
+    RENAMED = "renamed"
+    PRIVATE = "private"
+    GATED = "gated"
+    RESTORED = "restored"
+
+
+_STATUS_EVENT = {
+    RepoStatus.GONE: EventKind.GONE,
+    RepoStatus.RENAMED: EventKind.RENAMED,
+    RepoStatus.PRIVATE: EventKind.PRIVATE,
+    RepoStatus.GATED: EventKind.GATED,
+    RepoStatus.ACTIVE: EventKind.RESTORED,
+}
+
+
+@dataclass(frozen=True)
+class RepoEvent:
+    kind: EventKind
+    repo_id: str
+    at: datetime
+    detail: str
+    shas: tuple[str, ...] = ()
+
+
+def status_changed(
+    session: Session,
+    repo_id: str,
+    status: RepoStatus,
+    *,
+    now: datetime,
+    renamed_to: str | None = None,
+) -> RepoEvent | None:
+    """Store what the Hub says about the repo; an event if that is news."""
+    previous = set_repo_status(session, repo_id, status, renamed_to=renamed_to)
+    if previous is status:
+        return None
+    detail = f"{previous.value} -> {status.value}"
+    if renamed_to:
+        detail += f" (now {renamed_to})"
+    return RepoEvent(_STATUS_EVENT[status], repo_id, now, detail)
+
+
+def history_checked(
+    session: Session, repo_id: str, main_shas: Collection[str], *, now: datetime
+) -> RepoEvent | None:
+    """Mark recorded revisions missing from main as off main; an event if any left."""
+    if latest_revision(session, repo_id) is None:
+        return None
+    gone = mark_missing_revisions(session, repo_id, main_shas, at=now)
+    if not gone:
+        return None
+    return RepoEvent(
+        EventKind.FORCE_PUSH,
+        repo_id,
+        now,
+        f"history rewritten: {len(gone)} recorded revision(s) no longer on main",
+        tuple(gone),
+    )
+
+
+def report(event: RepoEvent) -> None:
+    """One structured log line per event (the metric is counted by the caller)."""
+    log.warning(
+        json.dumps(
+            {
+                "event": f"repo_{event.kind.value}",
+                "repo": event.repo_id,
+                "at": event.at.isoformat(),
+                "detail": event.detail,
+                "shas": list(event.shas),
+            }
+        )
+    )
+
+
+__all__ = ["EventKind", "RepoEvent", "history_checked", "report", "status_changed"]

@@ -1,0 +1,254 @@
+"""Check workers: claim a due repo, find its new revisions, record each exactly once.
+
+A check costs one request when nothing moved (the head probe). When the head
+moved, the commit list is read, revisions the database lacks are processed
+oldest first, each committed in one transaction with its published rows and
+a renewal of the lease (the fence: a worker that lost its lease writes
+nothing). A failure stops the repo at the revision that failed, so later
+revisions are never diffed against the wrong predecessor, and the repo is
+retried with backoff. On shutdown a worker finishes the revision in hand and
+releases what it has not started.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from storage import Database, RepoStatus
+from storage.records import Revision
+from tracker.diff.revision import Parsed
+from tracker.discovery import HeadInfo, HeadProbe
+from tracker.errors import Gated, HubError, RepoGone
+from tracker.events import RepoEvent, history_checked, report, status_changed
+from tracker.hub import Hub
+from tracker.metrics import DaemonMetrics
+from tracker.pollstate import (
+    Claim,
+    LeaseLost,
+    claim_due,
+    complete,
+    fail,
+    release,
+    renew,
+)
+from tracker.process import Publisher, commit, prepare
+from tracker.scheduler import next_check_after_failure, next_check_after_success
+
+log = logging.getLogger("neurarch.worker")
+
+
+@dataclass(frozen=True)
+class WorkerPolicy:
+    """How checks are paced."""
+
+    interval_s: float = 3600.0
+    max_backoff_s: float = 6 * 3600.0
+    lease_s: float = 300.0
+
+
+class Stopping(Exception):
+    """Raised between revisions when the worker was asked to stop."""
+
+
+class Worker:
+    """One check loop; the daemon runs several on threads, sharing the database."""
+
+    def __init__(
+        self,
+        database: Database,
+        hub: Hub,
+        probe: HeadProbe,
+        *,
+        owner: str,
+        policy: WorkerPolicy,
+        metrics: DaemonMetrics,
+        clock: Callable[[], datetime],
+        publish: Publisher | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.database = database
+        self.hub = hub
+        self.probe = probe
+        self.owner = owner
+        self.policy = policy
+        self.metrics = metrics
+        self.clock = clock
+        self.publish = publish
+        self.stop = stop or threading.Event()
+
+    def run(self, idle_s: float) -> None:
+        """Check due repos until ``stop`` is set; wait ``idle_s`` when nothing is due."""
+        while not self.stop.is_set():
+            if not self.run_once():
+                self.stop.wait(idle_s)
+
+    def run_once(self) -> bool:
+        """Claim and check one due repo; False when none was due."""
+        claims = claim_due(
+            self.database, self.owner, now=self.clock(), lease_s=self.policy.lease_s, limit=1
+        )
+        for claim in claims:
+            if self.stop.is_set():
+                release(self.database, claim)
+            else:
+                self.check(claim)
+        return bool(claims)
+
+    def check(self, claim: Claim) -> None:
+        started = time.monotonic()
+        interval = claim.interval_s or self.policy.interval_s
+        try:
+            head_sha = self._check(claim)
+        except Stopping:
+            release(self.database, claim)
+            self.metrics.checks.labels(outcome="released").inc()
+            return
+        except LeaseLost as exc:
+            log.warning(
+                json.dumps({"event": "lease_lost", "repo": claim.repo_id, "detail": str(exc)})
+            )
+            self.metrics.checks.labels(outcome="lease_lost").inc()
+            return
+        except HubError as exc:
+            self._failed(claim, exc, interval)
+            return
+        except Exception as exc:
+            # The edge of one check: anything unforeseen (a body the client
+            # could not parse, a storage hiccup) fails this repo with backoff
+            # and leaves the other workers running.
+            log.exception("check of %s failed unexpectedly", claim.repo_id)
+            self._failed(claim, exc, interval)
+            return
+        finally:
+            self.metrics.check_seconds.observe(time.monotonic() - started)
+        now = self.clock()
+        with self.database.session() as session:
+            complete(
+                session,
+                claim,
+                now=now,
+                head_sha=head_sha,
+                next_check_at=next_check_after_success(claim.repo_id, now, interval),
+            )
+        self.metrics.checks.labels(outcome="ok").inc()
+
+    def _check(self, claim: Claim) -> str | None:
+        """The head sha now (None if the repo is gone); records every new revision on the way."""
+        try:
+            info = self.probe.head(claim.repo_id)
+        except RepoGone:
+            self._status(claim, RepoStatus.GONE)
+            return claim.last_seen_sha
+        except Gated:
+            self._status(claim, RepoStatus.GATED)
+            return claim.last_seen_sha
+        self._status_from(claim, info)
+        if info.sha == claim.last_seen_sha:
+            return info.sha
+        try:
+            return self._record_history(claim)
+        except Gated:
+            # Listed but unreadable without accepted terms: reported, not failing.
+            self._status(claim, RepoStatus.GATED)
+            return claim.last_seen_sha
+
+    def _record_history(self, claim: Claim) -> str:
+        history = self.hub.commits(claim.repo_id)
+        with self.database.session() as session:
+            renew(session, claim, now=self.clock(), lease_s=self.policy.lease_s)
+            self._report(
+                history_checked(session, claim.repo_id, [r.sha for r in history], now=self.clock())
+            )
+        cache: dict[tuple[str, str], Parsed] = {}
+        for revision in history:
+            if self.stop.is_set():
+                raise Stopping
+            self._record(claim, revision, cache)
+        return history[-1].sha
+
+    def _record(
+        self, claim: Claim, revision: Revision, cache: dict[tuple[str, str], Parsed]
+    ) -> None:
+        prepared = prepare(self.database, self.hub, revision, cache)
+        if prepared is None:
+            return
+
+        def fence(session: Session) -> None:
+            renew(session, claim, now=self.clock(), lease_s=self.policy.lease_s)
+
+        if commit(self.database, prepared, fence=fence, publish=self.publish):
+            self.metrics.revisions.inc()
+            log.info(
+                json.dumps(
+                    {
+                        "event": "revision_recorded",
+                        "repo": revision.repo_id,
+                        "sha": revision.sha,
+                        "owner": self.owner,
+                        "changes": len(prepared.processed.changes),
+                    }
+                )
+            )
+
+    def _status_from(self, claim: Claim, info: HeadInfo) -> None:
+        if info.repo_id != claim.repo_id:
+            self._status(claim, RepoStatus.RENAMED, renamed_to=info.repo_id)
+        elif info.gated:
+            self._status(claim, RepoStatus.GATED)
+        elif info.private:
+            self._status(claim, RepoStatus.PRIVATE)
+        else:
+            self._status(claim, RepoStatus.ACTIVE)
+
+    def _status(self, claim: Claim, status: RepoStatus, renamed_to: str | None = None) -> None:
+        with self.database.session() as session:
+            renew(session, claim, now=self.clock(), lease_s=self.policy.lease_s)
+            self._report(
+                status_changed(
+                    session, claim.repo_id, status, now=self.clock(), renamed_to=renamed_to
+                )
+            )
+
+    def _report(self, event: RepoEvent | None) -> None:
+        if event is not None:
+            report(event)
+            self.metrics.events.labels(kind=event.kind.value).inc()
+
+    def _failed(self, claim: Claim, exc: Exception, interval: float) -> None:
+        now = self.clock()
+        self.metrics.checks.labels(outcome="failed").inc()
+        self.metrics.failures.labels(error=type(exc).__name__).inc()
+        log.warning(
+            json.dumps(
+                {
+                    "event": "check_failed",
+                    "repo": claim.repo_id,
+                    "failures": claim.failures + 1,
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
+            )
+        )
+        try:
+            with self.database.session() as session:
+                fail(
+                    session,
+                    claim,
+                    now=now,
+                    error=f"{type(exc).__name__}: {exc}",
+                    next_check_at=next_check_after_failure(
+                        claim.repo_id, now, claim.failures + 1, interval, self.policy.max_backoff_s
+                    ),
+                )
+        except LeaseLost:
+            self.metrics.checks.labels(outcome="lease_lost").inc()
+
+
+__all__ = ["Stopping", "Worker", "WorkerPolicy"]
