@@ -16,6 +16,6 @@ class UsageError(Exception):
 
 
 # Imported after UsageError: command modules import it from here.
-from tracker.commands import diff, history, hubsim, plan, track, untrack  # noqa: E402
+from tracker.commands import demo, diff, history, hubsim, plan, serve, track, untrack  # noqa: E402
 
-COMMANDS: tuple[ModuleType, ...] = (track, history, diff, untrack, plan, hubsim)
+COMMANDS: tuple[ModuleType, ...] = (track, history, diff, untrack, plan, hubsim, serve, demo)
