@@ -108,12 +108,6 @@ class Workload:
     def all_linear(self) -> bool:
         return self.lora_targets == (ALL_LINEAR,)
 
-    def with_(self, **changes: object) -> Workload:
-        """A copy with some fields changed (validated again)."""
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        values.update(changes)
-        return Workload(**values)  # type: ignore[arg-type]
-
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
         out["lora_targets"] = list(self.lora_targets)

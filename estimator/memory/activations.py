@@ -208,7 +208,7 @@ def _ffn_part(
         total += (n.compute + 4) * moe.num_experts
         experts_in = [_one_copy(p) for p in regular if p.slot == "expert_in"]
         experts_out = [_one_copy(p) for p in regular if p.slot == "expert_out"]
-        per_copy = n.compute * h  # gathered token copy
+        per_copy: float = n.compute * h  # gathered token copy
         per_copy += _mlp(moe.expert, experts_in, experts_out, h, s, n.compute)
         if any(p.trainable for p in routers):
             per_copy += n.compute * h  # expert output kept by the routing-weight product
@@ -289,7 +289,8 @@ def training_activations(
         per_layer.append(memo[key])
     largest = max(per_layer, default=0.0)
     h = arch.hidden_size
-    widest = max((_widest(b) for b, _ in placements[:1] + placements[-1:]), default=h)
+    ends = [placements[0], placements[-1]] if placements else []
+    widest = max((_widest(b) for b, _ in ends), default=h)
     # Gradient temporaries of backward through one layer: the incoming and
     # outgoing residual gradients plus two of the widest intermediate.
     grads = 2 * n.residual * h + 2 * n.compute * widest

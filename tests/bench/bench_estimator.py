@@ -34,26 +34,44 @@ CORPUS = ROOT.parent / "shared" / "hub-corpus"
 PUBLIC = Path(__file__).with_name("data") / "public_configs.json"
 GB = 1e9
 # The same architecture under another repo name.
-ALIASES = {"meta-llama/Llama-3.2-3B": "meta-llama/Llama-3.2-3B-Instruct",
-           "TheBloke/Mistral-7B-v0.1-GPTQ": "mistralai/Mistral-7B-v0.1",
-           "TheBloke/Mixtral-8x7B-Instruct-v0.1-GPTQ": "mistralai/Mixtral-8x7B-Instruct-v0.1",
-           "TheBloke/Llama-2-70B-GPTQ": "NousResearch/Llama-2-70b-hf",
-           "meta-llama/Llama-2-70b-hf": "NousResearch/Llama-2-70b-hf"}
+ALIASES = {
+    "meta-llama/Llama-3.2-3B": "meta-llama/Llama-3.2-3B-Instruct",
+    "TheBloke/Mistral-7B-v0.1-GPTQ": "mistralai/Mistral-7B-v0.1",
+    "TheBloke/Mixtral-8x7B-Instruct-v0.1-GPTQ": "mistralai/Mixtral-8x7B-Instruct-v0.1",
+    "TheBloke/Llama-2-70B-GPTQ": "NousResearch/Llama-2-70b-hf",
+    "meta-llama/Llama-2-70b-hf": "NousResearch/Llama-2-70b-hf",
+}
 SEQ_CLS = {"google-bert/bert-base-uncased"}
 # GPUs outside the card table: (reported bytes, context). The V100 context is
 # the measured "torch.ones on GPU" row of the same document.
 EXTRA_GPUS = {"V100": (16_945_512_448, 1_408_000_000)}
-SHORT = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj",
-         "gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
+SHORT = {
+    "q": "q_proj",
+    "k": "k_proj",
+    "v": "v_proj",
+    "o": "o_proj",
+    "gate": "gate_proj",
+    "up": "up_proj",
+    "down": "down_proj",
+}
 # Runs published before transformers had SDPA for BERT (2022) and before
 # torch 2.0 made foreach AdamW the default: eager attention, per-parameter AdamW.
 PRE_SDPA_SOURCES = (
-    "model_memory_anatomy", "perf_train_gpu_one", "huggingface/peft:README", "twitter",
-    "peft/issues/675", "peft/issues/1469",
+    "model_memory_anatomy",
+    "perf_train_gpu_one",
+    "huggingface/peft:README",
+    "twitter",
+    "peft/issues/675",
+    "peft/issues/1469",
 )
-PEFT_DEFAULT = {"t5": ("q", "v"), "mt5": ("q", "v"), "bloom": ("query_key_value",),
-                "bert": ("query", "value"), "roberta": ("query", "value"),
-                "llama": ("q_proj", "v_proj")}
+PEFT_DEFAULT = {
+    "t5": ("q", "v"),
+    "mt5": ("q", "v"),
+    "bloom": ("query_key_value",),
+    "bert": ("query", "value"),
+    "roberta": ("query", "value"),
+    "llama": ("q_proj", "v_proj"),
+}
 
 
 @dataclass
@@ -112,9 +130,18 @@ def _gpu(text: str) -> tuple[int, int, int]:
     for key, (total, context) in EXTRA_GPUS.items():
         if key in text:
             return gpus, total, context
-    names = [("A100-40GB", "A100 40GB"), ("A100", "A100 80GB"), ("A800", "A100 80GB"),
-             ("H100", "H100 80GB"), ("L40S", "L40S"), ("RTX", "RTX 4090"),
-             ("80GB", "A100 80GB"), ("48GB", "L40S"), ("24GB", "A10G"), ("16GB", "T4")]
+    names = [
+        ("A100-40GB", "A100 40GB"),
+        ("A100", "A100 80GB"),
+        ("A800", "A100 80GB"),
+        ("H100", "H100 80GB"),
+        ("L40S", "L40S"),
+        ("RTX", "RTX 4090"),
+        ("80GB", "A100 80GB"),
+        ("48GB", "L40S"),
+        ("24GB", "A10G"),
+        ("16GB", "T4"),
+    ]
     for key, name in names:
         if key in text:
             c = card(name)
@@ -125,7 +152,9 @@ def _gpu(text: str) -> tuple[int, int, int]:
 
 def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row | str:
     method = r["method"]
-    if method in ("cuda-context", "load-weights") or "offload" in (method + r["grad_checkpointing"]):
+    if method in ("cuda-context", "load-weights") or "offload" in (
+        method + r["grad_checkpointing"]
+    ):
         return "not a training step we model (context, load or CPU offload)"
     lower = method.lower()
     if lower.startswith("full"):
@@ -145,27 +174,55 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         config["architectures"] = ["BertForSequenceClassification"]
     precision = r["precision"].lower()
     pure = "pure" in precision or precision.startswith("bfloat16") or kind != "full"
-    prec = "fp32" if "fp32" in precision else ("fp16" if "fp16" in precision or "float16" == precision else "bf16")
+    prec = (
+        "fp32"
+        if "fp32" in precision
+        else ("fp16" if "fp16" in precision or precision == "float16" else "bf16")
+    )
     opt = r["optimizer"].lower()
     optimizer = "adafactor" if "adafactor" in opt else ("adamw8bit" if "8bit" in opt else "adamw")
     gpus, card_bytes, context = _gpu(r["gpu"])
     old = any(s in r["source"] + r["seq_len"] for s in PRE_SDPA_SOURCES)
     w = Workload(
-        method=kind, batch=_int(r["batch_size"], 8), seq_len=_int(r["seq_len"], 64) if "short" not in r["seq_len"] else 64,
-        precision=prec, pure_16bit=pure, optimizer=optimizer,
-        grad_checkpointing=r["grad_checkpointing"].startswith("yes") or "LLaMA-Factory default" in r["grad_checkpointing"],
+        method=kind,
+        batch=_int(r["batch_size"], 8),
+        seq_len=_int(r["seq_len"], 64) if "short" not in r["seq_len"] else 64,
+        precision=prec,
+        pure_16bit=pure,
+        optimizer=optimizer,
+        grad_checkpointing=r["grad_checkpointing"].startswith("yes")
+        or "LLaMA-Factory default" in r["grad_checkpointing"],
         attention="eager" if old or "eager" in r["notes"] else "sdpa",
         adamw_impl="loop" if old else "foreach",
-        lora_rank=_int(re.search(r"r(\d+)", method).group(1), 8) if re.search(r"r(\d+)", method) else 8,
+        lora_rank=_int(re.search(r"r(\d+)", method).group(1), 8)
+        if re.search(r"r(\d+)", method)
+        else 8,
         lora_targets=_targets(method, str(config.get("model_type"))),
-        lora_dropout=0.05 if kind != "full" else 0.0, double_quant=kind == "qlora" and "gptq" not in lower,
-        card="A100 80GB", gpus=gpus,
+        lora_dropout=0.05 if kind != "full" else 0.0,
+        double_quant=kind == "qlora" and "gptq" not in lower,
+        card="A100 80GB",
+        gpus=gpus,
     )
     metric_text = r["metric"].lower()
-    metric = "allocated" if "allocated" in metric_text else ("reserved" if "reserved" in metric_text else "device")
+    metric = (
+        "allocated"
+        if "allocated" in metric_text
+        else ("reserved" if "reserved" in metric_text else "device")
+    )
     at_limit = "OOM" in r["peak_gb"] or "OOM" in r["notes"] or "at limit" in r["notes"]
     measured = None if at_limit else _float(r["peak_gb"])
-    return Row(i, r["model_id"], config, w, metric, measured, not at_limit, card_bytes, context, r["notes"][:40])
+    return Row(
+        i,
+        r["model_id"],
+        config,
+        w,
+        metric,
+        measured,
+        not at_limit,
+        card_bytes,
+        context,
+        r["notes"][:40],
+    )
 
 
 def _float(text: str) -> float | None:
@@ -176,8 +233,12 @@ def _float(text: str) -> float | None:
 def estimate(row: Row) -> tuple[float, bool]:
     p = plan(row.config, row.workload)
     e = p.selected
-    device = e.reserved_bytes + row.context + (e.context_bytes - card(row.workload.card).context_bytes)
-    value = {"allocated": e.peak_allocated_bytes, "reserved": e.reserved_bytes, "device": device}[row.metric]
+    device = (
+        e.reserved_bytes + row.context + (e.context_bytes - card(row.workload.card).context_bytes)
+    )
+    value = {"allocated": e.peak_allocated_bytes, "reserved": e.reserved_bytes, "device": device}[
+        row.metric
+    ]
     return float(value), device <= row.card_bytes
 
 
@@ -189,7 +250,9 @@ def score() -> list[tuple[str, str, float]]:
     verdicts: list[bool] = []
     skipped: dict[str, int] = {}
     used: list[tuple[str, str, float]] = []
-    print(f"{'row':>3} {'model':38} {'method':6} {'b':>3} {'seq':>5} {'metric':9} {'estimate':>9} {'measured':>9} {'err%':>7} fit")
+    print(
+        f"{'row':>3} {'model':38} {'method':6} {'b':>3} {'seq':>5} {'metric':9} {'estimate':>9} {'measured':>9} {'err%':>7} fit"
+    )
     for i, r in enumerate(raw):
         row = to_row(i, r, configs)
         if isinstance(row, str):
@@ -207,9 +270,11 @@ def score() -> list[tuple[str, str, float]]:
             e = 100 * (value - row.measured) / row.measured
             errors.append(abs(e))
             err = f"{e:+7.1f}"
-        print(f"{i:>3} {row.model[:38]:38} {row.workload.method:6} {row.workload.batch:>3} {row.workload.seq_len:>5} "
-              f"{row.metric:9} {value / GB:9.2f} {'-' if row.measured is None else f'{row.measured / GB:9.2f}':>9} {err:>7} "
-              f"{'ok' if fits == row.fits else 'WRONG'} ({'fits' if fits else 'OOM'})")
+        print(
+            f"{i:>3} {row.model[:38]:38} {row.workload.method:6} {row.workload.batch:>3} {row.workload.seq_len:>5} "
+            f"{row.metric:9} {value / GB:9.2f} {'-' if row.measured is None else f'{row.measured / GB:9.2f}':>9} {err:>7} "
+            f"{'ok' if fits == row.fits else 'WRONG'} ({'fits' if fits else 'OOM'})"
+        )
     print()
     for reason, n in sorted(skipped.items()):
         print(f"skipped {n:3}: {reason}")
@@ -233,7 +298,7 @@ def timing(used: list[tuple[str, str, float]]) -> None:
         seen.setdefault(model, json.loads(config))
     plan_times: list[float] = []
     meta_times: list[float] = []
-    for model, config in seen.items():
+    for config in seen.values():
         for _ in range(20):
             t = time.perf_counter()
             plan(config)
@@ -253,8 +318,10 @@ def timing(used: list[tuple[str, str, float]]) -> None:
             meta_times.append(time.perf_counter() - t)
     p = statistics.median(plan_times)
     m = statistics.median(meta_times)
-    print(f"\nplan() median {p * 1000:.2f} ms over {len(plan_times)} runs on {len(seen)} configs "
-          f"(goal < 1 ms)")
+    print(
+        f"\nplan() median {p * 1000:.2f} ms over {len(plan_times)} runs on {len(seen)} configs "
+        f"(goal < 1 ms)"
+    )
     print(f"accelerate meta-device median {m * 1000:.1f} ms over {len(meta_times)} runs")
     print(f"ratio: plan() is {m / p:.0f}x faster (goal >= 1000x)")
 

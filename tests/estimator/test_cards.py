@@ -9,8 +9,18 @@ from estimator.fit import fit_method
 from estimator.memory import evaluate, method_models
 from tests.estimator.archbuilder import llama_like
 
-NAMES = {"T4", "L4", "A10G", "RTX 4090", "L40S", "A100 40GB", "A100 80GB", "H100 80GB", "H200",
-         "MI300X"}
+NAMES = {
+    "T4",
+    "L4",
+    "A10G",
+    "RTX 4090",
+    "L40S",
+    "A100 40GB",
+    "A100 80GB",
+    "H100 80GB",
+    "H200",
+    "MI300X",
+}
 
 
 def test_the_ten_cards_of_the_catalogue_are_present_with_sources() -> None:
@@ -43,8 +53,7 @@ def test_largest_batch_is_the_boundary_of_fitting(method: str) -> None:
 
 
 def test_a_model_too_large_for_one_card_gets_the_smallest_layer_split() -> None:
-    arch = llama_like(hidden=4096, layers=32, heads=32, kv_heads=8, intermediate=14336,
-                      vocab=32000)
+    arch = llama_like(hidden=4096, layers=32, heads=32, kv_heads=8, intermediate=14336, vocab=32000)
     model = method_models(arch, Workload(method="serve", seq_len=512), True)["serve"]
     fit = fit_method(model, card("T4"), 1, 1, 1.15)
     assert fit.largest_batch == 0

@@ -41,7 +41,5 @@ def test_lora_costs_two_thirds_of_full_fine_tuning_in_weight_flops() -> None:
 
 def test_moe_decode_uses_active_parameters() -> None:
     arch = llama_like(experts=8, top_k=2)
-    expert_params = sum(
-        lin.parameters for b in arch.blocks for lin in b.linears if lin.copies == 8
-    )
+    expert_params = sum(lin.parameters for b in arch.blocks for lin in b.linears if lin.copies == 8)
     assert active_parameters(arch) == arch.total_parameters - expert_params * 6 // 8

@@ -20,7 +20,9 @@ def test_index_total_size_matches_the_exact_parameter_count(corpus_dir) -> None:
 
 
 def test_saved_position_ids_buffer_is_named_in_the_delta(corpus_dir) -> None:  # type: ignore[no-untyped-def]
-    config = json.loads(sorted((corpus_dir / "google-bert/bert-base-uncased").glob("*/config.json"))[-1].read_text())
+    config = json.loads(
+        sorted((corpus_dir / "google-bert/bert-base-uncased").glob("*/config.json"))[-1].read_text()
+    )
     total = plan(config).to_json()["parameters"]["total"]
     header = {
         "bert.weights": {"dtype": "F32", "shape": [total], "data_offsets": [0, 4 * total]},

@@ -47,8 +47,10 @@ def test_t4_bf16_falls_back_to_fp16_and_says_so(corpus_dir) -> None:  # type: ig
 
 def test_manifest_dtype_and_tied_head_conflicts_are_found(corpus_dir) -> None:  # type: ignore[no-untyped-def]
     cfg = base(corpus_dir) | {"torch_dtype": "bfloat16", "tie_word_embeddings": True}
-    header = {"lm_head.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
-              "model.embed_tokens.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [16, 32]}}
+    header = {
+        "lm_head.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+        "model.embed_tokens.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [16, 32]},
+    }
     found = ids(cfg, manifest=WeightManifest.from_headers([header]))
     assert {"dtype-mismatch", "tied-head-stored-separately"} <= found
 

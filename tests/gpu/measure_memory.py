@@ -30,15 +30,36 @@ sys.path.insert(0, str(ROOT))
 from estimator import Workload, plan  # noqa: E402
 
 COLUMNS = [
-    "model", "method", "precision", "pure_16bit", "optimizer", "batch", "seq_len",
-    "grad_checkpointing", "attention", "lora_rank", "lora_targets", "gpu", "torch", "date",
-    "max_memory_allocated", "max_memory_reserved", "estimate_allocated", "estimate_reserved",
+    "model",
+    "method",
+    "precision",
+    "pure_16bit",
+    "optimizer",
+    "batch",
+    "seq_len",
+    "grad_checkpointing",
+    "attention",
+    "lora_rank",
+    "lora_targets",
+    "gpu",
+    "torch",
+    "date",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "estimate_allocated",
+    "estimate_reserved",
     "status",
 ]
 TINY = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
-    "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 128,
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 256,
+    "max_position_embeddings": 128,
 }
 
 
@@ -51,8 +72,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-
-
 def attach_lora(model: Any, w: Workload) -> None:
     import torch
     from torch import nn
@@ -63,13 +82,17 @@ def attach_lora(model: Any, w: Workload) -> None:
             self.base = base
             self.drop = nn.Dropout(w.lora_dropout) if w.lora_dropout > 0 else nn.Identity()
             self.a = nn.Linear(base.in_features, w.lora_rank, bias=False, device=base.weight.device)
-            self.b = nn.Linear(w.lora_rank, base.out_features, bias=False, device=base.weight.device)
+            self.b = nn.Linear(
+                w.lora_rank, base.out_features, bias=False, device=base.weight.device
+            )
             nn.init.zeros_(self.b.weight)
             self.scale = w.lora_alpha / w.lora_rank
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             out = self.base(x)
-            return out + (self.b(self.a(self.drop(x.to(self.a.weight.dtype)))) * self.scale).to(out.dtype)
+            return out + (self.b(self.a(self.drop(x.to(self.a.weight.dtype)))) * self.scale).to(
+                out.dtype
+            )
 
     for p in model.parameters():
         p.requires_grad_(False)
@@ -96,8 +119,9 @@ def _optimizer(params: list[Any], w: Workload) -> Any:
         import bitsandbytes as bnb
 
         return bnb.optim.AdamW8bit(params, lr=1e-4)
-    return torch.optim.AdamW(params, lr=1e-4, foreach=w.adamw_impl == "foreach",
-                             fused=w.adamw_impl == "fused")
+    return torch.optim.AdamW(
+        params, lr=1e-4, foreach=w.adamw_impl == "foreach", fused=w.adamw_impl == "fused"
+    )
 
 
 def run_pair(config: dict[str, Any], w: Workload, device: str, steps: int) -> tuple[int, int, str]:
@@ -113,8 +137,11 @@ def run_pair(config: dict[str, Any], w: Workload, device: str, steps: int) -> tu
         from transformers import BitsAndBytesConfig
 
         kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=w.double_quant,
-            bnb_4bit_compute_dtype=dtype)
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=w.double_quant,
+            bnb_4bit_compute_dtype=dtype,
+        )
     model = AutoModelForCausalLM.from_config(cfg, **kwargs).to(device)
     if device == "cuda":
         torch.cuda.empty_cache()
@@ -156,8 +183,14 @@ def measure(pairs: list[dict[str, Any]], out: Path, steps: int, device: str) -> 
             config = pair["config"]
             if isinstance(config, str):
                 config = json.loads(Path(config).read_text())
-            w = Workload(**{**pair.get("workload", {}), "lora_targets": tuple(
-                pair.get("workload", {}).get("lora_targets", ("all-linear",)))})
+            w = Workload(
+                **{
+                    **pair.get("workload", {}),
+                    "lora_targets": tuple(
+                        pair.get("workload", {}).get("lora_targets", ("all-linear",))
+                    ),
+                }
+            )
             estimate = plan(config, w).selected
             try:
                 allocated, reserved, status = run_pair(config, w, device, steps)
@@ -167,31 +200,48 @@ def measure(pairs: list[dict[str, Any]], out: Path, steps: int, device: str) -> 
                 allocated, reserved, status = 0, 0, f"skipped: {exc.name} missing"
             if device == "cuda":
                 torch.cuda.empty_cache()
-            writer.writerow({
-                "model": config.get("_name_or_path") or config.get("model_type"),
-                "method": w.method, "precision": w.precision, "pure_16bit": w.pure_16bit,
-                "optimizer": w.optimizer, "batch": w.batch, "seq_len": w.seq_len,
-                "grad_checkpointing": w.grad_checkpointing, "attention": w.attention,
-                "lora_rank": w.lora_rank, "lora_targets": ",".join(w.lora_targets), "gpu": gpu,
-                "torch": torch.__version__, "date": dt.date.today().isoformat(),
-                "max_memory_allocated": allocated, "max_memory_reserved": reserved,
-                "estimate_allocated": estimate.peak_allocated_bytes,
-                "estimate_reserved": estimate.reserved_bytes, "status": status,
-            })
+            writer.writerow(
+                {
+                    "model": config.get("_name_or_path") or config.get("model_type"),
+                    "method": w.method,
+                    "precision": w.precision,
+                    "pure_16bit": w.pure_16bit,
+                    "optimizer": w.optimizer,
+                    "batch": w.batch,
+                    "seq_len": w.seq_len,
+                    "grad_checkpointing": w.grad_checkpointing,
+                    "attention": w.attention,
+                    "lora_rank": w.lora_rank,
+                    "lora_targets": ",".join(w.lora_targets),
+                    "gpu": gpu,
+                    "torch": torch.__version__,
+                    "date": dt.date.today().isoformat(),
+                    "max_memory_allocated": allocated,
+                    "max_memory_reserved": reserved,
+                    "estimate_allocated": estimate.peak_allocated_bytes,
+                    "estimate_reserved": estimate.reserved_bytes,
+                    "status": status,
+                }
+            )
             handle.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.cpu_dry_run:
-        pairs = [{"config": TINY, "workload": {"method": m, "batch": 2, "seq_len": 16}}
-                 for m in ("full", "lora", "serve")]
+        pairs = [
+            {"config": TINY, "workload": {"method": m, "batch": 2, "seq_len": 16}}
+            for m in ("full", "lora", "serve")
+        ]
         measure(pairs, args.out, 1, "cpu")
         return 0
     import torch
 
     if not torch.cuda.is_available():
-        print("measure_memory: no CUDA device (use --cpu-dry-run to check the script)", file=sys.stderr)
+        print(
+            "measure_memory: no CUDA device (use --cpu-dry-run to check the script)",
+            file=sys.stderr,
+        )
         return 2
     if args.pairs is None:
         print("measure_memory: --pairs is required on a GPU", file=sys.stderr)
