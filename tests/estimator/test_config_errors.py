@@ -206,7 +206,7 @@ mutation = st.tuples(
 
 
 @settings(
-    max_examples=3000,
+    max_examples=2000,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     derandomize=True,
