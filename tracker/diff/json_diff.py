@@ -91,7 +91,13 @@ def _without(doc: Any, skip: frozenset[str]) -> Any:
 
 
 def _changed_units(old: Any, new: Any, rules: ArtifactRules) -> list[PathKey]:
-    diff = DeepDiff(old, new, view="tree", ignore_numeric_type_changes=True, verbose_level=2)
+    diff = DeepDiff(
+        _atomic_lists(old),
+        _atomic_lists(new),
+        view="tree",
+        ignore_numeric_type_changes=True,
+        verbose_level=2,
+    )
     units: dict[PathKey, None] = {}
     for items in diff.values():
         for item in items:
@@ -99,6 +105,15 @@ def _changed_units(old: Any, new: Any, rules: ArtifactRules) -> list[PathKey]:
             for path in _expanded(raw, _get(old, raw), _get(new, raw)):
                 units[_unit(path, rules)] = None
     return sorted(units, key=lambda u: [str(p) for p in u])
+
+
+def _atomic_lists(doc: Any) -> Any:
+    """Lists as their JSON text: units stop at lists, so deepdiff need not align elements."""
+    if isinstance(doc, dict):
+        return {k: _atomic_lists(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return json.dumps(doc, sort_keys=True)
+    return doc
 
 
 def _expanded(raw: PathKey, old: Any, new: Any) -> list[PathKey]:
