@@ -39,14 +39,28 @@ transformers.logging.set_verbosity_error()
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
 
+# Falcon's pre-transformers names; transformers 4.x mapped these onto FalconConfig itself.
+LEGACY_TYPES = {
+    "RefinedWeb": ("falcon", {"n_head": "num_attention_heads", "n_layer": "num_hidden_layers"}),
+    "RefinedWebModel": (
+        "falcon",
+        {"n_head": "num_attention_heads", "n_layer": "num_hidden_layers"},
+    ),
+}
+
+
 class Refused(Exception):
     """transformers cannot build this config; the message says why (used as a skip reason)."""
 
 
 def reference_shapes(raw: Mapping[str, object], arch: Architecture) -> dict[str, tuple[int, ...]]:
-    if arch.model_type not in CONFIG_MAPPING:
-        raise Refused(f"transformers has no config class for model_type {arch.model_type!r}")
-    config_cls = CONFIG_MAPPING[arch.model_type]
+    model_type = arch.model_type
+    if model_type in LEGACY_TYPES:
+        model_type, renames = LEGACY_TYPES[model_type]
+        raw = {renames.get(k, k): v for k, v in raw.items() if k != "model_type"}
+    if model_type not in CONFIG_MAPPING:
+        raise Refused(f"transformers has no config class for model_type {model_type!r}")
+    config_cls = CONFIG_MAPPING[model_type]
     try:
         config = config_cls.from_dict(dict(raw))
     except Exception as exc:
