@@ -283,7 +283,8 @@ def training_activations(
     memo: dict[tuple[object, ...], float] = {}
     per_layer = []
     for b, p in placements:
-        key = (id(p), b.attention, b.cross_attention, b.feed_forward, b.moe)
+        # Blocks stamped from one template share these objects; ids avoid rehashing specs.
+        key = (id(p), id(b.attention), id(b.cross_attention), id(b.feed_forward), id(b.moe))
         if key not in memo:
             memo[key] = block_bytes_per_token(arch, b, p, s)
         per_layer.append(memo[key])
