@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from storage.blobs import known_content_keys
 from storage.dialect import insert_returning_id
-from storage.errors import InvalidRecord, RevisionNotFound
+from storage.errors import InvalidRecord, RepoNotFound, RevisionNotFound
 from storage.models import (
     ChangeRow,
     EstimateRow,
@@ -54,7 +54,7 @@ def record_revision(
 
     Every text in ``snapshot.texts`` must already be in the blob store
     (``put_blob`` it first, in the same transaction). The repo is tracked if
-    it was not.
+    is added if storage did not know it; an untracked repo stays untracked.
     """
     revision = snapshot.revision
     _validate(snapshot, changes, plan_json)
@@ -65,12 +65,11 @@ def record_revision(
             f"{revision.repo_id}@{revision.sha}: texts {', '.join(paths)} name content keys "
             "that are not in the blob store; put_blob them first"
         )
-    repo = ensure_repo(session, revision.repo_id)
     revision_pk = insert_returning_id(
         session,
         RevisionRow,
         {
-            "repo_pk": repo_row(session, repo.repo_id).id,
+            "repo_pk": _repo_pk_for_recording(session, revision.repo_id),
             "sha": revision.sha,
             "parents": list(revision.parents),
             "date": revision.date,
@@ -261,6 +260,14 @@ def _revision_row_or_none(session: Session, repo_id: str, sha: str) -> RevisionR
             RevisionRow.repo_pk == repo_row(session, repo_id).id, RevisionRow.sha == sha
         )
     ).one_or_none()
+
+
+def _repo_pk_for_recording(session: Session, repo_id: str) -> int:
+    try:
+        return repo_row(session, repo_id).id
+    except RepoNotFound:
+        ensure_repo(session, repo_id)
+        return repo_row(session, repo_id).id
 
 
 def _on_main(session: Session, repo_id: str) -> Any:

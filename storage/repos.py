@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from storage.dialect import insert_ignoring_duplicates
 from storage.errors import InvalidRecord, RepoNotFound
 from storage.models import PollStateRow, RepoRow
 from storage.models.history import REPO_ID_LENGTH
@@ -33,23 +34,31 @@ def ensure_repo(
     require_text(repo_id, "repo id")
     if options is not None:
         require_text(options, "repo options")
-    row = session.scalars(select(RepoRow).where(RepoRow.repo_id == repo_id)).one_or_none()
-    if row is None:
-        row = RepoRow(
-            repo_id=repo_id,
-            added_at=moment,
-            status=RepoStatus.ACTIVE.value,
-            tracked=True,
-            options=dict(options or {}),
-        )
-        session.add(row)
-        session.flush()
-    else:
+    # Insert-or-ignore, so two instances tracking the same new repo at once both succeed.
+    insert_ignoring_duplicates(
+        session,
+        RepoRow,
+        {
+            "repo_id": repo_id,
+            "added_at": moment,
+            "status": RepoStatus.ACTIVE.value,
+            "renamed_to": None,
+            "tracked": True,
+            "options": dict(options or {}),
+        },
+        ["repo_id"],
+    )
+    row = repo_row(session, repo_id)
+    if not row.tracked:
         row.tracked = True
-        if options is not None:
-            row.options = dict(options)
-    if session.get(PollStateRow, row.id) is None:
-        session.add(PollStateRow(repo_pk=row.id, next_check_at=moment, failures=0))
+    if options is not None:
+        row.options = dict(options)
+    insert_ignoring_duplicates(
+        session,
+        PollStateRow,
+        {"repo_pk": row.id, "next_check_at": moment, "failures": 0},
+        ["repo_pk"],
+    )
     session.flush()
     return to_tracked_repo(row)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from sqlalchemy import func, select
@@ -182,3 +183,39 @@ def test_untrack_with_purge_deletes_everything_of_the_repo(database: Database) -
         untrack(session, REPO, purge=True)
     for model in (RevisionRow, RevisionFileRow, ChangeRow):
         assert _count(database, model) == 0
+
+
+def test_two_writers_recording_the_same_new_revision_store_it_once(database: Database) -> None:
+    """Two instances that both saw a new head: one records it, the other finds it done."""
+    snap = snapshot(revision(REPO, 0), {"config.json": CONFIG})
+    results: list[bool] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def write() -> None:
+        try:
+            start.wait()
+            with database.session() as session:
+                put_blob(session, git_blob_id(CONFIG), CONFIG)
+                results.append(record_revision(session, snap, [eos_change(1, 2)], {"p": 1}))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert errors == []
+    assert sorted(results) == [False, True]
+    assert (_count(database, RevisionRow), _count(database, ChangeRow)) == (1, 1)
+
+
+def test_recording_for_an_untracked_repo_keeps_it_untracked(database: Database) -> None:
+    _record(database, 0)
+    with database.session() as session:
+        untrack(session, REPO)
+    _record(database, 1)
+    with database.read_session() as session:
+        assert tracked_repos(session) == []
+        assert len(revisions(session, REPO)) == 2

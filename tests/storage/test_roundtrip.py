@@ -20,9 +20,7 @@ from storage import (
     snapshot_at,
 )
 
-TEXT = st.text(
-    alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=40
-)
+TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=40)
 HEX = st.text(alphabet="0123456789abcdef", min_size=40, max_size=40)
 JSON = st.recursive(
     st.none()
