@@ -6,7 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-from huggingface_hub import HfApi, RepoFile, RepoFolder, get_hf_file_metadata, hf_hub_download, hf_hub_url
+from huggingface_hub import (
+    HfApi,
+    RepoFile,
+    RepoFolder,
+    get_hf_file_metadata,
+    hf_hub_download,
+    hf_hub_url,
+)
 
 from tracker.hubsim import HubEmulator, git_blob_id
 
@@ -21,15 +28,28 @@ def api(emulator: HubEmulator) -> HfApi:
     return HfApi(endpoint=emulator.endpoint, token=False)
 
 
-def test_model_info_lists_siblings_with_blob_ids_and_lfs(hub_emulator: HubEmulator, corpus_dir: Path) -> None:
+def test_model_info_lists_siblings_with_blob_ids_and_lfs(
+    hub_emulator: HubEmulator, corpus_dir: Path
+) -> None:
     info = api(hub_emulator).model_info(MISTRAL, files_metadata=True)
-    assert info.sha == "26bca36bde8333b5d7f72e9ed20ccda6a618af24"  # the upstream head in MANIFEST.json
+    assert (
+        info.sha == "26bca36bde8333b5d7f72e9ed20ccda6a618af24"
+    )  # the upstream head in MANIFEST.json
     siblings = {s.rfilename: s for s in info.siblings or []}
-    config = corpus_file(corpus_dir, MISTRAL, "e836d8f71b5812f9fee65618453dc537c66bd82a", "config.json")
+    config = corpus_file(
+        corpus_dir, MISTRAL, "e836d8f71b5812f9fee65618453dc537c66bd82a", "config.json"
+    )
     assert siblings["config.json"].blob_id == git_blob_id(config)
     assert siblings["config.json"].size == len(config)
     assert siblings["config.json"].lfs is None
-    index = json.loads(corpus_file(corpus_dir, MISTRAL, "26bca36bde8333b5d7f72e9ed20ccda6a618af24", "model.safetensors.index.json"))
+    index = json.loads(
+        corpus_file(
+            corpus_dir,
+            MISTRAL,
+            "26bca36bde8333b5d7f72e9ed20ccda6a618af24",
+            "model.safetensors.index.json",
+        )
+    )
     for shard in set(index["weight_map"].values()):
         assert siblings[shard].lfs is not None
         assert siblings[shard].lfs.size == siblings[shard].size
@@ -52,11 +72,23 @@ def test_commits_page_through_link_headers_newest_first(corpus_dir: Path) -> Non
     finally:
         emulator.stop()
     manifest = json.loads((corpus_dir / "MANIFEST.json").read_text())
-    main = {e["revision"]: e["date"] for e in manifest if e["repo_id"] == MISTRAL and e["notes"].endswith("(main)")}
-    main |= {e["revision"]: e["date"] for e in manifest if e["repo_id"] == MISTRAL and "(main);" in e["notes"]}
+    main = {
+        e["revision"]: e["date"]
+        for e in manifest
+        if e["repo_id"] == MISTRAL and e["notes"].endswith("(main)")
+    }
+    main |= {
+        e["revision"]: e["date"]
+        for e in manifest
+        if e["repo_id"] == MISTRAL and "(main);" in e["notes"]
+    }
     events = json.loads((corpus_dir / "EVENTS.json").read_text())
-    deletions = {e["file"]: e for e in events if e["repo_id"] == MISTRAL and e["notes"].startswith("DELETED")}
-    main |= {e["revision"]: e["date"] for e in deletions.values()}  # the last deletion of a path is main's
+    deletions = {
+        e["file"]: e for e in events if e["repo_id"] == MISTRAL and e["notes"].startswith("DELETED")
+    }
+    main |= {
+        e["revision"]: e["date"] for e in deletions.values()
+    }  # the last deletion of a path is main's
     expected = sorted(main, key=lambda sha: main[sha], reverse=True)
     assert [c.commit_id for c in commits[:-1]] == expected
     assert commits[-1].title == "initial commit"
@@ -66,7 +98,9 @@ def test_commits_page_through_link_headers_newest_first(corpus_dir: Path) -> Non
 
 def test_refs_list_main_and_pull_requests(hub_emulator: HubEmulator) -> None:
     refs = api(hub_emulator).list_repo_refs(MISTRAL, include_pull_requests=True)
-    assert [(b.name, b.target_commit) for b in refs.branches] == [("main", "26bca36bde8333b5d7f72e9ed20ccda6a618af24")]
+    assert [(b.name, b.target_commit) for b in refs.branches] == [
+        ("main", "26bca36bde8333b5d7f72e9ed20ccda6a618af24")
+    ]
     assert refs.converts == [] and refs.tags == []
     prs = {r.ref: r.target_commit for r in refs.pull_requests or []}
     assert prs["refs/pr/9"] == "2f6862dce962d6930711756deb79098863431d05"
@@ -74,7 +108,9 @@ def test_refs_list_main_and_pull_requests(hub_emulator: HubEmulator) -> None:
     assert not main & set(prs.values())
 
 
-def test_pull_request_revision_is_served_by_its_quoted_ref(hub_emulator: HubEmulator, corpus_dir: Path) -> None:
+def test_pull_request_revision_is_served_by_its_quoted_ref(
+    hub_emulator: HubEmulator, corpus_dir: Path
+) -> None:
     client = api(hub_emulator)
     info = client.model_info(MISTRAL, revision="refs/pr/35")
     assert info.sha == "b3a891b8fe29cd56cf610139d4ed2ff539940f0c"
@@ -88,10 +124,16 @@ def test_tree_recursive_and_expanded(hub_emulator: HubEmulator) -> None:
     repo = "openai/gpt-oss-20b"
     top = list(client.list_repo_tree(repo, revision="f81fef1ddd90d214968e951a76834f1ded130a18"))
     assert any(isinstance(e, RepoFolder) and e.path == "original" for e in top)
-    deep = list(client.list_repo_tree(repo, revision="f81fef1ddd90d214968e951a76834f1ded130a18", recursive=True, expand=True))
+    deep = list(
+        client.list_repo_tree(
+            repo, revision="f81fef1ddd90d214968e951a76834f1ded130a18", recursive=True, expand=True
+        )
+    )
     files = {e.path: e for e in deep if isinstance(e, RepoFile)}
     assert files["original/config.json"].last_commit is not None
-    assert files["original/config.json"].last_commit.oid == "f81fef1ddd90d214968e951a76834f1ded130a18"
+    assert (
+        files["original/config.json"].last_commit.oid == "f81fef1ddd90d214968e951a76834f1ded130a18"
+    )
     head = {e.path for e in client.list_repo_tree(repo, recursive=True)}
     assert "original/config.json" not in head and "chat_template.json" not in head
     shard = next(e for e in files.values() if e.path.endswith(".safetensors"))
@@ -102,7 +144,9 @@ def test_paths_info_and_file_metadata_agree(hub_emulator: HubEmulator, corpus_di
     client = api(hub_emulator)
     (info,) = client.get_paths_info(MISTRAL, ["config.json"], expand=True)
     assert isinstance(info, RepoFile)
-    meta = get_hf_file_metadata(hf_hub_url(MISTRAL, "config.json", endpoint=hub_emulator.endpoint), token=False)
+    meta = get_hf_file_metadata(
+        hf_hub_url(MISTRAL, "config.json", endpoint=hub_emulator.endpoint), token=False
+    )
     assert meta.etag == info.blob_id
     assert meta.commit_hash == "26bca36bde8333b5d7f72e9ed20ccda6a618af24"
     assert meta.size == info.size
@@ -110,21 +154,40 @@ def test_paths_info_and_file_metadata_agree(hub_emulator: HubEmulator, corpus_di
     assert not client.file_exists(MISTRAL, "added_tokens.json")  # deleted upstream in (#44)
 
 
-def test_download_returns_the_corpus_bytes(hub_emulator: HubEmulator, corpus_dir: Path, tmp_path: Path) -> None:
-    path = hf_hub_download(MISTRAL, "config.json", endpoint=hub_emulator.endpoint, cache_dir=tmp_path, token=False)
-    assert Path(path).read_bytes() == corpus_file(corpus_dir, MISTRAL, "e836d8f71b5812f9fee65618453dc537c66bd82a", "config.json")
+def test_download_returns_the_corpus_bytes(
+    hub_emulator: HubEmulator, corpus_dir: Path, tmp_path: Path
+) -> None:
+    path = hf_hub_download(
+        MISTRAL, "config.json", endpoint=hub_emulator.endpoint, cache_dir=tmp_path, token=False
+    )
+    assert Path(path).read_bytes() == corpus_file(
+        corpus_dir, MISTRAL, "e836d8f71b5812f9fee65618453dc537c66bd82a", "config.json"
+    )
 
 
-def test_safetensors_metadata_reads_headers_without_weight_bodies(hub_emulator: HubEmulator, corpus_dir: Path) -> None:
+def test_safetensors_metadata_reads_headers_without_weight_bodies(
+    hub_emulator: HubEmulator, corpus_dir: Path
+) -> None:
     hub_emulator.stats.reset()
     meta = api(hub_emulator).get_safetensors_metadata(MISTRAL)
-    index = json.loads(corpus_file(corpus_dir, MISTRAL, "26bca36bde8333b5d7f72e9ed20ccda6a618af24", "model.safetensors.index.json"))
+    index = json.loads(
+        corpus_file(
+            corpus_dir,
+            MISTRAL,
+            "26bca36bde8333b5d7f72e9ed20ccda6a618af24",
+            "model.safetensors.index.json",
+        )
+    )
     assert set(meta.weight_map) == set(index["weight_map"])
     tensors = {n for f in meta.files_metadata.values() for n in f.tensors}
     assert tensors == set(index["weight_map"])
-    assert meta.files_metadata["model-00001-of-00002.safetensors"].tensors["model.embed_tokens.weight"].shape == [32000, 4096]
+    assert meta.files_metadata["model-00001-of-00002.safetensors"].tensors[
+        "model.embed_tokens.weight"
+    ].shape == [32000, 4096]
     resolve = hub_emulator.stats.records("resolve")
-    shard_reads = [r for r in resolve if r.path.endswith("-of-00002.safetensors") and r.method == "GET"]
+    shard_reads = [
+        r for r in resolve if r.path.endswith("-of-00002.safetensors") and r.method == "GET"
+    ]
     assert shard_reads and all(r.range is not None and r.status == 206 for r in shard_reads)
     assert all(r.bytes_sent <= 100_001 for r in shard_reads)
     assert hub_emulator.stats.bytes_sent("resolve") < 300_000
@@ -136,17 +199,24 @@ def test_list_models_sorts_by_last_modified_across_pages(corpus_dir: Path) -> No
     try:
         models = list(api(emulator).list_models(sort="last_modified", full=True, limit=10))
         pages = emulator.stats.requests("list_models")
-        expected = sorted(emulator.repo_ids(), key=lambda r: emulator.history(r)[0].date, reverse=True)[:10]
+        expected = sorted(
+            emulator.repo_ids(), key=lambda r: emulator.history(r)[0].date, reverse=True
+        )[:10]
     finally:
         emulator.stop()
     assert [m.id for m in models] == expected
     assert all(m.sha and m.last_modified for m in models)
-    assert [m.last_modified for m in models] == sorted((m.last_modified for m in models), reverse=True)  # type: ignore[type-var]
+    assert [m.last_modified for m in models] == sorted(
+        (m.last_modified for m in models), reverse=True
+    )  # type: ignore[type-var]
     assert pages == 3
 
 
 def test_list_models_filters_by_author(hub_emulator: HubEmulator) -> None:
-    ids = [m.id for m in api(hub_emulator).list_models(author="mistralai", expand=["sha", "lastModified"])]
+    ids = [
+        m.id
+        for m in api(hub_emulator).list_models(author="mistralai", expand=["sha", "lastModified"])
+    ]
     assert ids and all(i.startswith("mistralai/") for i in ids)
 
 

@@ -37,7 +37,9 @@ def main_deletions(corpus_dir: Path) -> dict[str, dict[str, str]]:
     return deleted
 
 
-def test_every_repo_of_the_manifest_is_served(emulator: HubEmulator, manifest: list[dict[str, Any]]) -> None:
+def test_every_repo_of_the_manifest_is_served(
+    emulator: HubEmulator, manifest: list[dict[str, Any]]
+) -> None:
     assert emulator.repo_ids() == sorted({e["repo_id"] for e in manifest})
     assert len(emulator.repo_ids()) == 77
 
@@ -50,7 +52,11 @@ def test_every_recorded_revision_holds_its_files(
         if revision is None:
             continue
         tree = emulator.tree(repo, revision)
-        assert tree[path].text() == (corpus_dir / repo / revision / path).read_bytes(), (repo, revision, path)
+        assert tree[path].text() == (corpus_dir / repo / revision / path).read_bytes(), (
+            repo,
+            revision,
+            path,
+        )
 
 
 def test_main_history_holds_exactly_the_main_commits(
@@ -70,10 +76,15 @@ def test_tree_at_each_main_commit_follows_the_manifest(
     emulator: HubEmulator, manifest: list[dict[str, Any]], corpus_dir: Path
 ) -> None:
     deletions = main_deletions(corpus_dir)
-    recorded = {e["revision"] for e in manifest} | {e["revision"] for e in json.loads((corpus_dir / "EVENTS.json").read_text())}
+    recorded = {e["revision"] for e in manifest} | {
+        e["revision"] for e in json.loads((corpus_dir / "EVENTS.json").read_text())
+    }
     checked = 0
     for repo in emulator.repo_ids():
-        entries = sorted((e for e in manifest if e["repo_id"] == repo and on_main(e)), key=lambda e: e["date"] or "")
+        entries = sorted(
+            (e for e in manifest if e["repo_id"] == repo and on_main(e)),
+            key=lambda e: e["date"] or "",
+        )
         history = emulator.history(repo)
         for position, commit in enumerate(history[:-1]):
             expected: dict[str, bytes] = {}
@@ -81,9 +92,14 @@ def test_tree_at_each_main_commit_follows_the_manifest(
                 revision = ancestor.sha if ancestor.sha in recorded else None
                 for entry in (e for e in entries if e["revision"] == revision):
                     folder = revision or "unknown"
-                    expected[entry["file"]] = (corpus_dir / repo / folder / entry["file"]).read_bytes()
+                    expected[entry["file"]] = (
+                        corpus_dir / repo / folder / entry["file"]
+                    ).read_bytes()
             for path, when in deletions.get(repo, {}).items():
-                readded = any(e["file"] == path and when < (e["date"] or "") <= commit.date.isoformat() for e in entries)
+                readded = any(
+                    e["file"] == path and when < (e["date"] or "") <= commit.date.isoformat()
+                    for e in entries
+                )
                 if when <= commit.date.isoformat() and not readded:
                     expected.pop(path, None)
             committed = {p: b.text() for p, b in commit.files.items() if p != ".gitattributes"}

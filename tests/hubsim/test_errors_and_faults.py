@@ -37,21 +37,37 @@ def test_unknown_revision_is_revision_not_found(hub_emulator: HubEmulator) -> No
         api(hub_emulator).list_repo_commits(REPO, revision="no-such-branch")
 
 
-def test_missing_file_is_entry_not_found_with_the_commit(hub_emulator: HubEmulator, tmp_path: Path) -> None:
+def test_missing_file_is_entry_not_found_with_the_commit(
+    hub_emulator: HubEmulator, tmp_path: Path
+) -> None:
     with pytest.raises(RemoteEntryNotFoundError) as caught:
-        hf_hub_download(REPO, "missing.json", endpoint=hub_emulator.endpoint, cache_dir=tmp_path, token=False)
+        hf_hub_download(
+            REPO, "missing.json", endpoint=hub_emulator.endpoint, cache_dir=tmp_path, token=False
+        )
     assert caught.value.response.headers["X-Repo-Commit"] == hub_emulator.head(REPO)
 
 
-def test_gated_repo_refuses_anonymous_and_unapproved_downloads(hub_emulator: HubEmulator, tmp_path: Path) -> None:
+def test_gated_repo_refuses_anonymous_and_unapproved_downloads(
+    hub_emulator: HubEmulator, tmp_path: Path
+) -> None:
     hub_emulator.set_gated(REPO, "manual", approved=["hf_approved"])
     with pytest.raises(GatedRepoError) as anonymous:
-        hf_hub_download(REPO, "config.json", endpoint=hub_emulator.endpoint, cache_dir=tmp_path, token=False)
+        hf_hub_download(
+            REPO, "config.json", endpoint=hub_emulator.endpoint, cache_dir=tmp_path, token=False
+        )
     assert anonymous.value.response.status_code == 401
     with pytest.raises(GatedRepoError) as refused:
-        hf_hub_download(REPO, "config.json", endpoint=hub_emulator.endpoint, cache_dir=tmp_path, token="hf_other")
+        hf_hub_download(
+            REPO,
+            "config.json",
+            endpoint=hub_emulator.endpoint,
+            cache_dir=tmp_path,
+            token="hf_other",
+        )
     assert refused.value.response.status_code == 403
-    path = hf_hub_download(REPO, "config.json", endpoint=hub_emulator.endpoint, cache_dir=tmp_path, token="hf_approved")
+    path = hf_hub_download(
+        REPO, "config.json", endpoint=hub_emulator.endpoint, cache_dir=tmp_path, token="hf_approved"
+    )
     assert Path(path).stat().st_size > 0
     assert api(hub_emulator).model_info(REPO).gated == "manual"  # metadata stays public
 

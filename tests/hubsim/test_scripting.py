@@ -22,14 +22,22 @@ def api(emulator: HubEmulator) -> HfApi:
 def test_published_revision_becomes_the_head(hub_emulator: HubEmulator, tmp_path: Path) -> None:
     before = api(hub_emulator).model_info(REPO).sha
     when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    sha = hub_emulator.publish(REPO, {"notes.txt": b"hello"}, title="Add notes", author="tester", date=when)
+    sha = hub_emulator.publish(
+        REPO, {"notes.txt": b"hello"}, title="Add notes", author="tester", date=when
+    )
     info = api(hub_emulator).model_info(REPO)
     assert info.sha == sha != before
     assert info.last_modified == when
     commits = api(hub_emulator).list_repo_commits(REPO)
-    assert (commits[0].commit_id, commits[0].title, commits[0].authors) == (sha, "Add notes", ["tester"])
+    assert (commits[0].commit_id, commits[0].title, commits[0].authors) == (
+        sha,
+        "Add notes",
+        ["tester"],
+    )
     assert commits[1].commit_id == before
-    path = hf_hub_download(REPO, "notes.txt", endpoint=hub_emulator.endpoint, cache_dir=tmp_path, token=False)
+    path = hf_hub_download(
+        REPO, "notes.txt", endpoint=hub_emulator.endpoint, cache_dir=tmp_path, token=False
+    )
     assert Path(path).read_bytes() == b"hello"
 
 
@@ -44,7 +52,9 @@ def test_force_push_rewrites_the_commit_list(hub_emulator: HubEmulator) -> None:
     original = [c.commit_id for c in api(hub_emulator).list_repo_commits(REPO)]
     hub_emulator.publish(REPO, {"a.txt": b"1"}, title="one")
     hub_emulator.publish(REPO, {"a.txt": b"2"}, title="two")
-    head = hub_emulator.force_push(REPO, drop=2, replace=[Change({"a.txt": b"3"}, title="rewritten")])
+    head = hub_emulator.force_push(
+        REPO, drop=2, replace=[Change({"a.txt": b"3"}, title="rewritten")]
+    )
     commits = api(hub_emulator).list_repo_commits(REPO)
     assert commits[0].title == "rewritten"
     assert [c.commit_id for c in commits[1:]] == original
@@ -54,13 +64,27 @@ def test_force_push_rewrites_the_commit_list(hub_emulator: HubEmulator) -> None:
 
 def test_new_weight_index_gets_new_shards(hub_emulator: HubEmulator) -> None:
     config = json.loads(b"".join(hub_emulator.tree(REPO)["config.json"].body.chunks(0, 10**6)))
-    index = {"metadata": {"total_size": 8}, "weight_map": {"model.norm.weight": "model-00001-of-00001.safetensors"}}
-    hub_emulator.publish(REPO, {"model.safetensors.index.json": json.dumps(index).encode(), "config.json": json.dumps(config).encode()})
-    files = {s.rfilename: s for s in api(hub_emulator).model_info(REPO, files_metadata=True).siblings or []}
+    index = {
+        "metadata": {"total_size": 8},
+        "weight_map": {"model.norm.weight": "model-00001-of-00001.safetensors"},
+    }
+    hub_emulator.publish(
+        REPO,
+        {
+            "model.safetensors.index.json": json.dumps(index).encode(),
+            "config.json": json.dumps(config).encode(),
+        },
+    )
+    files = {
+        s.rfilename: s
+        for s in api(hub_emulator).model_info(REPO, files_metadata=True).siblings or []
+    }
     assert files["model-00001-of-00001.safetensors"].lfs is not None
     meta = api(hub_emulator).get_safetensors_metadata(REPO)
     assert list(meta.weight_map) == ["model.norm.weight"]
-    assert meta.files_metadata["model-00001-of-00001.safetensors"].tensors["model.norm.weight"].shape == [config["hidden_size"]]
+    assert meta.files_metadata["model-00001-of-00001.safetensors"].tensors[
+        "model.norm.weight"
+    ].shape == [config["hidden_size"]]
 
 
 def test_deleted_repo_is_not_found(hub_emulator: HubEmulator) -> None:

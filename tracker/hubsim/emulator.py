@@ -64,7 +64,7 @@ class HubEmulator:
         if self._server is None:
             raise ScriptError("the emulator is not serving")
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def stop(self) -> None:
         if self._server is None:

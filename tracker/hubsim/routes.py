@@ -48,11 +48,13 @@ class Response:
     body: Body
 
     @classmethod
-    def json(cls, data: Any, status: int = 200, **headers: str) -> Response:
+    def json(
+        cls, data: Any, status: int = 200, headers: Mapping[str, str] | None = None
+    ) -> Response:
         payload = json.dumps(data).encode()
         return cls(
             status,
-            {"Content-Type": "application/json; charset=utf-8", **headers},
+            {"Content-Type": "application/json; charset=utf-8", **(headers or {})},
             InlineBody(payload),
         )
 
@@ -62,7 +64,7 @@ class HubError(Exception):
 
     def __init__(self, status: int, code: str | None, message: str, **headers: str) -> None:
         super().__init__(message)
-        self.response = Response.json({"error": message}, status, **headers)
+        self.response = Response.json({"error": message}, status, headers)
         self.response.headers["X-Error-Message"] = message
         if code:
             self.response.headers["X-Error-Code"] = code
@@ -155,7 +157,7 @@ class Router:
     def _paged(self, request: Request, items: list[Any], size: int) -> Response:
         start = int((request.query.get("cursor") or ["0"])[0] or 0)
         page = items[start : start + size]
-        headers = {}
+        headers: dict[str, str] = {}
         if start + size < len(items):
             query = {k: v for k, v in request.query.items() if k != "cursor"}
             query["cursor"] = [str(start + size)]
@@ -163,7 +165,7 @@ class Router:
             headers["Link"] = (
                 f'<{request.base_url}{path}?{urlencode(query, doseq=True)}>; rel="next"'
             )
-        return Response.json(page, **headers)
+        return Response.json(page, headers=headers)
 
     # -- routes ----------------------------------------------------------------------
     def _model_info(self, request: Request, parts: list[str]) -> Response:
@@ -237,7 +239,7 @@ class Router:
         return Response.json(items)
 
     def _list_models(self, request: Request, parts: list[str]) -> Response:
-        author = (request.query.get("author") or [None])[0]
+        author = (request.query.get("author") or [""])[0]
         search = ((request.query.get("search") or [""])[0]).lower()
         sort = (request.query.get("sort") or ["lastModified"])[0]
         rows = []

@@ -94,7 +94,11 @@ def model_info(
         "usedStorage": sum(b.size for b in tree.values()),
     }
     wanted = expand or [k for k in MODEL_INFO_FIELDS if full.get(k) is not None]
-    body = {"_id": object_id(repo.repo_id), "id": repo.repo_id, "modelId": repo.repo_id}
+    body: dict[str, Any] = {
+        "_id": object_id(repo.repo_id),
+        "id": repo.repo_id,
+        "modelId": repo.repo_id,
+    }
     body.update({k: full.get(k) for k in wanted if k in full})
     return body
 
