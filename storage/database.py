@@ -25,6 +25,7 @@ from storage.errors import (
     DatabaseURLError,
     IntegrityConflict,
     InvalidRecord,
+    SchemaError,
     StorageError,
 )
 
@@ -91,6 +92,18 @@ class Database:
         from storage.migrations import current_revision
 
         return current_revision(self.engine)
+
+    def check_schema(self) -> None:
+        """Refuse to run on a schema other than the one this code was written for."""
+        from storage.migrations import current_revision, head_revision
+
+        found, wanted = current_revision(self.engine), head_revision()
+        if found != wanted:
+            state = "has no schema yet" if found is None else f"is at schema revision {found}"
+            raise SchemaError(
+                f"the database at {self.url} {state}; this version needs {wanted}: "
+                "run `neurarch-trace migrate`"
+            )
 
     def close(self) -> None:
         """Close every pooled connection."""

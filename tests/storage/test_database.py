@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from storage import DatabaseUnavailable, DatabaseURLError, open_database
+from storage import DatabaseUnavailable, DatabaseURLError, SchemaError, open_database
 from storage.database import normalise_url
 
 
@@ -65,5 +65,28 @@ def test_session_commits_and_read_session_sees_it(database_url: str) -> None:
             session.execute(text("INSERT INTO probe VALUES (7)"))
         with db.read_session() as session:
             assert session.execute(text("SELECT n FROM probe")).scalar() == 7
+    finally:
+        db.close()
+
+
+def test_an_unmigrated_database_is_refused_with_the_command_to_run(database_url: str) -> None:
+    db = open_database(database_url)
+    try:
+        with pytest.raises(SchemaError, match=r"has no schema yet.*neurarch-trace migrate"):
+            db.check_schema()
+        db.migrate()
+        db.check_schema()
+    finally:
+        db.close()
+
+
+@pytest.mark.postgres
+def test_a_dropped_connection_is_named_and_the_pool_recovers(postgres_schema_url: str) -> None:
+    db = open_database(postgres_schema_url)
+    try:
+        with pytest.raises(DatabaseUnavailable, match=r"127\.0\.0\.1"), db.session() as session:
+            session.execute(text("SELECT pg_terminate_backend(pg_backend_pid())"))
+        with db.read_session() as session:
+            assert session.execute(text("SELECT 1")).scalar() == 1
     finally:
         db.close()
