@@ -50,6 +50,8 @@ class DaemonConfig:
     tick_s: float = 5.0
     discovery_s: float = 300.0
     requests_per_second: float = 5.0
+    lease_s: float = 300.0
+    hub_timeout_s: float = 30.0
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     webhook_secret: str | None = None
@@ -113,6 +115,8 @@ def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> 
         requests_per_second=_positive_float(
             daemon.get("requests_per_second", 5.0), f"{source}: daemon.requests_per_second"
         ),
+        lease_s=parse_duration(daemon.get("lease", 300), f"{source}: daemon.lease"),
+        hub_timeout_s=parse_duration(daemon.get("hub_timeout", 30), f"{source}: daemon.hub_timeout"),
         host=str(server.get("host", DEFAULT_HOST)),
         port=_port(server.get("port", DEFAULT_PORT), f"{source}: server.port"),
         webhook_secret=secret,

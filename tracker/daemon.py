@@ -85,16 +85,23 @@ class Daemon:
         """Start the workers and the ticker (discovery, inbox); returns at once."""
         install(
             RateLimiter(self.config.requests_per_second),
+            timeout_s=self.config.hub_timeout_s,
             observers=(self.metrics.observe_response,),
         )
         self.metrics.watch_storage(self.database, utc_now)
         policy = WorkerPolicy(
-            interval_s=self.config.interval_s, max_backoff_s=self.config.max_backoff_s
+            interval_s=self.config.interval_s,
+            max_backoff_s=self.config.max_backoff_s,
+            lease_s=self.config.lease_s,
         )
         for index in range(self.config.workers):
             worker = Worker(
                 self.database,
-                Hub(self.settings.hf_endpoint, self.settings.hf_token),
+                Hub(
+                    self.settings.hf_endpoint,
+                    self.settings.hf_token,
+                    timeout=self.config.hub_timeout_s,
+                ),
                 HeadProbe(self.settings.hf_endpoint, self.settings.hf_token),
                 owner=f"{self.instance}/{index}",
                 policy=policy,
