@@ -1,0 +1,100 @@
+"""The feed routes: per model, per org and global, in RSS 2.0 and Atom 1.0, with 304s."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request, Response
+
+from feeds.http import conditional
+from feeds.state import AppState
+from feeds.syndication import MEDIA_TYPES, FeedFilter, FeedFilterError, Format, render
+from storage.publishing import advisories_for
+
+ArtifactParam = Annotated[str | None, Query(description="keep advisories that changed it")]
+SeverityParam = Annotated[str | None, Query(description="info, low, moderate, high, critical")]
+
+
+def router(state: AppState) -> APIRouter:
+    api = APIRouter(tags=["feeds"])
+
+    def serve(
+        request: Request,
+        kind: Format,
+        title: str,
+        page_path: str,
+        artifact: str | None,
+        min_severity: str | None,
+        *,
+        repo_id: str | None = None,
+        org: str | None = None,
+    ) -> Response:
+        try:
+            wanted = FeedFilter.parse(artifact, min_severity)
+        except FeedFilterError as exc:
+            raise HTTPException(400, str(exc)) from None
+        with state.database.read_session() as session:
+            page = advisories_for(
+                session,
+                repo_id=repo_id,
+                org=org,
+                artifact=wanted.artifact,
+                min_severity=wanted.min_severity,
+                limit=state.settings.feed_entries,
+            )
+        found = page.advisories
+        body = render(
+            found,
+            kind=kind,
+            title=title,
+            self_path=request.url.path,
+            page_path=page_path,
+            settings=state.settings,
+        )
+        newest = max((a.modified for a in found), default=None)
+        return conditional(request, body, MEDIA_TYPES[kind], newest)
+
+    @api.get("/models/{org}/{name}/feed.{kind}", response_class=Response)
+    def model_feed(
+        org: str,
+        name: str,
+        kind: Format,
+        request: Request,
+        artifact: ArtifactParam = None,
+        min_severity: SeverityParam = None,
+    ) -> Response:
+        """Advisories of one model."""
+        repo_id = f"{org}/{name}"
+        title = f"{repo_id} · {state.settings.title}"
+        return serve(
+            request, kind, title, f"/models/{repo_id}", artifact, min_severity, repo_id=repo_id
+        )
+
+    @api.get("/orgs/{org}/feed.{kind}", response_class=Response)
+    def org_feed(
+        org: str,
+        kind: Format,
+        request: Request,
+        artifact: ArtifactParam = None,
+        min_severity: SeverityParam = None,
+    ) -> Response:
+        """Advisories of every tracked model of one org."""
+        title = f"{org} · {state.settings.title}"
+        return serve(request, kind, title, "/", artifact, min_severity, org=org)
+
+    @api.get("/feeds/all.{kind}", response_class=Response)
+    def all_feed(
+        kind: Format,
+        request: Request,
+        artifact: ArtifactParam = None,
+        min_severity: SeverityParam = None,
+    ) -> Response:
+        """Advisories of every tracked model."""
+        return serve(
+            request, kind, f"all advisories · {state.settings.title}", "/", artifact, min_severity
+        )
+
+    return api
+
+
+__all__ = ["router"]

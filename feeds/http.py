@@ -1,0 +1,47 @@
+"""Conditional GET: ETag and Last-Modified on every published document, 304 when unchanged.
+
+Feed readers poll; answering them with 304 keeps a feed poll as cheap as a
+health check. The ETag is a digest of the exact body, so two renders of the
+same stored data always agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from email.utils import format_datetime, parsedate_to_datetime
+
+from fastapi import Request, Response
+
+
+def conditional(
+    request: Request, body: bytes, media_type: str, last_modified: datetime | None
+) -> Response:
+    """``body`` with validators, or an empty 304 if the client's copy is current."""
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if last_modified is not None:
+        headers["Last-Modified"] = format_datetime(last_modified.astimezone(UTC), usegmt=True)
+    if _not_modified(request, etag, last_modified):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type=media_type, headers=headers)
+
+
+def _not_modified(request: Request, etag: str, last_modified: datetime | None) -> bool:
+    match = request.headers.get("if-none-match")
+    if match is not None:
+        tags = {tag.strip().removeprefix("W/") for tag in match.split(",")}
+        return etag in tags or "*" in tags
+    since = request.headers.get("if-modified-since")
+    if since is None or last_modified is None:
+        return False
+    try:
+        moment = parsedate_to_datetime(since)
+    except (TypeError, ValueError):
+        return False
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return last_modified.replace(microsecond=0) <= moment
+
+
+__all__ = ["conditional"]

@@ -1,0 +1,147 @@
+"""Server-rendered pages: the index, the model page and its Markdown twin, advisories, badges.
+
+Templates live in feeds/templates/ and render with autoescape on for HTML,
+so a config value, card field or commit title such as ``<script>`` shows as
+text. Markdown twins are served as text/markdown and never rendered here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi.responses import HTMLResponse, JSONResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from feeds import view
+from feeds.http import conditional
+from feeds.osv import osv_document, timestamp
+from feeds.state import AppState
+from storage import RepoNotFound
+from storage.publishing import (
+    ModelPageData,
+    ModelSummary,
+    advisories_for,
+    advisory_by_id,
+    last_modified,
+    model_page,
+    model_summaries,
+)
+from storage.records import Advisory
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(["html", "html.jinja"], default=False),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals.update(view=view, timestamp=timestamp)
+    return env
+
+
+def router(state: AppState) -> APIRouter:
+    """The HTML pages, the Markdown twins, /index.json and the badges."""
+    env = environment()
+    api = APIRouter()
+
+    def load(org: str, name: str) -> tuple[ModelPageData, list[Advisory]]:
+        repo_id = f"{org}/{name}"
+        with state.database.read_session() as session:
+            try:
+                data = model_page(session, repo_id)
+            except RepoNotFound:
+                raise HTTPException(404, f"{repo_id} is not tracked") from None
+            found = list(advisories_for(session, repo_id=repo_id, limit=None).advisories)
+        return data, found
+
+    def context(data: ModelPageData, found: list[Advisory]) -> dict[str, Any]:
+        return {
+            "settings": state.settings,
+            "page": data,
+            "repo_id": data.summary.repo.repo_id,
+            "plan": data.summary.plan,
+            "advisories": found,
+            "accuracy": view.accuracy(state.settings.accuracy_path),
+        }
+
+    @api.get("/", response_class=HTMLResponse)
+    def index(request: Request) -> Response:
+        """Every tracked model with its newest revision."""
+        with state.database.read_session() as session:
+            models = model_summaries(session)
+            newest = last_modified(session)
+        body = env.get_template("index.html").render(settings=state.settings, models=models)
+        return conditional(request, body.encode(), "text/html; charset=utf-8", newest)
+
+    @api.get("/index.json")
+    def index_json() -> JSONResponse:
+        """The index as JSON: repo, status, newest sha, family, parameters, advisory count."""
+        with state.database.read_session() as session:
+            models = model_summaries(session)
+        return JSONResponse({"models": [_model_json(state, m) for m in models]})
+
+    @api.get("/models/{org}/{name}.md", response_class=Response)
+    def model_markdown(org: str, name: str, request: Request) -> Response:
+        """The model page as Markdown."""
+        data, found = load(org, name)
+        body = env.get_template("model.md.jinja").render(**context(data, found))
+        newest = max((a.modified for a in found), default=None)
+        return conditional(request, body.encode(), "text/markdown; charset=utf-8", newest)
+
+    @api.get("/models/{org}/{name}", response_class=HTMLResponse)
+    def model(org: str, name: str, request: Request) -> Response:
+        """The model page: memory, cards, structure, findings, history, subscribe links."""
+        data, found = load(org, name)
+        body = env.get_template("model.html").render(**context(data, found))
+        newest = max((a.modified for a in found), default=None)
+        return conditional(request, body.encode(), "text/html; charset=utf-8", newest)
+
+    @api.get("/models/{org}/{name}/badge.json")
+    def badge(org: str, name: str) -> JSONResponse:
+        """A shields.io endpoint badge: serving memory, coloured by the latest advisory."""
+        data, found = load(org, name)
+        latest = next((a.severity for a in found if a.withdrawn is None), None)
+        return JSONResponse(view.badge(data, latest))
+
+    @api.get("/advisories/{advisory_id}", response_class=HTMLResponse)
+    def advisory(advisory_id: str) -> HTMLResponse:
+        """One advisory as a page, with its OSV JSON."""
+        with state.database.read_session() as session:
+            found = advisory_by_id(session, advisory_id)
+        if found is None:
+            raise HTTPException(404, f"no advisory has the id {advisory_id!r}")
+        document = osv_document(found)
+        body = env.get_template("advisory.html").render(
+            settings=state.settings,
+            advisory=found,
+            osv=document,
+            osv_json=json.dumps(document, indent=2, ensure_ascii=False),
+        )
+        return HTMLResponse(body)
+
+    return api
+
+
+def _model_json(state: AppState, summary: ModelSummary) -> dict[str, Any]:
+    plan = summary.plan or {}
+    latest = summary.latest
+    repo_id = summary.repo.repo_id
+    return {
+        "repo_id": repo_id,
+        "status": str(summary.repo.status),
+        "sha": latest.revision.sha if latest else None,
+        "date": timestamp(latest.revision.date) if latest else None,
+        "family": (plan.get("model") or {}).get("family"),
+        "parameters": (plan.get("parameters") or {}).get("total"),
+        "advisories": summary.advisories,
+        "page": state.settings.url(f"/models/{repo_id}"),
+    }
+
+
+__all__ = ["environment", "router"]

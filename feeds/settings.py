@@ -1,0 +1,37 @@
+"""What the published side needs to know that storage does not: its public URL and limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import estimator
+
+DEFAULT_ACCURACY = Path(estimator.__file__).resolve().parent / "data" / "accuracy.json"
+
+
+@dataclass(frozen=True)
+class PublishSettings:
+    """Settings of the HTTP app.
+
+    ``base_url`` is where users reach the app: feeds and advisories link to
+    it, so it must be the public address, not the bind address.
+    ``accuracy_path`` is the JSON the estimator benchmark writes; the model
+    page shows it as the benchmark last scored it, or "not yet measured".
+    """
+
+    base_url: str = "http://127.0.0.1:8080"
+    title: str = "neurarch-trace"
+    query_page_size: int = 1000
+    batch_page_size: int = 1000
+    max_batch_queries: int = 1000
+    feed_entries: int = 50
+    max_plan_body_bytes: int = 1_000_000
+    accuracy_path: Path = DEFAULT_ACCURACY
+
+    def url(self, path: str) -> str:
+        """An absolute URL of ``path`` on this app."""
+        return self.base_url.rstrip("/") + path
+
+
+__all__ = ["PublishSettings"]

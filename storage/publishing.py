@@ -1,0 +1,321 @@
+"""The reads and writes the published side needs: advisories, feeds, OSV queries, model pages.
+
+Everything here reads what the daemon stored when it processed a revision
+(changes, plan JSON, the advisory log); nothing is recomputed. Lists of
+advisories page by a keyset cursor over (published desc, id) so a page
+never shifts when a newer advisory lands between two requests, which an
+offset would.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, and_, exists, or_, select, update
+from sqlalchemy.orm import Session
+
+from storage.dialect import insert_ignoring_duplicates
+from storage.errors import InvalidRecord
+from storage.history import changes_of, revision_log
+from storage.models import (
+    AdvisoryRow,
+    ChangeRow,
+    EstimateRow,
+    RepoRow,
+    RevisionRow,
+    SnapshotRow,
+)
+from storage.models.publishing import ADVISORY_ID_LENGTH
+from storage.records import Advisory, Change, Severity, StoredRevision, TrackedRepo
+from storage.repos import repo_row, to_tracked_repo
+from storage.values import require_aware, require_text
+
+DEFAULT_PAGE_SIZE = 100
+
+
+class InvalidCursor(InvalidRecord):
+    """A page cursor that this module did not hand out."""
+
+
+@dataclass(frozen=True)
+class AdvisoryPage:
+    """One page of advisories and the cursor of the next page (None on the last)."""
+
+    advisories: tuple[Advisory, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class RevisionEntry:
+    """A recorded revision with its changes and the advisory it produced, if any."""
+
+    stored: StoredRevision
+    changes: tuple[Change, ...]
+    advisory_id: str | None
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """What the index shows of one tracked repo: its newest revision and stored plan."""
+
+    repo: TrackedRepo
+    latest: StoredRevision | None
+    plan: dict[str, Any] | None
+    advisories: int
+
+
+@dataclass(frozen=True)
+class ModelPageData:
+    """Everything the model page renders, read in one session."""
+
+    summary: ModelSummary
+    history: tuple[RevisionEntry, ...]
+    card: dict[str, Any]
+    family: tuple[ModelSummary, ...]
+
+
+def insert_advisory(session: Session, advisory: Advisory) -> bool:
+    """Append ``advisory``; False (and nothing written) when its id is already stored."""
+    if not advisory.id or len(advisory.id) > ADVISORY_ID_LENGTH:
+        raise InvalidRecord(f"advisory id {advisory.id!r} must be 1 to {ADVISORY_ID_LENGTH} chars")
+    for value, where in ((advisory.published, "published"), (advisory.modified, "modified")):
+        require_aware(value, f"advisory {advisory.id} {where}")
+    require_aware(advisory.withdrawn, f"advisory {advisory.id} withdrawn")
+    require_text([advisory.id, advisory.summary, dict(advisory.osv)], f"advisory {advisory.id}")
+    return insert_ignoring_duplicates(
+        session,
+        AdvisoryRow,
+        {
+            "id": advisory.id,
+            "repo_pk": repo_row(session, advisory.repo_id).id,
+            "old_sha": advisory.old_sha,
+            "new_sha": advisory.new_sha,
+            "published": advisory.published,
+            "modified": advisory.modified,
+            "withdrawn": advisory.withdrawn,
+            "summary": advisory.summary,
+            "severity": int(advisory.severity),
+            "osv": dict(advisory.osv),
+        },
+        ["id"],
+    )
+
+
+def withdraw_advisory(session: Session, advisory_id: str, at: datetime) -> bool:
+    """Mark the advisory withdrawn at ``at`` (it stays published); False if already withdrawn."""
+    require_aware(at, "withdraw_advisory at")
+    result = session.execute(
+        update(AdvisoryRow)
+        .where(AdvisoryRow.id == advisory_id, AdvisoryRow.withdrawn.is_(None))
+        .values(withdrawn=at, modified=at)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+def advisory_by_id(session: Session, advisory_id: str) -> Advisory | None:
+    """The advisory with exactly that (case-sensitive) id, withdrawn or not."""
+    row = session.execute(_select().where(AdvisoryRow.id == advisory_id)).one_or_none()
+    return None if row is None else _advisory(row[0], row[1])
+
+
+def advisories_for(
+    session: Session,
+    *,
+    repo_id: str | None = None,
+    org: str | None = None,
+    commit: str | None = None,
+    artifact: str | None = None,
+    min_severity: Severity = Severity.INFO,
+    cursor: str | None = None,
+    limit: int | None = DEFAULT_PAGE_SIZE,
+) -> AdvisoryPage:
+    """A page of advisories, newest published first, filtered as asked.
+
+    ``artifact`` keeps advisories whose revision changed that artifact;
+    ``commit`` those introduced at that sha. ``limit=None`` reads all.
+    """
+    query = _select().where(AdvisoryRow.severity >= int(min_severity))
+    if repo_id is not None:
+        query = query.where(RepoRow.repo_id == repo_id)
+    if org is not None:
+        query = query.where(RepoRow.repo_id.startswith(f"{org}/", autoescape=True))
+    if commit is not None:
+        query = query.where(AdvisoryRow.new_sha == commit)
+    if artifact is not None:
+        query = query.where(_changed(artifact))
+    if cursor is not None:
+        published, last_id = _decode(cursor)
+        query = query.where(
+            or_(
+                AdvisoryRow.published < published,
+                and_(AdvisoryRow.published == published, AdvisoryRow.id > last_id),
+            )
+        )
+    if limit is not None:
+        query = query.limit(limit + 1)
+    found = [_advisory(row, repo) for row, repo in session.execute(query)]
+    if limit is None or len(found) <= limit:
+        return AdvisoryPage(tuple(found), None)
+    page = found[:limit]
+    return AdvisoryPage(tuple(page), _encode(page[-1]))
+
+
+def modified_index(session: Session) -> list[tuple[datetime, str]]:
+    """(modified, id) of every advisory, newest modification first (the dumps' index)."""
+    rows = session.execute(
+        select(AdvisoryRow.modified, AdvisoryRow.id).order_by(
+            AdvisoryRow.modified.desc(), AdvisoryRow.id
+        )
+    )
+    return [(modified, advisory_id) for modified, advisory_id in rows]
+
+
+def last_modified(session: Session) -> datetime | None:
+    """When the advisory log last changed: what feeds send as Last-Modified."""
+    newest: datetime | None = session.execute(
+        select(AdvisoryRow.modified).order_by(AdvisoryRow.modified.desc()).limit(1)
+    ).scalar_one_or_none()
+    return newest
+
+
+def model_summaries(session: Session) -> list[ModelSummary]:
+    """Every tracked repo with its newest on-main revision and that revision's stored plan."""
+    repos = session.scalars(select(RepoRow).where(RepoRow.tracked).order_by(RepoRow.repo_id)).all()
+    return [_summary(session, row) for row in repos]
+
+
+def model_page(session: Session, repo_id: str) -> ModelPageData:
+    """The model page of ``repo_id``: summary, full history with changes, card, family."""
+    row = repo_row(session, repo_id)
+    summary = _summary(session, row)
+    advisory_of = {
+        sha: advisory_id
+        for sha, advisory_id in session.execute(
+            select(AdvisoryRow.new_sha, AdvisoryRow.id).where(AdvisoryRow.repo_pk == row.id)
+        )
+    }
+    history = tuple(
+        RevisionEntry(
+            stored,
+            tuple(changes_of(session, repo_id, stored.revision.sha)),
+            advisory_of.get(stored.revision.sha),
+        )
+        for stored in revision_log(session, repo_id)
+    )
+    card: dict[str, Any] = {}
+    if summary.latest is not None:
+        card = _card(session, row.id, summary.latest.revision.sha)
+    family = _family_of(summary.plan)
+    siblings = tuple(
+        other
+        for other in model_summaries(session)
+        if family is not None and other.repo.repo_id != repo_id and _family_of(other.plan) == family
+    )
+    return ModelPageData(summary, history, card, siblings)
+
+
+def _summary(session: Session, row: RepoRow) -> ModelSummary:
+    latest_row = session.scalars(
+        select(RevisionRow)
+        .where(RevisionRow.repo_pk == row.id, RevisionRow.on_main)
+        .order_by(RevisionRow.date.desc(), RevisionRow.id.desc())
+        .limit(1)
+    ).one_or_none()
+    count = len(session.scalars(select(AdvisoryRow.id).where(AdvisoryRow.repo_pk == row.id)).all())
+    if latest_row is None:
+        return ModelSummary(to_tracked_repo(row), None, None, count)
+    latest = next(s for s in revision_log(session, row.repo_id) if s.revision.sha == latest_row.sha)
+    estimate = session.get(EstimateRow, latest_row.id)
+    plan = None if estimate is None else dict(estimate.plan)
+    return ModelSummary(to_tracked_repo(row), latest, plan, count)
+
+
+def _card(session: Session, repo_pk: int, sha: str) -> dict[str, Any]:
+    revision_pk = session.scalars(
+        select(RevisionRow.id).where(RevisionRow.repo_pk == repo_pk, RevisionRow.sha == sha)
+    ).one()
+    snapshot = session.get(SnapshotRow, revision_pk)
+    return {} if snapshot is None else dict(snapshot.card)
+
+
+def _family_of(plan: dict[str, Any] | None) -> str | None:
+    model = (plan or {}).get("model")
+    family = model.get("family") if isinstance(model, dict) else None
+    return family if isinstance(family, str) else None
+
+
+def _changed(artifact: str) -> Any:
+    return exists(
+        select(ChangeRow.id)
+        .join(RevisionRow, RevisionRow.id == ChangeRow.revision_pk)
+        .where(
+            RevisionRow.repo_pk == AdvisoryRow.repo_pk,
+            RevisionRow.sha == AdvisoryRow.new_sha,
+            ChangeRow.artifact == artifact,
+        )
+    )
+
+
+def _select() -> Select[AdvisoryRow, str]:
+    return (
+        select(AdvisoryRow, RepoRow.repo_id)
+        .join(RepoRow, RepoRow.id == AdvisoryRow.repo_pk)
+        .order_by(AdvisoryRow.published.desc(), AdvisoryRow.id)
+        .execution_options(populate_existing=True)
+    )
+
+
+def _encode(last: Advisory) -> str:
+    raw = f"{last.published.isoformat()}|{last.id}".encode()
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _decode(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8")
+        stamp, advisory_id = raw.split("|", 1)
+        published = datetime.fromisoformat(stamp)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidCursor(f"invalid cursor {cursor[:40]!r}") from None
+    if published.tzinfo is None:
+        raise InvalidCursor(f"invalid cursor {cursor[:40]!r}")
+    return published, advisory_id
+
+
+def _advisory(row: AdvisoryRow, repo_id: str) -> Advisory:
+    return Advisory(
+        id=row.id,
+        repo_id=repo_id,
+        old_sha=row.old_sha,
+        new_sha=row.new_sha,
+        published=row.published,
+        modified=row.modified,
+        summary=row.summary,
+        severity=Severity(row.severity),
+        osv=dict(row.osv),
+        withdrawn=row.withdrawn,
+    )
+
+
+__all__: Sequence[str] = [
+    "DEFAULT_PAGE_SIZE",
+    "AdvisoryPage",
+    "InvalidCursor",
+    "ModelPageData",
+    "ModelSummary",
+    "RevisionEntry",
+    "advisories_for",
+    "advisory_by_id",
+    "insert_advisory",
+    "last_modified",
+    "model_page",
+    "model_summaries",
+    "modified_index",
+    "withdraw_advisory",
+]
