@@ -15,6 +15,7 @@ from huggingface_hub import (
     hf_hub_url,
 )
 
+from tracker.demo import HISTORIES
 from tracker.hubsim import HubEmulator, git_blob_id
 
 MISTRAL = "mistralai/Mistral-7B-v0.1"
@@ -224,3 +225,20 @@ def test_list_models_filters_by_author(hub_emulator: HubEmulator) -> None:
 def test_fixture_takes_a_page_size(hub_emulator: HubEmulator) -> None:
     api(hub_emulator).list_repo_commits(MISTRAL)
     assert hub_emulator.stats.requests("commits") == 4
+
+
+@pytest.mark.parametrize("hub_emulator", [{"page_size": 2}], indirect=True)
+def test_tree_pages_through_link_headers(hub_emulator: HubEmulator) -> None:
+    files = [e.path for e in api(hub_emulator).list_repo_tree(MISTRAL, recursive=True)]
+    assert files == sorted(hub_emulator.tree(MISTRAL))
+    assert hub_emulator.stats.requests("tree") == (len(files) + 1) // 2
+
+
+@pytest.mark.parametrize("hub_emulator", [{"corpus": HISTORIES}], indirect=True)
+def test_fixture_serves_another_corpus_directory(hub_emulator: HubEmulator) -> None:
+    assert {m.id for m in api(hub_emulator).list_models()} == {
+        "neurarch-demo/llama2-7b",
+        "neurarch-demo/llama3-8b-instruct",
+        "neurarch-demo/mistral-7b-instruct",
+        "neurarch-demo/phi-1_5",
+    }

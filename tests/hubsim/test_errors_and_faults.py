@@ -16,7 +16,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from tracker.hubsim import HubEmulator
+from tracker.hubsim import Fault, HubEmulator
 
 REPO = "meta-llama/Llama-3.2-1B"
 
@@ -157,3 +157,19 @@ def test_range_requests_get_exact_slices_or_416(hub_emulator: HubEmulator) -> No
     assert httpx2.get(url, headers={"Range": "bytes=-4"}).content == whole[-4:]
     beyond = httpx2.get(url, headers={"Range": f"bytes={len(whole)}-"})
     assert beyond.status_code == 416 and beyond.headers["Content-Range"] == f"bytes */{len(whole)}"
+
+
+def test_truncated_download_is_retried_to_the_right_bytes(
+    hub_emulator: HubEmulator, tmp_path: Path
+) -> None:
+    hub_emulator.faults.add(
+        Fault("truncate", "resolve", path_contains="config.json", times=1, keep_bytes=100)
+    )
+    path = hf_hub_download(
+        REPO, "config.json", endpoint=hub_emulator.endpoint, cache_dir=tmp_path, token=False
+    )
+    whole = hub_emulator.tree(REPO)["config.json"].text() or b""
+    assert Path(path).read_bytes() == whole
+    gets = [r for r in hub_emulator.stats.records("resolve") if r.method == "GET"]
+    # the client buffers 10 MB chunks, so the cut-off 100 bytes never reach the file
+    assert [r.bytes_sent for r in gets] == [100, len(whole)]

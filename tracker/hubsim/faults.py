@@ -41,9 +41,11 @@ class Fault:
     keep_bytes: int = 0
     hits: int = 0
 
-    def matches(self, kind: str, path: str) -> bool:
+    def matches(self, kind: str, path: str, method: str = "GET") -> bool:
         if self.times is not None and self.hits >= self.times:
             return False
+        if self.action == "truncate" and method == "HEAD":
+            return False  # a HEAD has no body to cut short
         if self.endpoint not in (None, kind) and not (self.endpoint == "api" and kind in API_KINDS):
             return False
         return self.path_contains is None or self.path_contains in path
@@ -91,13 +93,13 @@ class FaultPlan:
     def hang(self, seconds: float, times: int = 1, endpoint: str | None = None) -> Fault:
         return self.add(Fault("hang", endpoint, times=times, seconds=seconds))
 
-    def draw(self, kind: str, path: str) -> tuple[float, Fault | None]:
+    def draw(self, kind: str, path: str, method: str = "GET") -> tuple[float, Fault | None]:
         """Latency to add, and the one fault (if any) this request suffers."""
         delay = 0.0
         chosen: Fault | None = None
         with self._lock:
             for fault in self._faults:
-                if not fault.matches(kind, path) or self._rng.random() >= fault.rate:
+                if not fault.matches(kind, path, method) or self._rng.random() >= fault.rate:
                     continue
                 fault.hits += 1
                 if fault.action == "latency":

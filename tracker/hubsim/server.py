@@ -100,7 +100,7 @@ class HubHandler(BaseHTTPRequestHandler):
             base_url=f"http://{self.headers.get('Host') or self._address()}",
         )
         kind, parts = classify(path)
-        delay, fault = self.server.faults.draw(kind, path)
+        delay, fault = self.server.faults.draw(kind, path, self.command)
         if delay:
             self.server.stopping.wait(delay)
         if fault is not None and fault.action in ("reset", "hang"):
