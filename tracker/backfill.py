@@ -111,7 +111,10 @@ def record_one(
     revision: Revision,
     cache: dict[tuple[str, str], Parsed] | None = None,
 ) -> list[Change] | None:
-    """Snapshot, diff, estimate and record one revision; its changes, or None if already stored."""
+    """Snapshot, diff, estimate and record one revision; its changes, or None if already stored.
+
+    The repo must be tracked already (``storage.ensure_repo``; ``backfill`` does it).
+    """
     cache = {} if cache is None else cache
     with database.read_session() as session:
         if has_revision(session, revision.repo_id, revision.sha):

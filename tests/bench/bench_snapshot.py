@@ -1,0 +1,128 @@
+"""Requests and bytes per revision: the tracker's backfill against a naive snapshotter.
+
+Run: ``.venv/bin/python tests/bench/bench_snapshot.py`` (about a minute).
+
+Both run in one process against the same Hub emulator serving the recorded
+corpus, through the real huggingface_hub client. The naive approach
+downloads every tracked file (every path the artifact table reads, plus
+every safetensors header) at every revision of main; the tracker fetches a
+text file only when its content key is new and a header only when its shard
+changed. The emulator counts what it served. Goals: no unchanged file
+fetched twice, no weight body fetched, >= 10x fewer bytes than naive.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from urllib.parse import unquote
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT))
+
+from storage import open_database, snapshot_at  # noqa: E402
+from tracker.artifacts import artifact_for  # noqa: E402
+from tracker.backfill import backfill  # noqa: E402
+from tracker.diff.files import is_unsafe_path, suffix  # noqa: E402
+from tracker.errors import ArtifactError  # noqa: E402
+from tracker.hub import Hub  # noqa: E402
+from tracker.hubsim import HubEmulator  # noqa: E402
+
+CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
+NAIVE_LIMIT = 64 * 1024 * 1024
+
+
+def naive(hub: Hub, repos: list[str]) -> int:
+    """Download every tracked file at every revision; returns the revisions walked."""
+    walked = 0
+    for repo in repos:
+        for revision in hub.commits(repo):
+            walked += 1
+            for entry in hub.files(repo, revision.sha).files:
+                if is_unsafe_path(entry.path):
+                    continue
+                try:
+                    if suffix(entry.path) == ".safetensors":
+                        hub.safetensors_header(repo, revision.sha, entry)
+                    elif artifact_for(entry.path) is not None:
+                        hub.read_text(repo, revision.sha, entry, NAIVE_LIMIT)
+                except ArtifactError:
+                    continue
+    return walked
+
+
+def resolve_parts(path: str) -> tuple[str, str, str] | None:
+    """(repo, revision, file) of a /{org}/{name}/resolve/{rev}/{file} request path."""
+    parts = path.lstrip("/").split("/", 4)
+    if len(parts) < 5 or parts[2] != "resolve":
+        return None
+    return f"{parts[0]}/{parts[1]}", unquote(parts[3]), unquote(parts[4])
+
+
+def main() -> int:
+    emulator = HubEmulator(CORPUS)
+    url = emulator.start()
+    hub = Hub(url, max_retries=0)
+    repos = sorted(emulator.repo_ids())
+    with tempfile.TemporaryDirectory() as tmp:
+        database = open_database(f"sqlite:///{tmp}/bench.db")
+        database.migrate()
+        started = time.monotonic()
+        revisions = sum(backfill(database, hub, repo).recorded for repo in repos)
+        seconds = time.monotonic() - started
+        records = emulator.stats.records()
+        ours_requests, ours_bytes = len(records), sum(r.bytes_sent for r in records)
+        twice, body = fetch_checks(database, records)
+        emulator.stats.reset()
+        walked = naive(hub, repos)
+        naive_records = emulator.stats.records()
+        naive_requests = len(naive_records)
+        naive_bytes = sum(r.bytes_sent for r in naive_records)
+    emulator.stop()
+    print(f"repos {len(repos)}, revisions {revisions} (naive walked {walked})")
+    print(
+        f"tracker: {ours_requests} requests, {ours_bytes:,} bytes; "
+        f"{ours_requests / revisions:.1f} requests and {ours_bytes / revisions:,.0f} bytes per revision"
+    )
+    print(
+        f"naive:   {naive_requests} requests, {naive_bytes:,} bytes; "
+        f"{naive_requests / walked:.1f} requests and {naive_bytes / walked:,.0f} bytes per revision"
+    )
+    print(
+        f"bytes ratio naive/tracker: {naive_bytes / max(ours_bytes, 1):.1f}x "
+        f"(goal >= 10x); requests ratio {naive_requests / max(ours_requests, 1):.1f}x"
+    )
+    print(
+        f"unchanged files fetched twice: {twice} (goal 0); weight bodies fetched: {body} (goal 0)"
+    )
+    print(f"backfill speed: {revisions / seconds:.1f} revisions/s ({seconds:.1f}s)")
+    ok = twice == 0 and body == 0 and naive_bytes >= 10 * ours_bytes
+    return 0 if ok else 1
+
+
+def fetch_checks(database: object, records: list[object]) -> tuple[int, int]:
+    """(content keys downloaded more than once, safetensors reads that went past the header)."""
+    full_gets: Counter[tuple[str, str]] = Counter()
+    header_bytes: Counter[tuple[str, str, str]] = Counter()
+    body = 0
+    with database.read_session() as session:  # type: ignore[attr-defined]
+        for record in records:
+            parts = resolve_parts(record.path)  # type: ignore[attr-defined]
+            if parts is None or record.method != "GET":  # type: ignore[attr-defined]
+                continue
+            repo, sha, path = parts
+            entry = next(f for f in snapshot_at(session, repo, sha).files if f.path == path)
+            if suffix(path) == ".safetensors":
+                header_bytes[parts] += record.bytes_sent  # type: ignore[attr-defined]
+                body += record.range is None  # type: ignore[attr-defined]
+                body += header_bytes[parts] >= entry.size > 0
+            elif record.range is None:  # type: ignore[attr-defined]
+                full_gets[(repo, entry.content_key)] += 1
+    return sum(1 for n in full_gets.values() if n > 1), body
+
+
+if __name__ == "__main__":
+    sys.exit(main())
