@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -104,3 +105,27 @@ def test_publish_creates_a_repo_with_an_initial_commit(hub_emulator: HubEmulator
     hub_emulator.publish("org/fresh", {"config.json": b"{}"})
     titles = [c.title for c in api(hub_emulator).list_repo_commits("org/fresh")]
     assert titles == ["Upload folder using huggingface_hub", "initial commit"]
+
+
+def test_publishing_while_clients_read_never_breaks_a_response(hub_emulator: HubEmulator) -> None:
+    failures: list[BaseException] = []
+    lengths: list[int] = []
+
+    def read() -> None:
+        try:
+            for _ in range(5):
+                lengths.append(len(api(hub_emulator).list_repo_commits(REPO)))
+        except BaseException as exc:  # collected and asserted below
+            failures.append(exc)
+
+    start = len(hub_emulator.history(REPO))
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for reader in readers:
+        reader.start()
+    for n in range(10):
+        hub_emulator.publish(REPO, {"counter.txt": str(n).encode()})
+    for reader in readers:
+        reader.join()
+    assert failures == []
+    assert all(start <= n <= start + 10 for n in lengths)
+    assert len(api(hub_emulator).list_repo_commits(REPO)) == start + 10
