@@ -155,6 +155,8 @@ def test_backfill_resumes_and_records_nothing_twice(
     repo = "meta-llama/Llama-2-7b-hf"
     history = hub.commits(repo)
     hub_emulator.stats.reset()
+    with database.session() as session:
+        ensure_repo(session, repo)
     for revision in history[:3]:  # a run that stopped after three revisions
         record_one(database, hub, revision)
     report = backfill(database, hub, repo)
