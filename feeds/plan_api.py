@@ -73,7 +73,7 @@ def router(state: AppState) -> APIRouter:
 
 def _parse(raw: bytes) -> dict[str, Any]:
     try:
-        config = json.loads(raw)
+        config = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise HTTPException(400, "config.json body is not UTF-8") from None
     except json.JSONDecodeError as exc:

@@ -1,0 +1,56 @@
+"""The daemon's publisher: the advisory of a newly recorded revision, in its transaction.
+
+The daemon hands over what processing produced (snapshot, changes, both
+plans, the previous revision) inside the transaction that records the
+revision, so the advisory commits with it or not at all. The shape is a
+protocol because feeds never imports the tracker that defines it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from sqlalchemy.orm import Session
+
+from feeds.delta import EstimateDelta
+from feeds.osv import build_advisory
+from storage.publishing import insert_advisory
+from storage.records import Change, Revision, Snapshot, StoredRevision
+
+
+class ProcessedRevision(Protocol):
+    """What the tracker's ``Processed`` carries that publishing reads."""
+
+    @property
+    def snapshot(self) -> Snapshot: ...
+    @property
+    def changes(self) -> Sequence[Change]: ...
+    @property
+    def plan(self) -> dict[str, Any] | None: ...
+    @property
+    def previous(self) -> Revision | None: ...
+    @property
+    def previous_plan(self) -> dict[str, Any] | None: ...
+
+
+def publish_revision(session: Session, processed: ProcessedRevision) -> str | None:
+    """Store the advisory of this revision if it is noteworthy; its id, or None."""
+    now = datetime.now(UTC)
+    new = StoredRevision(processed.snapshot.revision, now)
+    old = StoredRevision(processed.previous, now) if processed.previous else None
+    advisory = build_advisory(
+        new.revision.repo_id,
+        old,
+        new,
+        processed.changes,
+        EstimateDelta.between(processed.previous_plan, processed.plan),
+    )
+    if advisory is None:
+        return None
+    insert_advisory(session, advisory)
+    return advisory.id
+
+
+__all__ = ["ProcessedRevision", "publish_revision"]

@@ -1,0 +1,122 @@
+"""Pages, Markdown twin, index.json, badges and the plan API over a real server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+import estimator
+from storage import latest_revision, plan_at
+from tests.conftest import REPO_ROOT
+from tests.feeds.conftest import Site
+from tests.feeds.populate import HOSTILE, HOSTILE_REPO
+from tracker.demo import HISTORIES
+
+CONFIG = REPO_ROOT / "tests" / "data" / "configs" / "llama-3.2-1b" / "config.json"
+
+
+@pytest.fixture(scope="module")
+def client(demo_site: Site) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=demo_site.url, timeout=30) as client:
+        yield client
+
+
+def test_index_json_lists_every_demo_repo_with_its_head(
+    client: httpx.Client, demo_site: Site
+) -> None:
+    manifest = json.loads((HISTORIES / "MANIFEST.json").read_text("utf-8"))
+    models = client.get("/index.json").json()["models"]
+    assert [m["repo_id"] for m in models] == sorted({e["repo_id"] for e in manifest})
+    with demo_site.database.read_session() as session:
+        for model in models:
+            head = latest_revision(session, model["repo_id"])
+            assert head is not None and model["sha"] == head.sha
+
+
+def test_badge_is_a_shields_endpoint_with_the_serving_peak(
+    client: httpx.Client, demo_site: Site
+) -> None:
+    repo = "neurarch-demo/llama3-8b-instruct"
+    badge = client.get(f"/models/{repo}/badge.json").json()
+    with demo_site.database.read_session() as session:
+        head = latest_revision(session, repo)
+        assert head is not None
+        plan = plan_at(session, repo, head.sha)
+    assert plan is not None
+    peak = plan["memory"]["serve"]["peak_allocated_bytes"]
+    assert set(badge) == {"schemaVersion", "label", "message", "color"}
+    assert badge["schemaVersion"] == 1 and badge["message"] == f"{peak / 2**30:.1f} GiB"
+    assert client.get("/models/nobody/none/badge.json").status_code == 404
+
+
+def test_markdown_twin_carries_the_card_table_and_history(
+    client: httpx.Client, demo_site: Site
+) -> None:
+    response = client.get(f"/models/{HOSTILE_REPO}.md")
+    assert response.headers["content-type"].startswith("text/markdown")
+    with demo_site.database.read_session() as session:
+        head = latest_revision(session, HOSTILE_REPO)
+        assert head is not None
+        plan = plan_at(session, HOSTILE_REPO, head.sha)
+    assert plan is not None
+    first = plan["cards"][0]
+    serve = first["methods"]["serve"]
+    expected = f"fits, batch <= {serve['largest_batch']}" if serve["fits"] else "no"
+    row = next(
+        line for line in response.text.splitlines() if line.startswith(f"| {first['card']} |")
+    )
+    assert row.rstrip().endswith(f"{expected} |") or expected == "no"
+    assert f"`{head.sha[:12]}`" in response.text
+
+
+def test_html_pages_escape_stored_markup(client: httpx.Client, demo_site: Site) -> None:
+    page = client.get(f"/models/{HOSTILE_REPO}").text
+    assert HOSTILE not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    advisory = next(a for a in demo_site.advisories if HOSTILE in json.dumps(a.osv))
+    html = client.get(f"/advisories/{advisory.id}").text
+    assert HOSTILE not in html and "&lt;script&gt;" in html
+    assert client.get("/models/nobody/none").status_code == 404
+
+
+def test_plan_api_returns_the_estimators_plan(client: httpx.Client) -> None:
+    body = CONFIG.read_bytes()
+    response = client.post("/api/v1/plan", content=body)
+    assert response.status_code == 200
+    assert response.json() == json.loads(json.dumps(estimator.plan(json.loads(body)).to_json()))
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        (b"{not json", 400, "config.json is not valid JSON: Expecting property name"),
+        (b"[1, 2]", 400, "config.json must be a JSON object, not list"),
+        (b"\xff\xfe", 400, "config.json body is not UTF-8"),
+        (
+            b'{"model_type": "llama", "hidden_size": -5}',
+            422,
+            "config.json cannot be estimated: config.json: hidden_size (-5) must be at least 1",
+        ),
+        (b" " * 1_000_001, 413, "config.json body is over 1000000 bytes"),
+    ],
+)
+def test_plan_api_refuses_bad_bodies_by_name(
+    client: httpx.Client, body: bytes, status: int, message: str
+) -> None:
+    response = client.post("/api/v1/plan", content=body)
+    assert response.status_code == status, response.text
+    assert response.json()["detail"].startswith(message)
+
+
+def test_openapi_documents_the_osv_and_feed_paths(client: httpx.Client) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    for path in (
+        "/v1/query",
+        "/v1/querybatch",
+        "/v1/vulns/{vuln_id}",
+        "/api/v1/plan",
+        "/feeds/all.{kind}",
+    ):
+        assert path in paths

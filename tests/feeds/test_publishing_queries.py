@@ -1,0 +1,125 @@
+"""storage.publishing on SQLite and PostgreSQL: idempotent inserts, withdrawals, filters, cursors."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from feeds import build_advisory, osv_document
+from storage import Database, record_revision
+from storage.publishing import (
+    InvalidCursor,
+    advisories_for,
+    advisory_by_id,
+    insert_advisory,
+    model_page,
+    modified_index,
+    withdraw_advisory,
+)
+from storage.records import Advisory, Change, Revision, Severity, Snapshot, StoredRevision
+
+START = datetime(2024, 6, 1, tzinfo=UTC)
+
+
+def sha(repo_id: str, n: int) -> str:
+    return hashlib.sha1(f"{repo_id}@{n}".encode()).hexdigest()
+
+
+def record(database: Database, repo_id: str, n: int, changes: list[Change]) -> StoredRevision:
+    revision = Revision(repo_id, sha(repo_id, n), (), START + timedelta(hours=n), f"commit {n}")
+    with database.session() as session:
+        record_revision(session, Snapshot(revision, ()), changes, None)
+    return StoredRevision(revision, START + timedelta(hours=n, minutes=1))
+
+
+def history(
+    database: Database, repo_id: str, artifacts: list[tuple[str, Severity]]
+) -> list[Advisory]:
+    """A repo whose revision i changes artifacts[i]; the advisories built for it."""
+    previous = record(database, repo_id, 0, [])
+    built = []
+    for n, (artifact, severity) in enumerate(artifacts, start=1):
+        change = Change(artifact, "config.json", "modified", n - 1, n, severity, f"{artifact} {n}")
+        current = record(database, repo_id, n, [change])
+        advisory = build_advisory(repo_id, previous, current, [change], None)
+        assert advisory is not None
+        built.append(advisory)
+        previous = current
+    return built
+
+
+def test_inserting_an_advisory_twice_stores_it_once(database: Database) -> None:
+    (advisory,) = history(database, "org/one", [("config", Severity.HIGH)])
+    with database.session() as session:
+        assert insert_advisory(session, advisory) is True
+        assert insert_advisory(session, advisory) is False
+    with database.read_session() as session:
+        assert advisories_for(session).advisories == (advisory,)
+        assert advisory_by_id(session, advisory.id) == advisory
+        assert advisory_by_id(session, advisory.id.lower()) is None
+
+
+def test_withdrawal_keeps_the_advisory_and_moves_it_to_the_top_of_the_index(
+    database: Database,
+) -> None:
+    first, second = history(
+        database, "org/one", [("config", Severity.HIGH), ("tokenizer", Severity.MODERATE)]
+    )
+    at = START + timedelta(days=30)
+    with database.session() as session:
+        insert_advisory(session, first)
+        insert_advisory(session, second)
+        assert withdraw_advisory(session, first.id, at) is True
+        assert withdraw_advisory(session, first.id, at + timedelta(days=1)) is False
+    with database.read_session() as session:
+        stored = advisory_by_id(session, first.id)
+        index = modified_index(session)
+    assert stored is not None and stored.withdrawn == at
+    assert osv_document(stored)["withdrawn"] == "2024-07-01T00:00:00Z"
+    assert index[0] == (at, first.id) and index[1][1] == second.id
+
+
+def test_cursor_pages_cover_every_advisory_once_in_order(database: Database) -> None:
+    built = history(database, "org/one", [("config", Severity.HIGH)] * 7)
+    with database.session() as session:
+        for advisory in built:
+            insert_advisory(session, advisory)
+    seen: list[str] = []
+    cursor = None
+    with database.read_session() as session:
+        while True:
+            page = advisories_for(session, cursor=cursor, limit=3)
+            seen += [a.id for a in page.advisories]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        with pytest.raises(InvalidCursor, match="invalid cursor"):
+            advisories_for(session, cursor="not-a-cursor")
+    newest_first = sorted(built, key=lambda a: a.published, reverse=True)
+    assert seen == [a.id for a in newest_first]
+
+
+def test_filters_by_org_artifact_severity_and_commit(database: Database) -> None:
+    one = history(
+        database, "org/one", [("config", Severity.HIGH), ("tokenizer", Severity.MODERATE)]
+    )
+    other = history(database, "else/two", [("chat_template", Severity.LOW)])
+    with database.session() as session:
+        for advisory in one + other:
+            insert_advisory(session, advisory)
+    with database.read_session() as session:
+
+        def ids(**kw: object) -> set[str]:
+            return {a.id for a in advisories_for(session, **kw).advisories}  # type: ignore[arg-type]
+
+        assert ids(org="org") == {a.id for a in one}
+        assert ids(org="els") == set()
+        assert ids(artifact="tokenizer") == {one[1].id}
+        assert ids(min_severity=Severity.MODERATE) == {one[0].id, one[1].id}
+        assert ids(commit=one[0].new_sha) == {one[0].id}
+        assert ids(repo_id="else/two") == {other[0].id}
+        page = model_page(session, "org/one")
+    assert [e.advisory_id for e in page.history] == [one[1].id, one[0].id, None]
+    assert page.history[0].changes[0].artifact == "tokenizer"
