@@ -1,0 +1,101 @@
+"""The model page in headless Chromium: tables render their stored values, markup stays inert."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+from storage import latest_revision, plan_at
+from tests.feeds.conftest import Site
+from tests.feeds.populate import HOSTILE, HOSTILE_REPO
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1280,2000",
+]
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
+    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
+        pytest.fail("chromium and chromium-driver are not installed (.ci/run installs them)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def no_alert(driver: webdriver.Chrome) -> bool:
+    try:
+        driver.switch_to.alert
+    except NoAlertPresentException:
+        return True
+    return False
+
+
+def test_model_page_renders_the_stored_card_table(
+    browser: webdriver.Chrome, demo_site: Site, tmp_path: Path
+) -> None:
+    with demo_site.database.read_session() as session:
+        head = latest_revision(session, HOSTILE_REPO)
+        assert head is not None
+        plan = plan_at(session, HOSTILE_REPO, head.sha)
+    assert plan is not None
+    browser.get(f"{demo_site.url}/models/{HOSTILE_REPO}")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#cards tbody tr")
+    assert [r.find_element(By.TAG_NAME, "td").text for r in rows] == [
+        c["card"] for c in plan["cards"]
+    ]
+    for row, card in zip(rows, plan["cards"], strict=True):
+        serve_cell = row.find_elements(By.TAG_NAME, "td")[5].text
+        serve = card["methods"]["serve"]
+        if serve["fits"]:
+            assert serve_cell == f"fits, batch <= {serve['largest_batch']}"
+        else:
+            assert serve_cell.startswith("no")
+    total = plan["parameters"]["total"]
+    assert f"{total:,} parameters" in browser.find_element(By.ID, "parameters").text
+    assert browser.find_element(By.ID, "accuracy").text
+    shot = tmp_path / "model-page.png"
+    assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
+
+
+def test_markup_stored_in_a_commit_title_renders_as_text(
+    browser: webdriver.Chrome, demo_site: Site
+) -> None:
+    browser.get(f"{demo_site.url}/models/{HOSTILE_REPO}")
+    assert no_alert(browser)
+    titles = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".revision .title")]
+    assert any(HOSTILE in title for title in titles), titles
+    assert browser.execute_script("return document.querySelectorAll('body script').length") == 0
+    browser.get(f"{demo_site.url}/feeds/all.atom")
+    assert no_alert(browser)
+    advisory = next(
+        a for a in demo_site.advisories if a.repo_id == HOSTILE_REPO and HOSTILE in str(a.osv)
+    )
+    browser.get(f"{demo_site.url}/advisories/{advisory.id}")
+    assert no_alert(browser)
+    assert HOSTILE in browser.find_element(By.ID, "details").text
