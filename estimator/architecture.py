@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import Literal, NamedTuple
 
 HeadKind = Literal[
     "base",
@@ -40,9 +40,12 @@ PositionKind = Literal["learned", "rope", "alibi", "relative", "none"]
 Stack = Literal["encoder", "decoder"]
 
 
-@dataclass(frozen=True)
-class Tensor:
-    """One parameter as transformers names it (``model.layers.0.self_attn.q_proj.weight``)."""
+class Tensor(NamedTuple):
+    """One parameter as transformers names it (``model.layers.0.self_attn.q_proj.weight``).
+
+    A named tuple rather than a frozen dataclass: a model has hundreds of
+    them and describe() stamps them out per layer, so construction cost counts.
+    """
 
     name: str
     shape: tuple[int, ...]
@@ -164,8 +167,46 @@ class Architecture:
     rope_theta: float | None = None
 
     @cached_property
+    def block_groups(self) -> tuple[tuple[Block, int], ...]:
+        """Distinct layers, each as its first block and how many blocks are identical to it.
+
+        Families stamp identical layers from one template, so their specs and
+        linears are the same objects; per-layer formulas run once per group.
+        """
+        firsts: dict[tuple[object, ...], Block] = {}
+        counts: dict[tuple[object, ...], int] = {}
+        for b in self.blocks:
+            key = (
+                id(b.linears),
+                id(b.attention),
+                id(b.cross_attention),
+                id(b.feed_forward),
+                id(b.moe),
+                id(b.role_parameters),
+                b.stack,
+                b.norms,
+                b.parameters,
+            )
+            firsts.setdefault(key, b)
+            counts[key] = counts.get(key, 0) + 1
+        return tuple((firsts[key], n) for key, n in counts.items())
+
+    @cached_property
+    def shape_counts(self) -> dict[tuple[int, ...], int]:
+        """How many tensors have each shape: per-tensor formulas run once per distinct shape."""
+        counts: dict[tuple[int, ...], int] = {}
+        for t in self.tensors:
+            counts[t.shape] = counts.get(t.shape, 0) + 1
+        return counts
+
+    @cached_property
+    def top_tensors(self) -> tuple[Tensor, ...]:
+        """Tensors outside the blocks (embeddings, final norm, head)."""
+        return tuple(t for t in self.tensors if t.block is None)
+
+    @cached_property
     def total_parameters(self) -> int:
-        return sum(t.numel for t in self.tensors)
+        return sum(shape_numel(shape) * n for shape, n in self.shape_counts.items())
 
     @property
     def num_layers(self) -> int:
@@ -178,3 +219,11 @@ class Architecture:
     @property
     def has_kv_cache(self) -> bool:
         return any(b.stack == "decoder" for b in self.blocks)
+
+
+def shape_numel(shape: tuple[int, ...]) -> int:
+    """Elements of a tensor of ``shape``."""
+    n = 1
+    for d in shape:
+        n *= d
+    return n

@@ -54,13 +54,14 @@ class Cost:
 def active_parameters(arch: Architecture) -> int:
     """Parameters one token touches: routed experts count top_k of num_experts."""
     inactive = 0
-    for block in arch.blocks:
+    for block, count in arch.block_groups:
         moe = block.moe
         if moe is None:
             continue
         for lin in block.linears:
             if lin.copies == moe.num_experts and lin.copies > 1:
-                inactive += lin.parameters * (moe.num_experts - moe.top_k) // moe.num_experts
+                share = lin.parameters * (moe.num_experts - moe.top_k) // moe.num_experts
+                inactive += share * count
     return arch.total_parameters - inactive
 
 

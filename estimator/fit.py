@@ -64,11 +64,9 @@ def fit_method(model: MethodModel, card: Card, batch: int, gpus: int, headroom: 
     split_cards: int | None = None
     split_bytes: int | None = None
     if largest == 0:
-        for k in range(2, MAX_SPLIT + 1):
-            peak = model.split_peak(k, 1, context)
-            if peak <= limit:
-                split_cards, split_bytes = k, round(peak)
-                break
+        found = model.smallest_split(limit, context, 1, MAX_SPLIT)
+        if found is not None:
+            split_cards, split_bytes = found[0], round(found[1])
     return MethodFit(model.method, largest, largest >= batch, split_cards, split_bytes)
 
 

@@ -71,9 +71,7 @@ class Plan:
 def _parameter_breakdown(arch: Architecture) -> tuple[tuple[str, Any], ...]:
     embeddings = head = other = 0
     per_block = [b.parameters for b in arch.blocks]
-    for t in arch.tensors:
-        if t.block is not None:
-            continue
+    for t in arch.top_tensors:
         if t.role in ("embedding", "position"):
             embeddings += t.numel
         elif t.role == "head":
@@ -94,8 +92,8 @@ def _parameter_breakdown(arch: Architecture) -> tuple[tuple[str, Any], ...]:
 
 def _structure(arch: Architecture, seq_len: int) -> tuple[Mapping[str, Any], ...]:
     return tuple(
-        {"name": n.name, "kind": n.kind, "shape": list(n.shape), "parameters": n.parameters}
-        for n in structure(arch, seq_len)
+        {"name": name, "kind": kind, "shape": list(shape), "parameters": parameters}
+        for name, kind, shape, parameters in structure(arch, seq_len)
     )
 
 
@@ -119,7 +117,7 @@ def plan(
     fits = tuple(fit_card(models, c, w.batch, w.gpus, w.headroom, w.precision) for c in all_cards())
     selected = models[w.method if w.method != "serve" else "full"]
     cost = estimate_cost(arch, w, target, selected, models["serve"])
-    head = next((t.name for t in arch.tensors if t.role == "head"), None)
+    head = next((t.name for t in arch.top_tensors if t.role == "head"), None)
     checkpoint = (
         None
         if manifest is None

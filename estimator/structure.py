@@ -9,8 +9,7 @@ Architecture sits in exactly one node, so the node parameters sum to the total.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from estimator.architecture import Architecture, Block, Tensor
 from estimator.errors import WorkloadError
@@ -31,8 +30,9 @@ NodeKind = Literal[
 MAX_SEQ_LEN = 1 << 31
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(NamedTuple):
+    """One node; a named tuple because a deep model has hundreds of them per plan."""
+
     name: str
     kind: NodeKind
     shape: tuple[int, ...]
@@ -48,12 +48,11 @@ def _top_level(arch: Architecture) -> dict[str, int]:
         "embedding_norm": 0,
         "other": 0,
     }
-    for t in arch.tensors:
-        if t.block is None:
-            key: str = t.role if t.role in sums else "other"
-            if key == "norm" and "embed" in t.name:
-                key = "embedding_norm"  # BERT's embeddings.LayerNorm, BLOOM's, BART's
-            sums[key] += t.numel
+    for t in arch.top_tensors:
+        key: str = t.role if t.role in sums else "other"
+        if key == "norm" and "embed" in t.name:
+            key = "embedding_norm"  # BERT's embeddings.LayerNorm, BLOOM's, BART's
+        sums[key] += t.numel
     return sums
 
 
@@ -72,35 +71,60 @@ def _positional(arch: Architecture, seq_len: int, params: int) -> Node | None:
     return None
 
 
-def _block_nodes(block: Block, seq_len: int, hidden: int, pre_norm: bool) -> list[Node]:
-    shape = (seq_len, hidden)
-    p = f"layers.{block.index}."
+# One block's nodes with names relative to ``layers.{i}.``: (suffix, kind, parameters).
+_Pattern = tuple[tuple[str, NodeKind, int], ...]
+
+
+def _block_pattern(block: Block, pre_norm: bool) -> _Pattern:
     cross = block.cross_attention is not None
     norm_params = block.parameters_of("norm")
     norm_count = 3 if cross else 2
     split = [norm_params // norm_count] * norm_count
     split[-1] += norm_params - sum(split)
     norms = iter(split)
-    attention = Node(
-        p + "attention", "Attention", shape, block.parameters_of("attention", "position")
+    attention: tuple[str, NodeKind, int] = (
+        "attention",
+        "Attention",
+        block.parameters_of("attention", "position"),
     )
     ffn_kind: NodeKind = "MoE" if block.moe is not None else "FFN"
-    ffn = Node(
-        p + ffn_kind.lower(),
+    ffn = (
+        ffn_kind.lower(),
         ffn_kind,
-        shape,
         block.parameters_of("mlp", "expert", "router", "other", "embedding", "head"),
     )
     sublayers = [attention]
     if cross:
         # Cross-attention projections are counted with the block's attention role.
-        sublayers.append(Node(p + "cross_attention", "CrossAttention", shape, 0))
+        sublayers.append(("cross_attention", "CrossAttention", 0))
     sublayers.append(ffn)
-    nodes: list[Node] = []
+    nodes: list[tuple[str, NodeKind, int]] = []
     for i, sub in enumerate(sublayers):
-        norm = Node(f"{p}norm_{i}", "Norm", shape, next(norms))
-        add = Node(f"{p}add_{i}", "Add", shape)
+        norm: tuple[str, NodeKind, int] = (f"norm_{i}", "Norm", next(norms))
+        add: tuple[str, NodeKind, int] = (f"add_{i}", "Add", 0)
         nodes.extend((norm, sub, add) if pre_norm else (sub, add, norm))
+    return tuple(nodes)
+
+
+def _block_nodes(arch: Architecture, seq_len: int) -> list[Node]:
+    """Every block's nodes: one pattern per distinct layer template, re-indexed per block."""
+    shape = (seq_len, arch.hidden_size)
+    patterns: dict[tuple[int, bool, bool, bool], _Pattern] = {}
+    nodes: list[Node] = []
+    new = tuple.__new__  # Node's fields in order, without the keyword-parsing constructor
+    for block in arch.blocks:
+        pre_norm = block.stack == "decoder" or arch.norm == "rmsnorm"
+        key = (
+            id(block.role_parameters),
+            block.cross_attention is None,
+            block.moe is None,
+            pre_norm,
+        )
+        pattern = patterns.get(key)
+        if pattern is None:
+            pattern = patterns[key] = _block_pattern(block, pre_norm)
+        prefix = f"layers.{block.index}."
+        nodes.extend([new(Node, (prefix + suffix, kind, shape, n)) for suffix, kind, n in pattern])
     return nodes
 
 
@@ -133,9 +157,7 @@ def structure(arch: Architecture, seq_len: int) -> tuple[Node, ...]:
         )
     if top["other"]:
         nodes.append(Node("projections", "Projection", (seq_len, arch.hidden_size), top["other"]))
-    for block in arch.blocks:
-        pre_norm = block.stack == "decoder" or arch.norm == "rmsnorm"
-        nodes.extend(_block_nodes(block, seq_len, arch.hidden_size, pre_norm))
+    nodes.extend(_block_nodes(arch, seq_len))
     if top["norm"]:
         nodes.append(Node("final_norm", "Norm", (seq_len, arch.hidden_size), top["norm"]))
     nodes.append(Node("output", "Output", _output_shape(arch, seq_len), top["head"]))
@@ -144,7 +166,7 @@ def structure(arch: Architecture, seq_len: int) -> tuple[Node, ...]:
 
 def _head_rows(arch: Architecture) -> int | None:
     """Width of the classifier (its last head tensor's first dimension)."""
-    heads: list[Tensor] = [t for t in arch.tensors if t.role == "head" and len(t.shape) == 2]
+    heads: list[Tensor] = [t for t in arch.top_tensors if t.role == "head" and len(t.shape) == 2]
     return heads[-1].shape[0] if heads else None
 
 

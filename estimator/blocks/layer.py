@@ -134,12 +134,17 @@ class ModelParts:
 
     def layers(self, prefix: str, templates: list[LayerTemplate], first_index: int = 0) -> None:
         """Stamp out ``templates[i]`` as ``{prefix}{i}.*``; block indices continue across stacks."""
-        append = self.tensors.append
+        extend = self.tensors.extend
+        new = tuple.__new__  # Tensor's fields in order, without the keyword-parsing constructor
         for i, tpl in enumerate(templates):
             index = first_index + i
             head = f"{prefix}{i}."
-            for name, shape, role in tpl.tensors:
-                append(Tensor(head + name, shape, role, index))
+            extend(
+                [
+                    new(Tensor, (head + name, shape, role, index))
+                    for name, shape, role in tpl.tensors
+                ]
+            )
             self.blocks.append(
                 Block(
                     index=index,

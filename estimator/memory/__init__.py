@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from estimator.architecture import Architecture
-from estimator.memory.layers import linear_roles
+from estimator.memory.layers import block_slots
 from estimator.memory.overhead import context_bytes
 from estimator.memory.phases import BREAKDOWN_KEYS, MethodModel
 from estimator.memory.serving import kv_cache_bytes_per_sequence, serving_model
@@ -71,9 +71,9 @@ def method_models(
     arch: Architecture, workload: Workload, has_bf16: bool, split: ParameterSplit | None = None
 ) -> dict[str, MethodModel]:
     split = split or split_parameters(arch)
-    roles = linear_roles(arch)
+    slots = block_slots(arch)
     models = {
-        m: training_model(arch, split, workload, m, has_bf16, roles)
+        m: training_model(arch, split, workload, m, has_bf16, slots)
         for m in METHODS
         if m != "serve"
     }

@@ -274,33 +274,28 @@ def loss_bytes(arch: Architecture, tokens: int) -> int:
 
 def training_activations(
     arch: Architecture,
-    placements: Sequence[tuple[Block, Sequence[Placed]]],
+    placements: Sequence[tuple[Block, Sequence[Placed], int]],
     s: ActivationSettings,
     batch: int,
 ) -> Activations:
+    """Saved, loss and working bytes; ``placements`` lists each distinct layer once with its count."""
     tokens = batch * s.seq_len
     n = s.numerics
-    memo: dict[tuple[object, ...], float] = {}
-    per_layer = []
-    for b, p in placements:
-        # Blocks stamped from one template share these objects; ids avoid rehashing specs.
-        key = (id(p), id(b.attention), id(b.cross_attention), id(b.feed_forward), id(b.moe))
-        if key not in memo:
-            memo[key] = block_bytes_per_token(arch, b, p, s)
-        per_layer.append(memo[key])
-    largest = max(per_layer, default=0.0)
+    per_layer = [(block_bytes_per_token(arch, b, p, s), count) for b, p, count in placements]
+    largest = max((v for v, _ in per_layer), default=0.0)
+    layers = sum(count for _, count in per_layer)
     h = arch.hidden_size
-    ends = [placements[0], placements[-1]] if placements else []
-    widest = max((_widest(b) for b, _ in ends), default=h)
+    ends = [arch.blocks[0], arch.blocks[-1]] if arch.blocks else []
+    widest = max((_widest(b) for b in ends), default=h)
     # Gradient temporaries of backward through one layer: the incoming and
     # outgoing residual gradients plus two of the widest intermediate.
     grads = 2 * n.residual * h + 2 * n.compute * widest
     outside = outside_blocks_per_token(arch, s)
     if s.checkpointing:
-        saved = (len(per_layer) * n.residual * h + outside) * tokens
+        saved = (layers * n.residual * h + outside) * tokens
         working = (largest + grads) * tokens
     else:
-        saved = (sum(per_layer) + outside) * tokens
+        saved = (sum(v * count for v, count in per_layer) + outside) * tokens
         working = grads * tokens
     return Activations(int(saved), loss_bytes(arch, tokens), int(working))
 

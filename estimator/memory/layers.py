@@ -48,10 +48,18 @@ class Placed:
 
 
 def linear_roles(arch: Architecture) -> dict[int, list[tuple[str, TensorRole]]]:
-    """Roles of the linear weights of each block: block index -> [(tensor name, role)]."""
+    """Roles of the linear weights of each block: block index -> [(tensor name, role)].
+
+    Only the first block of each layer template is listed: blocks sharing a
+    template share their linears tuple, and ``placements`` places each once.
+    """
+    firsts: dict[int, int] = {}
+    for block in arch.blocks:
+        firsts.setdefault(id(block.linears), block.index)
+    wanted = set(firsts.values())
     roles: dict[int, list[tuple[str, TensorRole]]] = {}
     for tensor in arch.tensors:
-        if tensor.block is not None and tensor.name.endswith(".weight"):
+        if tensor.block in wanted and tensor.name.endswith(".weight"):
             roles.setdefault(tensor.block, []).append((tensor.name[: -len(".weight")], tensor.role))
     return roles
 
@@ -65,14 +73,39 @@ def _role_of(linear: Linear, roles: list[tuple[str, TensorRole]]) -> str:
     return "other"
 
 
-def place_block(
-    block: Block,
-    hidden: int,
-    roles: list[tuple[str, TensorRole]],
-    trainable: bool,
-    targets: frozenset[str] | None,
-) -> tuple[Placed, ...]:
-    """Slots for one block; ``targets`` None means every linear is adapted (all-linear)."""
+Slotted = tuple[tuple[Linear, Slot], ...]
+
+
+def block_slots(arch: Architecture) -> dict[int, Slotted]:
+    """Slots of every distinct layer's linears, keyed by ``id(block.linears)``.
+
+    Slots depend on the dataflow only, not on the method, so they are
+    derived once per plan and shared by the full, LoRA and QLoRA models.
+    """
+    roles = linear_roles(arch)
+    out: dict[int, Slotted] = {}
+    for block, _ in arch.block_groups:
+        key = id(block.linears)
+        if key not in out:
+            out[key] = slot_block(block, arch.hidden_size, roles.get(block.index, []))
+    return out
+
+
+def place(slotted: Slotted, trainable: bool, targets: frozenset[str] | None) -> tuple[Placed, ...]:
+    """The method's view of slotted linears; ``targets`` None adapts every linear (all-linear)."""
+    return tuple(
+        Placed(
+            lin,
+            slot,
+            trainable,
+            not trainable and (targets is None or _matches(lin.name, targets)),
+        )
+        for lin, slot in slotted
+    )
+
+
+def slot_block(block: Block, hidden: int, roles: list[tuple[str, TensorRole]]) -> Slotted:
+    """Where each linear of one block sits in the dataflow."""
     role_by_linear = [(lin, _role_of(lin, roles)) for lin in block.linears]
     attn = [lin for lin, role in role_by_linear if role == "attention"]
     cross = [lin for lin in attn if any(m in lin.name.lower() for m in _CROSS_MARKERS)]
@@ -81,7 +114,7 @@ def place_block(
     self_attn = [lin for lin in attn if lin not in cross]
     attn_out = _last_projecting_to(self_attn, hidden)
     cross_out = _last_projecting_to(cross, hidden)
-    placed: list[Placed] = []
+    slotted: list[tuple[Linear, Slot]] = []
     for lin, role in role_by_linear:
         slot: Slot
         if role == "router":
@@ -104,9 +137,8 @@ def place_block(
             slot = "attn_in" if lin.in_features == hidden else "attn_inner"
         else:
             slot = "other"
-        adapted = not trainable and (targets is None or _matches(lin.name, targets))
-        placed.append(Placed(lin, slot, trainable, adapted))
-    return tuple(placed)
+        slotted.append((lin, slot))
+    return tuple(slotted)
 
 
 def _last_projecting_to(linears: list[Linear], hidden: int) -> Linear | None:

@@ -99,14 +99,21 @@ class MethodModel:
     def largest_batch(self, limit: float, context: float) -> int:
         """Largest batch whose device bytes stay under ``limit``; 0 when batch 1 does not fit."""
         best: float = 1 << 20
-        for phase in self.phases:
-            fixed = phase.fixed() * (1 + self.reserve_static) + context
-            slope = phase.per_sample() * (1 + self.reserve_dynamic)
+        for reserved_fixed, slope in self._reserved_lines:
+            fixed = reserved_fixed + context
             if fixed > limit:
                 return 0
             if slope > 0:
                 best = min(best, (limit - fixed) / slope)
         return int(best)
+
+    @cached_property
+    def _reserved_lines(self) -> tuple[tuple[float, float], ...]:
+        """Per phase, reserved bytes as (fixed, per sample): computed once, used per card."""
+        return tuple(
+            (p.fixed() * (1 + self.reserve_static), p.per_sample() * (1 + self.reserve_dynamic))
+            for p in self.phases
+        )
 
     @cached_property
     def _split_parts(self) -> tuple[tuple[float, float, float, float], ...]:
@@ -142,6 +149,42 @@ class MethodModel:
                 fixed * (1 + self.reserve_static) + dyn * batch * (1 + self.reserve_dynamic),
             )
         return worst + context
+
+    def smallest_split(
+        self, limit: float, context: float, batch: int, max_cards: int
+    ) -> tuple[int, float] | None:
+        """Fewest cards (2..max_cards) whose busiest card stays under ``limit``, and its peak.
+
+        The busiest card's bytes are affine in its share of the layers, so the
+        largest share that fits is one division per phase and the card count
+        follows from it; the candidate is checked (and the next tried) so
+        rounding at the boundary cannot disagree with ``split_peak``.
+        """
+        layers = max(self.num_layers, 1)
+        share = float("inf")
+        for layer_fixed, other_fixed, acts, other_dyn in self._split_parts:
+            room = (
+                limit
+                - context
+                - other_fixed * (1 + self.reserve_static)
+                - other_dyn * batch * (1 + self.reserve_dynamic)
+            )
+            per_share = layer_fixed * (1 + self.reserve_static) + acts * batch * (
+                1 + self.reserve_dynamic
+            )
+            if room < 0:
+                return None
+            if per_share > 0:
+                share = min(share, room / per_share)
+        per_card = int(min(share * layers, layers))
+        if per_card < 1 and self.num_layers > 0:
+            return None
+        first = 2 if per_card < 1 else max(2, -(-self.num_layers // per_card))
+        for cards in range(max(2, first - 1), min(first + 1, max_cards) + 1):
+            peak = self.split_peak(cards, batch, context)
+            if peak <= limit:
+                return cards, peak
+        return None
 
 
 _LAYER_STATES: Final = frozenset(

@@ -8,10 +8,12 @@ tensors under 4096 elements in 32-bit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from estimator.architecture import Architecture, Tensor
+from estimator.architecture import Architecture
+from estimator.architecture import shape_numel as numel
 
 BNB_MIN_8BIT_SIZE: Final = 4096
 BNB_BLOCK: Final = 256
@@ -52,8 +54,14 @@ def step_temporary_bytes(
     return 12.0 * largest_numel if name == "adafactor" else 0.0
 
 
-def total_optimizer_bytes(tensors: tuple[Tensor, ...], name: str, state_bytes: int) -> float:
-    return sum(optimizer_bytes(name, t.shape, t.numel, state_bytes) for t in tensors)
+def total_optimizer_bytes(
+    shape_counts: Mapping[tuple[int, ...], int], name: str, state_bytes: int
+) -> float:
+    """Optimizer state of all tensors, computed once per distinct shape."""
+    return sum(
+        n * optimizer_bytes(name, shape, numel(shape), state_bytes)
+        for shape, n in shape_counts.items()
+    )
 
 
 @dataclass(frozen=True)
@@ -73,21 +81,23 @@ class ParameterSplit:
 
 
 def split_parameters(arch: Architecture) -> ParameterSplit:
-    total = 0
-    in_blocks = 0
-    largest = 0
-    for t in arch.tensors:
-        n = t.numel
-        total += n
-        if t.block is not None:
-            in_blocks += n
-        largest = max(largest, n)
+    total = arch.total_parameters
+    in_blocks = sum(b.parameters for b in arch.blocks)
+    largest = max((numel(shape) for shape in arch.shape_counts), default=0)
+    # Blocks stamped from one template share their linears tuple: walk each once.
+    per_template: dict[int, tuple[int, int]] = {}
     linears = 0
     largest_linear = 0
     for block in arch.blocks:
-        for lin in block.linears:
-            linears += lin.parameters
-            largest_linear = max(largest_linear, lin.in_features * lin.out_features)
+        key = id(block.linears)
+        if key not in per_template:
+            per_template[key] = (
+                sum(lin.parameters for lin in block.linears),
+                max((lin.in_features * lin.out_features for lin in block.linears), default=0),
+            )
+        params, widest = per_template[key]
+        linears += params
+        largest_linear = max(largest_linear, widest)
     vocab = arch.vocab_size * arch.hidden_size if _has_vocab_head(arch) else 0
     return ParameterSplit(total, in_blocks, linears, largest, largest_linear, vocab)
 

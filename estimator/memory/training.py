@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from estimator.architecture import Architecture, Block, TensorRole
+from estimator.architecture import Architecture, Block
 from estimator.memory.activations import Activations, ActivationSettings, training_activations
-from estimator.memory.layers import Placed, linear_roles, place_block
+from estimator.memory.layers import Placed, Slotted, block_slots, place
 from estimator.memory.numerics import Numerics, training_numerics
 from estimator.memory.phases import MethodModel, Phase, Term
 from estimator.memory.states import (
@@ -54,36 +54,32 @@ class _States:
     framework: float
 
 
+Placements = list[tuple[Block, tuple[Placed, ...], int]]
+
+
 def placements(
     arch: Architecture,
     trainable: bool,
     targets: frozenset[str] | None,
-    roles: dict[int, list[tuple[str, TensorRole]]] | None = None,
-) -> list[tuple[Block, tuple[Placed, ...]]]:
-    """Place the linears of every block, once per distinct layer template."""
-    roles = linear_roles(arch) if roles is None else roles
+    slots: dict[int, Slotted] | None = None,
+) -> Placements:
+    """Place the linears of each distinct layer: (first block, its placed linears, block count)."""
+    slots = block_slots(arch) if slots is None else slots
     cache: dict[int, tuple[Placed, ...]] = {}
-    out: list[tuple[Block, tuple[Placed, ...]]] = []
-    for block in arch.blocks:
+    out: Placements = []
+    for block, count in arch.block_groups:
         key = id(block.linears)
         if key not in cache:
-            cache[key] = place_block(
-                block, arch.hidden_size, roles.get(block.index, []), trainable, targets
-            )
-        out.append((block, cache[key]))
+            cache[key] = place(slots[key], trainable, targets)
+        out.append((block, cache[key], count))
     return out
 
 
-def _adapted_shapes(placed: list[tuple[Block, tuple[Placed, ...]]]) -> list[tuple[int, int, int]]:
-    """(in, out, copies) of every adapted linear; blocks sharing a template are counted once each."""
-    per_template: dict[int, int] = {}
-    groups: dict[int, tuple[Placed, ...]] = {}
-    for _, group in placed:
-        per_template[id(group)] = per_template.get(id(group), 0) + 1
-        groups[id(group)] = group
+def _adapted_shapes(placed: Placements) -> list[tuple[int, int, int]]:
+    """(in, out, copies) of every adapted linear, its copies multiplied by the blocks sharing it."""
     return [
-        (p.linear.in_features, p.linear.out_features, p.linear.copies * per_template[key])
-        for key, group in groups.items()
+        (p.linear.in_features, p.linear.out_features, p.linear.copies * count)
+        for _, group, count in placed
         for p in group
         if p.adapted
     ]
@@ -96,7 +92,7 @@ def _full_states(arch: Architecture, split: ParameterSplit, w: Workload, n: Nume
         weights=total * n.master,
         gradients=total * n.grad,
         gradients_top=(total - split.in_blocks) * n.grad,
-        optimizer=total_optimizer_bytes(arch.tensors, w.optimizer, n.state),
+        optimizer=total_optimizer_bytes(arch.shape_counts, w.optimizer, n.state),
         adapters=0.0,
         quantization=0.0,
         cache=cache,
@@ -212,13 +208,13 @@ def training_model(
     w: Workload,
     method: str,
     has_bf16: bool,
-    roles: dict[int, list[tuple[str, TensorRole]]] | None = None,
+    slots: dict[int, Slotted] | None = None,
 ) -> MethodModel:
     """Full fine-tune, LoRA or QLoRA as a ``MethodModel``."""
     n = training_numerics(w, method, has_bf16)
     full = method == "full"
     targets = None if w.all_linear else frozenset(w.lora_targets)
-    placed = placements(arch, full, targets, roles)
+    placed = placements(arch, full, targets, slots)
     settings = ActivationSettings(
         numerics=n,
         seq_len=w.seq_len,
