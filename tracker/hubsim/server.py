@@ -143,42 +143,38 @@ class HubHandler(BaseHTTPRequestHandler):
         return Response(206, headers, _Slice(response.body, start, end))
 
     def _drop(self, fault: Fault, kind: str, path: str) -> None:
+        """Status 0 in the log: the client got no answer at all."""
+        self.server.stats.record(
+            RequestRecord(self.command, path, kind, 0, 0, self.headers.get("Range"))
+        )
         if fault.action == "hang":
             self.server.stopping.wait(fault.seconds)
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.close_connection = True
-        self.server.stats.record(
-            RequestRecord(self.command, path, kind, 0, 0, self.headers.get("Range"))
-        )
 
     def _write(self, response: Response, kind: str, path: str, fault: Fault | None) -> None:
         body = response.body
+        record = RequestRecord(
+            self.command, path, kind, response.status, 0, self.headers.get("Range")
+        )
+        self.server.stats.record(record)
         self.send_response(response.status)
-        headers = {
-            "X-Request-Id": f"Root=1-hubsim-{next(self.server.request_ids):08x}",
-            **response.headers,
-        }
-        for name, value in headers.items():
+        request_id = f"Root=1-hubsim-{next(self.server.request_ids):08x}"
+        for name, value in {"X-Request-Id": request_id, **response.headers}.items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(body.size))
         self.end_headers()
-        sent = 0
         limit = fault.keep_bytes if fault is not None and fault.action == "truncate" else body.size
         try:
             if self.command != "HEAD":
                 for chunk in body.chunks(0, min(limit, body.size)):
+                    self.server.stats.add_bytes(record, len(chunk))
                     self.wfile.write(chunk)
-                    sent += len(chunk)
                 self.wfile.flush()
         except OSError:
             self.close_connection = True
         if limit < body.size:
             self.close_connection = True
-        self.server.stats.record(
-            RequestRecord(
-                self.command, path, kind, response.status, sent, self.headers.get("Range")
-            )
-        )
 
 
 class _Slice:

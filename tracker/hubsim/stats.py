@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
-@dataclass(frozen=True)
+@dataclass
 class RequestRecord:
-    """One answered request; ``bytes_sent`` counts body bytes only, not headers."""
+    """One answered request; ``bytes_sent`` counts body bytes only, not headers.
+
+    A record is logged before its response is written and its bytes are counted before
+    each chunk goes out, so a client that has read a response always finds it counted.
+    """
 
     method: str
     path: str
@@ -34,13 +38,17 @@ class Stats:
         with self._lock:
             self._records.append(record)
 
+    def add_bytes(self, record: RequestRecord, count: int) -> None:
+        with self._lock:
+            record.bytes_sent += count
+
     def reset(self) -> None:
         with self._lock:
             self._records.clear()
 
     def records(self, kind: str | None = None) -> list[RequestRecord]:
         with self._lock:
-            return [r for r in self._records if kind is None or r.kind == kind]
+            return [replace(r) for r in self._records if kind is None or r.kind == kind]
 
     def requests(self, kind: str | None = None) -> int:
         return len(self.records(kind))
