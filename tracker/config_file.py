@@ -55,6 +55,8 @@ class DaemonConfig:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     webhook_secret: str | None = None
+    public_url: str | None = None
+    """Where users reach the app (links in feeds and advisories); default http://host:port."""
 
 
 def parse_duration(value: object, where: str) -> float:
@@ -116,10 +118,13 @@ def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> 
             daemon.get("requests_per_second", 5.0), f"{source}: daemon.requests_per_second"
         ),
         lease_s=parse_duration(daemon.get("lease", 300), f"{source}: daemon.lease"),
-        hub_timeout_s=parse_duration(daemon.get("hub_timeout", 30), f"{source}: daemon.hub_timeout"),
+        hub_timeout_s=parse_duration(
+            daemon.get("hub_timeout", 30), f"{source}: daemon.hub_timeout"
+        ),
         host=str(server.get("host", DEFAULT_HOST)),
         port=_port(server.get("port", DEFAULT_PORT), f"{source}: server.port"),
         webhook_secret=secret,
+        public_url=None if server.get("public_url") is None else str(server["public_url"]),
     )
 
 

@@ -218,6 +218,7 @@ class Daemon:
         """The feeds app with our routers, or (feeds' app not installed) just our routers."""
         try:
             from feeds.app import create_app
+            from feeds.settings import PublishSettings
         except ImportError as exc:
             log.warning(
                 "feeds.app is not available (%s): serving only /healthz, /metrics and webhooks",
@@ -227,8 +228,13 @@ class Daemon:
             for router in self.routers():
                 app.include_router(router)
             return app
-        created: FastAPI = create_app(self.database, settings=self.settings, routers=self.routers())
+        public = PublishSettings(base_url=self.config.public_url or self.local_url)
+        created: FastAPI = create_app(self.database, settings=public, routers=self.routers())
         return created
+
+    @property
+    def local_url(self) -> str:
+        return f"http://{self.config.host}:{self.config.port}"
 
 
 def publisher() -> Publisher | None:

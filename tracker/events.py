@@ -19,7 +19,13 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from storage import RepoStatus, latest_revision, mark_missing_revisions, set_repo_status
+from storage import (
+    RepoStatus,
+    latest_revision,
+    mark_missing_revisions,
+    set_repo_status,
+    withdraw_advisories,
+)
 
 log = logging.getLogger("neurarch.events")
 
@@ -72,12 +78,14 @@ def status_changed(
 def history_checked(
     session: Session, repo_id: str, main_shas: Collection[str], *, now: datetime
 ) -> RepoEvent | None:
-    """Mark recorded revisions missing from main as off main; an event if any left."""
+    """Mark recorded revisions missing from main as off main and withdraw their advisories."""
     if latest_revision(session, repo_id) is None:
         return None
     gone = mark_missing_revisions(session, repo_id, main_shas, at=now)
     if not gone:
         return None
+    # Their advisories stay in the log, withdrawn: feeds keep stable ids.
+    withdraw_advisories(session, repo_id, gone, now)
     return RepoEvent(
         EventKind.FORCE_PUSH,
         repo_id,

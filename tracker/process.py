@@ -50,7 +50,7 @@ class Processed:
     previous_plan: dict[str, Any] | None
 
 
-Publisher = Callable[[Session, Processed], None]
+Publisher = Callable[[Session, Processed], object]
 """Writes advisories and outbox rows for a new revision, in the caller's transaction."""
 
 InTransaction = Callable[[Session], None]

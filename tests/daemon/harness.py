@@ -124,11 +124,21 @@ def caught_up(database: Database, emulator: HubEmulator, repos: Sequence[str]) -
     return True
 
 
-def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+def wait_for(
+    condition: Callable[[], bool],
+    timeout_s: float,
+    what: str,
+    processes: Sequence[DaemonProcess] = (),
+) -> None:
+    """Poll ``condition``; fail at once, with its log, if a daemon in ``processes`` died."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if condition():
             return
+        for process in processes:
+            if not process.alive():
+                tail = process.log.read_text(errors="replace")[-3000:]
+                raise AssertionError(f"daemon exited while waiting for {what}:\n{tail}")
         time.sleep(0.3)
     raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
 
@@ -142,7 +152,7 @@ def write_config(
     port: int,
     secret: str = "s3cret",
     workers: int = 3,
-    extra: str = "",
+    lease: str = "20s",
 ) -> Path:
     repo_lines = "\n".join(f'[[repos]]\nid = "{repo}"\n' for repo in repos)
     path.write_text(
@@ -160,9 +170,8 @@ tick = 0.3
 discovery = 1
 workers = {workers}
 requests_per_second = 500
-lease = "20s"
+lease = "{lease}"
 hub_timeout = "2s"
-{extra}
 
 [server]
 host = "127.0.0.1"

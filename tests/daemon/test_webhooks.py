@@ -18,10 +18,9 @@ from sqlalchemy import func, select
 from feeds.webhooks import PATH, create_webhook_router
 from storage import Database, poll_state
 from storage.models import WebhookEventRow
+from tests.daemon.harness import free_port
 from tracker.inbox import drain
 from tracker.pollstate import track
-
-from tests.daemon.harness import free_port
 
 SECRET = "hook-secret"
 SHA = "a" * 40
@@ -98,9 +97,7 @@ def test_head_sha_is_kept_from_the_raw_payload(database: Database, server: str) 
 
 
 def test_malformed_body_is_400_and_stores_nothing(database: Database, server: str) -> None:
-    response = httpx.post(
-        server, content=b'{"event": 1}', headers={"X-Webhook-Secret": SECRET}
-    )
+    response = httpx.post(server, content=b'{"event": 1}', headers={"X-Webhook-Secret": SECRET})
     assert response.status_code == 400
     assert stored(database) == 0
 

@@ -62,6 +62,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
         daemon = Daemon.open(local, config)
         daemon.track_configured()
+        app = daemon.build_app()
         daemon.start_background(publisher())
         base = f"http://127.0.0.1:{args.port}"
         print(f"Hub emulator: {endpoint} ({len(repos)} repos from {corpus})")
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         for repo in repos:
             print(f"              {base}/models/{repo.repo_id}")
         print("Ctrl-C to stop", flush=True)
-        daemon.serve(daemon.build_app())
+        daemon.serve(app)
     except OSError as exc:
         raise UsageError(f"cannot serve on 127.0.0.1:{args.port}: {exc}") from None
     finally:

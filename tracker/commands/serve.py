@@ -51,11 +51,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         workers=args.workers or config.workers,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
     try:
         daemon = Daemon.open(settings, config)
         daemon.track_configured()
     except StorageError as exc:
         raise UsageError(str(exc)) from None
+    app = daemon.build_app()
     daemon.start_background(publisher())
     print(
         f"neurarch-trace serving on http://{config.host}:{config.port} "
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         flush=True,
     )
     try:
-        daemon.serve(daemon.build_app())
+        daemon.serve(app)
     except OSError as exc:
         raise UsageError(str(exc)) from None
     return 0
