@@ -73,11 +73,11 @@ def render(
 ) -> bytes:
     """The feed document of ``advisories`` (newest first) in ``kind``."""
     feed = FeedGenerator()
-    feed.id(f"urn:neurarch-trace:feed:{self_path.rsplit('.', 1)[0]}")
+    feed.id(_xml(f"urn:neurarch-trace:feed:{self_path.rsplit('.', 1)[0]}"))
     feed.title(_xml(title))
     feed.description(_xml(f"{title}: revisions that changed behaviour or cost"))
-    feed.link(href=settings.url(page_path), rel="alternate")
-    feed.link(href=settings.url(self_path), rel="self")
+    feed.link(href=_xml(settings.url(page_path)), rel="alternate")
+    feed.link(href=_xml(settings.url(self_path)), rel="self")
     feed.language("en")
     feed.generator(settings.title)
     newest = max((a.modified for a in advisories), default=EPOCH)

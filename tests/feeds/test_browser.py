@@ -49,7 +49,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chro
 
 def no_alert(driver: webdriver.Chrome) -> bool:
     try:
-        driver.switch_to.alert
+        _ = driver.switch_to.alert
     except NoAlertPresentException:
         return True
     return False

@@ -88,3 +88,9 @@ def test_filters_keep_only_matching_advisories(client: httpx.Client, demo_site: 
     assert {e.id for e in parsed.entries} == {urn(i) for i in high}
     bad = client.get("/feeds/all.rss?min_severity=urgent")
     assert bad.status_code == 400 and "unknown severity 'urgent'" in bad.json()["detail"]
+
+
+def test_control_characters_in_a_feed_path_do_not_break_the_feed(client: httpx.Client) -> None:
+    response = client.get("/orgs/a%00%1b/feed.atom")
+    assert response.status_code == 200
+    assert not feedparser.parse(response.content).bozo
