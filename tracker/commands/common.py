@@ -23,13 +23,17 @@ def user_errors() -> Iterator[None]:
         raise UsageError(str(exc)) from exc
 
 
-def open_storage(settings: Settings) -> Database:
-    """The configured database, migrated to the current schema (SQLite's folder created)."""
+@contextmanager
+def open_storage(settings: Settings) -> Iterator[Database]:
+    """The configured database, migrated to the current schema, closed when the block ends."""
     if settings.database_url.startswith("sqlite:///"):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     database = open_database(settings.database_url)
-    database.migrate()
-    return database
+    try:
+        database.migrate()
+        yield database
+    finally:
+        database.close()
 
 
 def resolve_sha(database: Database, repo_id: str, prefix: str) -> str:

@@ -34,19 +34,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     with user_errors():
         repo_id = validate_repo_id(args.repo)
-        database = open_storage(settings)
-        old_sha = resolve_sha(database, repo_id, args.old)
-        new_sha = resolve_sha(database, repo_id, args.new)
-        with database.read_session() as session:
-            old, new = (
-                stored_content(session, repo_id, old_sha),
-                stored_content(session, repo_id, new_sha),
-            )
-            plans = diff_plans(
-                plan_at(session, repo_id, old_sha), plan_at(session, repo_id, new_sha)
-            )
-            changes = by_severity(diff_revisions(old, new) + plans)
-        database.close()
+        with open_storage(settings) as database:
+            old_sha = resolve_sha(database, repo_id, args.old)
+            new_sha = resolve_sha(database, repo_id, args.new)
+            with database.read_session() as session:
+                old, new = (
+                    stored_content(session, repo_id, old_sha),
+                    stored_content(session, repo_id, new_sha),
+                )
+                plans = diff_plans(
+                    plan_at(session, repo_id, old_sha), plan_at(session, repo_id, new_sha)
+                )
+                changes = by_severity(diff_revisions(old, new) + plans)
     if args.json:
         print_json(
             {

@@ -28,15 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     with user_errors():
         repo_id = validate_repo_id(args.repo)
-        database = open_storage(settings)
-        with database.read_session() as session:
+        with open_storage(settings) as database, database.read_session() as session:
             log = revision_log(session, repo_id)
             if not log:
                 raise NotTracked(f"{repo_id}: no revisions recorded; run 'neurarch-trace track'")
             entries = [
                 (stored, changes_of(session, repo_id, stored.revision.sha)) for stored in log
             ]
-        database.close()
     if args.json:
         print_json(
             [

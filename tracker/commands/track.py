@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from storage import ensure_repo
 from tracker.backfill import backfill
 from tracker.commands.common import open_storage, user_errors
 from tracker.hub import Hub
@@ -27,13 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     with user_errors():
         repo_id = validate_repo_id(args.repo)
-        database = open_storage(settings)
-        hub = Hub.from_settings(settings)
-        with database.session() as session:
-            ensure_repo(session, repo_id)
-        # Without --backfill only the head is recorded: the history before it is not walked.
-        report = backfill(database, hub, repo_id, progress=True, newest_only=not args.backfill)
-        database.close()
+        with open_storage(settings) as database:
+            hub = Hub.from_settings(settings)
+            # Without --backfill only the head is recorded: the history before it is not walked.
+            report = backfill(database, hub, repo_id, progress=True, newest_only=not args.backfill)
     print(
         f"{repo_id}: {report.recorded} new revisions recorded "
         f"({report.revisions} on main, {report.changes} changes) in {report.seconds:.1f}s"

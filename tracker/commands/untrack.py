@@ -21,11 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     with user_errors():
         repo_id = validate_repo_id(args.repo)
-        database = open_storage(settings)
-        with database.session() as session:
-            was_tracked = untrack(session, repo_id)
-        database.close()
-        if not was_tracked:
-            raise NotTracked(f"{repo_id} is not being tracked")
+        with open_storage(settings) as database:
+            with database.session() as session:
+                was_tracked = untrack(session, repo_id)
+            if not was_tracked:
+                raise NotTracked(f"{repo_id} is not being tracked")
     print(f"{repo_id}: no longer tracked (its history is kept)")
     return 0
