@@ -3,6 +3,8 @@
 The estimator is pure; this adapter feeds it the revision's parsed config
 and turns its refusals into a recorded change (a config the estimator cannot
 read is a finding about that revision, not a reason to lose the revision).
+The weight manifest goes along when every safetensors header was read, so
+the plan can compare its parameter count with the checkpoint's.
 """
 
 from __future__ import annotations
@@ -20,19 +22,8 @@ def estimate(content: RevisionContent) -> tuple[dict[str, Any] | None, Change | 
     config = content.value("config.json")
     if not isinstance(config, dict):
         return None, None
-    plan = getattr(estimator, "plan", None)
-    if plan is None:
-        return None, Change(
-            "estimate",
-            "config.json",
-            "estimate_unavailable",
-            None,
-            None,
-            Severity.INFO,
-            "no estimate: this build's estimator has no plan() yet",
-        )
     try:
-        result = plan(config)
+        result = estimator.plan(config, manifest=_manifest(content))
     except EstimateError as exc:
         return None, Change(
             "estimate",
@@ -45,6 +36,16 @@ def estimate(content: RevisionContent) -> tuple[dict[str, Any] | None, Change | 
         )
     document: dict[str, Any] = result.to_json()
     return document, None
+
+
+def _manifest(content: RevisionContent) -> estimator.WeightManifest | None:
+    """The weights' tensors, when every safetensors header of the revision was read."""
+    manifest = content.snapshot.manifest
+    if not manifest or not manifest.get("tensors"):
+        return None
+    if any(h.get("error") for h in manifest.get("headers", {}).values()):
+        return None
+    return estimator.WeightManifest.from_headers([manifest["tensors"]])
 
 
 __all__ = ["estimate"]

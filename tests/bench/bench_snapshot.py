@@ -23,13 +23,14 @@ from urllib.parse import unquote
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
-from storage import open_database, snapshot_at  # noqa: E402
+from storage import Database, open_database, snapshot_at  # noqa: E402
 from tracker.artifacts import artifact_for  # noqa: E402
 from tracker.backfill import backfill  # noqa: E402
 from tracker.diff.files import is_unsafe_path, suffix  # noqa: E402
 from tracker.errors import ArtifactError  # noqa: E402
 from tracker.hub import Hub  # noqa: E402
-from tracker.hubsim import HubEmulator  # noqa: E402
+from tracker.hubsim import HubEmulator, estimator_tensor_shapes  # noqa: E402
+from tracker.hubsim.stats import RequestRecord  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 NAIVE_LIMIT = 64 * 1024 * 1024
@@ -63,7 +64,7 @@ def resolve_parts(path: str) -> tuple[str, str, str] | None:
 
 
 def main() -> int:
-    emulator = HubEmulator(CORPUS)
+    emulator = HubEmulator(CORPUS, tensor_shapes=estimator_tensor_shapes)
     url = emulator.start()
     hub = Hub(url, max_retries=0)
     repos = sorted(emulator.repo_ids())
@@ -103,23 +104,23 @@ def main() -> int:
     return 0 if ok else 1
 
 
-def fetch_checks(database: object, records: list[object]) -> tuple[int, int]:
+def fetch_checks(database: Database, records: list[RequestRecord]) -> tuple[int, int]:
     """(content keys downloaded more than once, safetensors reads that went past the header)."""
     full_gets: Counter[tuple[str, str]] = Counter()
     header_bytes: Counter[tuple[str, str, str]] = Counter()
     body = 0
-    with database.read_session() as session:  # type: ignore[attr-defined]
+    with database.read_session() as session:
         for record in records:
-            parts = resolve_parts(record.path)  # type: ignore[attr-defined]
-            if parts is None or record.method != "GET":  # type: ignore[attr-defined]
+            parts = resolve_parts(record.path)
+            if parts is None or record.method != "GET":
                 continue
             repo, sha, path = parts
             entry = next(f for f in snapshot_at(session, repo, sha).files if f.path == path)
             if suffix(path) == ".safetensors":
-                header_bytes[parts] += record.bytes_sent  # type: ignore[attr-defined]
-                body += record.range is None  # type: ignore[attr-defined]
+                header_bytes[parts] += record.bytes_sent
+                body += record.range is None
                 body += header_bytes[parts] >= entry.size > 0
-            elif record.range is None:  # type: ignore[attr-defined]
+            elif record.range is None:
                 full_gets[(repo, entry.content_key)] += 1
     return sum(1 for n in full_gets.values() if n > 1), body
 

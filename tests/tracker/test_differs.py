@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
+import estimator
 from storage.records import FileEntry, Severity
 from tracker.artifacts import ArtifactParseError, artifact_for, parse_json
 from tracker.diff.chat_template import diff_chat_templates, render_probes
@@ -16,6 +17,7 @@ from tracker.diff.common import DiffContext
 from tracker.diff.files import diff_files, is_unsafe_path
 from tracker.diff.json_diff import diff_json
 from tracker.diff.manifest import diff_manifests, total_scalars
+from tracker.diff.plan_delta import diff_plans
 from tracker.diff.tokenizer import diff_tokenizers, parse_tokenizer
 
 
@@ -282,3 +284,20 @@ def test_manifest_diff_names_reshaped_tensors_scalars_and_missing_shards() -> No
     assert kinds["tensors_reshaped"].new == {"w": [4, 8]}
     assert kinds["dtype_changed"].old == {"w": "BF16"}
     assert kinds["shard_missing"].path == "sub/b.safetensors"
+
+
+def test_plan_delta_words_parameters_and_card_batches_with_numbers() -> None:
+    config = json.loads(
+        (Path(__file__).parents[1] / "data/configs/llama-3.2-1b/config.json").read_text()
+    )
+    old = estimator.plan(config).to_json()
+    new = estimator.plan({**config, "num_hidden_layers": config["num_hidden_layers"] * 2}).to_json()
+    changes = diff_plans(old, new)
+    params = next(c for c in changes if c.kind == "parameters_changed")
+    assert (params.old, params.new) == (old["parameters"]["total"], new["parameters"]["total"])
+    assert params.new > params.old
+    assert f"parameters {params.old:,} -> {params.new:,}" == params.message
+    batches = [c for c in changes if c.kind in {"largest_batch_changed", "no_longer_fits"}]
+    assert batches, [c.message for c in changes]
+    assert all(isinstance(c.old, int) and isinstance(c.new, int) for c in batches)
+    assert any(c.message.startswith("serving largest batch on T4:") for c in batches)
