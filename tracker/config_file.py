@@ -55,6 +55,8 @@ class DaemonConfig:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     webhook_secret: str | None = None
+    instance: str | None = None
+    """This instance's name in lease owners; unique per database (default host:port)."""
     public_url: str | None = None
     """Where users reach the app (links in feeds and advisories); default http://host:port."""
 
@@ -124,6 +126,7 @@ def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> 
         host=str(server.get("host", DEFAULT_HOST)),
         port=_port(server.get("port", DEFAULT_PORT), f"{source}: server.port"),
         webhook_secret=secret,
+        instance=_instance(daemon.get("instance"), f"{source}: daemon.instance"),
         public_url=None if server.get("public_url") is None else str(server["public_url"]),
     )
 
@@ -157,6 +160,14 @@ def _repo(entry: Any, index: int, source: str) -> RepoConfig:
         repo_id=repo_id,
         interval_s=None if interval is None else parse_duration(interval, f"{where}.interval"),
     )
+
+
+def _instance(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or "/" in value:
+        raise ConfigFileError(f"{where}: expected a non-empty name without '/', got {value!r}")
+    return value
 
 
 def _positive_int(value: Any, where: str) -> int:

@@ -39,7 +39,7 @@ from tracker.discovery import Discovery, HeadProbe
 from tracker.hub import Hub
 from tracker.inbox import drain
 from tracker.metrics import DaemonMetrics
-from tracker.pollstate import record_last_modified, track, watermark
+from tracker.pollstate import record_last_modified, release_previous, track, watermark
 from tracker.process import Publisher
 from tracker.ratelimit import RateLimiter, install
 from tracker.scheduler import Ticker
@@ -61,7 +61,7 @@ class Daemon:
     config: DaemonConfig
     database: Database
     metrics: DaemonMetrics = field(default_factory=DaemonMetrics)
-    instance: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    instance: str = ""
     stop_event: threading.Event = field(default_factory=threading.Event)
     _workers: list[threading.Thread] = field(default_factory=list)
     _ticker: Ticker | None = None
@@ -73,6 +73,9 @@ class Daemon:
         database = open_database(settings.database_url)
         database.migrate()
         return cls(settings=settings, config=config, database=database)
+
+    def __post_init__(self) -> None:
+        self.instance = self.instance or self.config.instance or default_instance(self.config)
 
     def track_configured(self) -> None:
         """Follow every repo of the config file (intervals as configured)."""
@@ -89,6 +92,9 @@ class Daemon:
             observers=(self.metrics.observe_response,),
         )
         self.metrics.watch_storage(self.database, utc_now)
+        freed = release_previous(self.database, self.instance)
+        if freed:
+            log.warning(json.dumps({"event": "leases_recovered", "count": freed}))
         policy = WorkerPolicy(
             interval_s=self.config.interval_s,
             max_backoff_s=self.config.max_backoff_s,
@@ -103,7 +109,7 @@ class Daemon:
                     timeout=self.config.hub_timeout_s,
                 ),
                 HeadProbe(self.settings.hf_endpoint, self.settings.hf_token),
-                owner=f"{self.instance}/{index}",
+                owner=f"{self.instance}/{index}/{os.getpid()}",
                 policy=policy,
                 metrics=self.metrics,
                 clock=utc_now,
@@ -237,6 +243,11 @@ class Daemon:
         return f"http://{self.config.host}:{self.config.port}"
 
 
+def default_instance(config: DaemonConfig) -> str:
+    """host:port: stable across restarts, distinct between instances on one host."""
+    return f"{socket.gethostname()}:{config.port}"
+
+
 def publisher() -> Publisher | None:
     """The advisory/outbox writer from feeds, if the publishing side is installed."""
     try:
@@ -247,4 +258,4 @@ def publisher() -> Publisher | None:
     return publish_revision  # type: ignore[no-any-return]
 
 
-__all__ = ["Daemon", "publisher", "utc_now"]
+__all__ = ["Daemon", "default_instance", "publisher", "utc_now"]

@@ -143,6 +143,23 @@ def release(database: Database, claim: Claim) -> None:
         release_lease(session, claim.repo_id, claim.owner)
 
 
+def release_previous(database: Database, instance: str) -> int:
+    """Free the leases an earlier run of ``instance`` left behind (killed, not stopped).
+
+    Owners are ``INSTANCE/WORKER/PID``: a restarted instance takes its repos
+    back at once instead of waiting for their leases to expire. Instances
+    sharing a database need distinct names (the default, host:port, is).
+    """
+    with database.session() as session:
+        result = session.execute(
+            update(PollStateRow)
+            .where(PollStateRow.lease_owner.startswith(f"{instance}/", autoescape=True))
+            .values(lease_owner=None, lease_expires_at=None)
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(result, "rowcount", 0))
+
+
 def watermark(session: Session) -> datetime | None:
     """The newest Hub lastModified recorded for a tracked repo (where discovery resumes)."""
     stamps = [s.last_modified for s in poll_states(session) if s.last_modified is not None]
@@ -169,6 +186,7 @@ __all__ = [
     "fail",
     "record_last_modified",
     "release",
+    "release_previous",
     "renew",
     "track",
     "watermark",

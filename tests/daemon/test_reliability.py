@@ -211,7 +211,7 @@ def test_kill_9_during_backfill_ends_in_the_fault_free_state(
         for _ in range(KILLS):
             process = DaemonProcess(config, tmp_path / f"run-{len(processes)}.log").start()
             processes.append(process)
-            time.sleep(rng.uniform(1.5, 3.5))
+            time.sleep(rng.uniform(2.0, 4.5))
             process.kill()
             cut_at.append(total_revisions(capture(database)))
         final = DaemonProcess(config, tmp_path / "final.log").start()
