@@ -124,7 +124,8 @@ def take_snapshot(
         manifest=manifest,
         card=card,
     )
-    return SnapshotResult(snapshot, fetched, tuple(problems), parse_cache or {})
+    cache = {} if parse_cache is None else parse_cache
+    return SnapshotResult(snapshot, fetched, tuple(problems), cache)
 
 
 def _plausible(entry: FileEntry) -> FileEntry:
