@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 
-from feeds.http import conditional
+from feeds.http import conditional, entity_tag
 from feeds.state import AppState
 from feeds.syndication import MEDIA_TYPES, FeedFilter, FeedFilterError, Format, render
-from storage.publishing import advisories_for
+from storage.publishing import advisories_for, log_version
 
 ArtifactParam = Annotated[str | None, Query(description="keep advisories that changed it")]
 SeverityParam = Annotated[str | None, Query(description="info, low, moderate, high, critical")]
@@ -34,25 +35,29 @@ def router(state: AppState) -> APIRouter:
         except FeedFilterError as exc:
             raise HTTPException(400, str(exc)) from None
         with state.database.read_session() as session:
-            page = advisories_for(
-                session,
-                repo_id=repo_id,
-                org=org,
-                artifact=wanted.artifact,
-                min_severity=wanted.min_severity,
-                limit=state.settings.feed_entries,
-            )
-        found = page.advisories
-        body = render(
-            found,
-            kind=kind,
-            title=title,
-            self_path=request.url.path,
-            page_path=page_path,
-            settings=state.settings,
-        )
-        newest = max((a.modified for a in found), default=None)
-        return conditional(request, body, MEDIA_TYPES[kind], newest)
+
+            def rendered() -> tuple[bytes, datetime | None, str]:
+                found = advisories_for(
+                    session,
+                    repo_id=repo_id,
+                    org=org,
+                    artifact=wanted.artifact,
+                    min_severity=wanted.min_severity,
+                    limit=state.settings.feed_entries,
+                ).advisories
+                body = render(
+                    found,
+                    kind=kind,
+                    title=title,
+                    self_path=request.url.path,
+                    page_path=page_path,
+                    settings=state.settings,
+                )
+                return body, max((a.modified for a in found), default=None), entity_tag(body)
+
+            key = ("feed", request.url.path, wanted)
+            body, newest, etag = state.cache.get(key, log_version(session), rendered)
+        return conditional(request, body, MEDIA_TYPES[kind], newest, etag)
 
     @api.get("/models/{org}/{name}/feed.{kind}", response_class=Response)
     def model_feed(

@@ -14,11 +14,20 @@ from email.utils import format_datetime, parsedate_to_datetime
 from fastapi import Request, Response
 
 
+def entity_tag(body: bytes) -> str:
+    """The strong ETag of ``body``."""
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
 def conditional(
-    request: Request, body: bytes, media_type: str, last_modified: datetime | None
+    request: Request,
+    body: bytes,
+    media_type: str,
+    last_modified: datetime | None,
+    etag: str | None = None,
 ) -> Response:
     """``body`` with validators, or an empty 304 if the client's copy is current."""
-    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    etag = etag or entity_tag(body)
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if last_modified is not None:
         headers["Last-Modified"] = format_datetime(last_modified.astimezone(UTC), usegmt=True)
@@ -44,4 +53,4 @@ def _not_modified(request: Request, etag: str, last_modified: datetime | None) -
     return last_modified.replace(microsecond=0) <= moment
 
 
-__all__ = ["conditional"]
+__all__ = ["conditional", "entity_tag"]

@@ -23,7 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from feeds.http import conditional
 from feeds.osv import HUB, osv_document, timestamp
 from feeds.state import AppState
-from storage.publishing import InvalidCursor, advisories_for, advisory_by_id, modified_index
+from storage.publishing import (
+    AdvisoryPage,
+    InvalidCursor,
+    advisories_for,
+    advisory_by_id,
+    log_version,
+    modified_index,
+)
 
 PURL_PREFIX = "pkg:huggingface/"
 
@@ -65,9 +72,9 @@ def router(state: AppState) -> APIRouter:
     api = APIRouter(tags=["osv"])
 
     @api.post("/v1/query")
-    def query(body: Annotated[Query, Body()]) -> JSONResponse:
+    def query(body: Annotated[Query, Body()]) -> Response:
         """Advisories matching one query, a page at a time (resend with ``page_token``)."""
-        return JSONResponse(_run(state, body, full=True, size=state.settings.query_page_size))
+        return _json(_run(state, body, full=True, size=state.settings.query_page_size))
 
     @api.post("/v1/querybatch")
     def querybatch(body: Annotated[BatchQuery, Body()]) -> JSONResponse:
@@ -77,7 +84,9 @@ def router(state: AppState) -> APIRouter:
         results = []
         for index, item in enumerate(body.queries):
             try:
-                results.append(_run(state, item, full=False, size=state.settings.batch_page_size))
+                results.append(
+                    json.loads(_run(state, item, full=False, size=state.settings.batch_page_size))
+                )
             except OsvError as exc:
                 raise OsvError(f"error in query at index {index}: {exc.message}") from None
         return JSONResponse({"results": results} if results else {})
@@ -119,7 +128,12 @@ def router(state: AppState) -> APIRouter:
     return api
 
 
-def _run(state: AppState, query: Query, *, full: bool, size: int) -> dict[str, Any]:
+def _json(encoded: bytes) -> Response:
+    return Response(encoded, media_type="application/json")
+
+
+def _run(state: AppState, query: Query, *, full: bool, size: int) -> bytes:
+    """The encoded result of one query, rendered once per advisory-log version."""
     repo_id, version = _package(query)
     if query.commit is not None and version is not None:
         raise OsvError("invalid query")
@@ -127,14 +141,24 @@ def _run(state: AppState, query: Query, *, full: bool, size: int) -> dict[str, A
     if repo_id is None and commit is None:
         raise OsvError("invalid query")
     if repo_id == "":
-        return {}
-    try:
-        with state.database.read_session() as session:
-            page = advisories_for(
-                session, repo_id=repo_id, commit=commit, cursor=query.page_token, limit=size
-            )
-    except InvalidCursor:
-        raise OsvError("invalid cursor") from None
+        return b"{}"
+    key = (query.model_dump_json(), full, size)
+    with state.database.read_session() as session:
+
+        def answer() -> bytes:
+            try:
+                page = advisories_for(
+                    session, repo_id=repo_id, commit=commit, cursor=query.page_token, limit=size
+                )
+            except InvalidCursor:
+                raise OsvError("invalid cursor") from None
+            return json.dumps(_result(page, full), separators=(",", ":")).encode()
+
+        encoded: bytes = state.cache.get(key, log_version(session), answer)
+        return encoded
+
+
+def _result(page: AdvisoryPage, full: bool) -> dict[str, Any]:
     vulns = [
         osv_document(a) if full else {"id": a.id, "modified": timestamp(a.modified)}
         for a in page.advisories

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from feeds.cache import RenderCache
 from feeds.settings import PublishSettings
 from storage import Database
 
@@ -12,6 +14,7 @@ from storage import Database
 class AppState:
     database: Database
     settings: PublishSettings
+    cache: RenderCache[Any] = field(default_factory=RenderCache)
 
 
 __all__ = ["AppState"]

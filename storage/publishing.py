@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, exists, or_, select, update
+from sqlalchemy import Select, and_, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from storage.dialect import insert_ignoring_duplicates
@@ -184,6 +184,14 @@ def last_modified(session: Session) -> datetime | None:
     return newest
 
 
+def log_version(session: Session) -> tuple[int, datetime | None]:
+    """(advisory count, newest modification): changes whenever the advisory log does."""
+    count, newest = session.execute(
+        select(func.count(AdvisoryRow.id), func.max(AdvisoryRow.modified))
+    ).one()
+    return int(count), newest
+
+
 def model_summaries(session: Session) -> list[ModelSummary]:
     """Every tracked repo with its newest on-main revision and that revision's stored plan."""
     repos = session.scalars(select(RepoRow).where(RepoRow.tracked).order_by(RepoRow.repo_id)).all()
@@ -314,6 +322,7 @@ __all__: Sequence[str] = [
     "advisory_by_id",
     "insert_advisory",
     "last_modified",
+    "log_version",
     "model_page",
     "model_summaries",
     "modified_index",
