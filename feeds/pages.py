@@ -42,7 +42,15 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.globals.update(view=view, timestamp=timestamp)
+    env.filters["md"] = markdown_text
     return env
+
+
+def markdown_text(text: object) -> str:
+    """Stored text made safe to paste into Markdown: one line, HTML-significant characters as
+    entities, so a renderer that passes raw HTML through still shows ``<script>`` as text."""
+    line = " ".join(str(text).split())
+    return line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def router(state: AppState) -> APIRouter:

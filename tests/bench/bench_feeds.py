@@ -84,10 +84,7 @@ def load(base: str, method: str, path: str, seconds: float, clients: int) -> tup
         with httpx.Client(base_url=base, timeout=30) as client:
             for _ in range(MAX_REQUESTS_PER_CLIENT):
                 started = time.perf_counter()
-                if method == "POST":
-                    response = client.post(path, json=QUERY)
-                else:
-                    response = client.get(path)
+                response = client.post(path, json=QUERY) if method == "POST" else client.get(path)
                 latencies[index].append(time.perf_counter() - started)
                 if response.status_code != 200:
                     raise SystemExit(f"{path}: HTTP {response.status_code}")

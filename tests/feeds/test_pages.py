@@ -120,3 +120,8 @@ def test_openapi_documents_the_osv_and_feed_paths(client: httpx.Client) -> None:
         "/feeds/all.{kind}",
     ):
         assert path in paths
+
+
+def test_markdown_twin_shows_stored_markup_as_entities(client: httpx.Client) -> None:
+    text = client.get(f"/models/{HOSTILE_REPO}.md").text
+    assert HOSTILE not in text and "&lt;script&gt;alert(1)&lt;/script&gt; extend context" in text
