@@ -1,0 +1,86 @@
+"""``neurarch-trace demo`` and ``serve`` as a user runs them: real processes, real ports."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from storage import open_database, revisions, tracked_repos
+from tracker.demo import HISTORIES
+from tracker.hubsim import HubEmulator
+
+from tests.daemon.harness import REPO_ROOT, free_port
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tracker.cli", *args],
+        cwd=REPO_ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_demo_backfills_every_shipped_repo_and_reports_done(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "NEURARCH_DATA_DIR": str(tmp_path)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tracker.cli", "demo", "--port", str(port)],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        health: dict[str, object] = {}
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and health.get("backfill") != "done":
+            time.sleep(0.5)
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz").json()
+            except httpx.HTTPError:
+                continue
+        assert health.get("backfill") == "done", health
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+        assert process.returncode == 0, output
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert f"http://127.0.0.1:{port}/" in output
+    expected = HubEmulator(HISTORIES)
+    database = open_database(f"sqlite:///{tmp_path / 'demo.db'}")
+    try:
+        with database.read_session() as session:
+            tracked = [r.repo_id for r in tracked_repos(session)]
+            assert tracked == expected.repo_ids()
+            for repo_id in tracked:
+                stored = {r.sha for r in revisions(session, repo_id)}
+                assert stored == {c.sha for c in expected.history(repo_id)}
+    finally:
+        database.close()
+
+
+def test_serve_with_a_bad_config_exits_2_with_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text('[daemon]\ninterval = "soon"\n', encoding="utf-8")
+    result = run_cli("--config", str(config), "serve")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "daemon.interval" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_serve_rejects_a_bad_repo_id_before_starting(tmp_path: Path) -> None:
+    env = {"NEURARCH_DATA_DIR": str(tmp_path)}
+    result = run_cli("serve", "--track", "not a repo", env=env)
+    assert result.returncode == 2
+    assert "not a repo" in result.stderr and "Traceback" not in result.stderr
