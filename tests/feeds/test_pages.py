@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 import estimator
+from feeds import PublishSettings, create_app
 from storage import latest_revision, plan_at
 from tests.conftest import REPO_ROOT
-from tests.feeds.conftest import Site
+from tests.feeds.conftest import ServerThread, Site
 from tests.feeds.populate import HOSTILE, HOSTILE_REPO
 from tracker.demo import HISTORIES
 
@@ -125,3 +127,21 @@ def test_openapi_documents_the_osv_and_feed_paths(client: httpx.Client) -> None:
 def test_markdown_twin_shows_stored_markup_as_entities(client: httpx.Client) -> None:
     text = client.get(f"/models/{HOSTILE_REPO}.md").text
     assert HOSTILE not in text and "&lt;script&gt;alert(1)&lt;/script&gt; extend context" in text
+
+
+def test_model_page_shows_the_benchmarks_last_score_when_it_exists(
+    demo_site: Site, tmp_path: Path
+) -> None:
+    accuracy = tmp_path / "accuracy.json"
+    accuracy.write_text(json.dumps({"median_abs_error_pct": 7.5, "runs": 41, "rows": [1, 2]}))
+    server = ServerThread()
+    settings = PublishSettings(base_url=server.url, accuracy_path=accuracy)
+    with (
+        server.mount(create_app(demo_site.database, settings=settings)),
+        httpx.Client(base_url=server.url) as client,
+    ):
+        scored = client.get(f"/models/{HOSTILE_REPO}").text
+        accuracy.unlink()
+        unscored = client.get(f"/models/{HOSTILE_REPO}").text
+    assert "As its benchmark last scored it: median_abs_error_pct 7.5, runs 41" in scored
+    assert "not yet measured" in unscored and "not yet measured" not in scored
