@@ -255,7 +255,7 @@ def publisher() -> Publisher | None:
     except ImportError:
         log.warning("feeds.publish is not available: revisions are recorded without advisories")
         return None
-    return publish_revision  # type: ignore[no-any-return]
+    return publish_revision
 
 
 __all__ = ["Daemon", "default_instance", "publisher", "utc_now"]

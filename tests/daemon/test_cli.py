@@ -12,10 +12,9 @@ from pathlib import Path
 import httpx
 
 from storage import open_database, revisions, tracked_repos
+from tests.daemon.harness import REPO_ROOT, free_port
 from tracker.demo import HISTORIES
 from tracker.hubsim import HubEmulator
-
-from tests.daemon.harness import REPO_ROOT, free_port
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

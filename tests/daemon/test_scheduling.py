@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.daemon.harness import REPO_ROOT
 from tracker.config_file import ConfigFileError, load_daemon_config, parse_daemon_config
 from tracker.ratelimit import RateLimiter, pause_from_headers
 from tracker.scheduler import (
@@ -18,8 +19,6 @@ from tracker.scheduler import (
     next_check_after_failure,
     next_check_after_success,
 )
-
-from tests.daemon.harness import REPO_ROOT
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
