@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime, timedelta
 
+import feedparser
+import httpx
 import pytest
 
-from feeds import build_advisory, osv_document
+from feeds import PublishSettings, build_advisory, create_app, osv_document
 from storage import Database, record_revision
 from storage.publishing import (
     InvalidCursor,
@@ -19,6 +21,7 @@ from storage.publishing import (
     withdraw_advisory,
 )
 from storage.records import Advisory, Change, Revision, Severity, Snapshot, StoredRevision
+from tests.feeds.conftest import ServerThread
 
 START = datetime(2024, 6, 1, tzinfo=UTC)
 
@@ -123,3 +126,29 @@ def test_filters_by_org_artifact_severity_and_commit(database: Database) -> None
         page = model_page(session, "org/one")
     assert [e.advisory_id for e in page.history] == [one[1].id, one[0].id, None]
     assert page.history[0].changes[0].artifact == "tokenizer"
+
+
+def test_a_withdrawn_advisory_is_served_withdrawn_everywhere(database: Database) -> None:
+    first, second = history(
+        database, "org/one", [("config", Severity.HIGH), ("tokenizer", Severity.MODERATE)]
+    )
+    with database.session() as session:
+        insert_advisory(session, first)
+        insert_advisory(session, second)
+    server = ServerThread()
+    app = create_app(database, settings=PublishSettings(base_url=server.url))
+    with server.mount(app), httpx.Client(base_url=server.url) as client:
+        before = client.get("/feeds/all.atom")
+        with database.session() as session:
+            withdraw_advisory(session, first.id, START + timedelta(days=2))
+        vuln = client.get(f"/v1/vulns/{first.id}").json()
+        feed = feedparser.parse(client.get("/feeds/all.atom").content)
+        index = client.get("/osv/modified_id.csv").text.splitlines()
+        revalidated = client.get(
+            "/feeds/all.atom", headers={"If-None-Match": before.headers["etag"]}
+        )
+    assert vuln["withdrawn"] == vuln["modified"] == "2024-06-03T00:00:00Z"
+    titles = {e.id.rsplit(":", 1)[1]: e.title for e in feed.entries}
+    assert titles[first.id].startswith("[withdrawn] ") and not titles[second.id].startswith("[")
+    assert index[0] == f"2024-06-03T00:00:00Z,{first.id}"
+    assert revalidated.status_code == 200
