@@ -1,0 +1,52 @@
+"""Bulk discovery against the emulator: an idle cycle is one request, and a push is found."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from storage import Database, poll_state
+from tracker.config_file import DaemonConfig
+from tracker.daemon import Daemon
+from tracker.demo import HISTORIES
+from tracker.discovery import Discovery
+from tracker.hubsim import HubEmulator
+from tracker.settings import Settings
+
+from tests.daemon.conftest import MakeWorker, run_until_idle, track_all
+
+pytestmark = pytest.mark.parametrize(
+    "hub_emulator", [{"corpus": HISTORIES, "page_size": 2}], indirect=True
+)
+
+
+def test_idle_cycle_costs_one_request_and_a_push_makes_only_that_repo_due(
+    database: Database, hub_emulator: HubEmulator, make_worker: MakeWorker, tmp_path: Path
+) -> None:
+    repos = hub_emulator.repo_ids()
+    track_all(database, repos)
+    run_until_idle(make_worker())
+    daemon = Daemon(
+        settings=Settings(
+            database_url="unused", data_dir=tmp_path, hf_endpoint=hub_emulator.endpoint
+        ),
+        config=DaemonConfig(),
+        database=database,
+    )
+    discovery = Discovery(hub_emulator.endpoint)
+    daemon.discover(discovery)  # first cycle: sets the watermark
+    hub_emulator.stats.reset()
+    daemon.discover(discovery)
+    assert hub_emulator.stats.by_kind() == {"list_models": 1}
+
+    moved = repos[1]
+    hub_emulator.publish(moved, {"config.json": b'{"model_type": "llama"}'}, date=datetime.now(UTC))
+    before = datetime.now(UTC)
+    daemon.discover(discovery)
+    with database.read_session() as session:
+        due = {
+            r: poll_state(session, r).next_check_at <= before + timedelta(seconds=5) for r in repos
+        }
+    assert due == {r: r == moved for r in repos}
