@@ -61,6 +61,8 @@ class Workload:
     lora_dropout: float = 0.05
     lora_targets: tuple[str, ...] = (ALL_LINEAR,)
     double_quant: bool = True
+    # QLoRA through peft's prepare_model_for_kbit_training (the documented recipe).
+    kbit_prepare: bool = True
     serve_weights: ServeWeights = "bf16"
     kv_cache_bytes: int = 2
     card: str = "A10G"
@@ -84,7 +86,7 @@ class Workload:
         _bounded("lora_alpha", self.lora_alpha, 1, MAX_RANK)
         _bounded("samples", self.samples, 1, 1 << 40)
         _bounded("kv_cache_bytes", self.kv_cache_bytes, 1, 4)
-        for name in ("grad_checkpointing", "pure_16bit", "double_quant"):
+        for name in ("grad_checkpointing", "pure_16bit", "double_quant", "kbit_prepare"):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(f"workload: {name} must be true or false")
         _fraction("lora_dropout", self.lora_dropout, 0.0, 0.99)

@@ -19,13 +19,16 @@ HIDDEN = ("n_embd", "d_model", "dim", "model_dim", "embed_dim")
 LAYERS = ("n_layer", "num_layers", "n_layers", "encoder_layers", "num_blocks")
 HEADS = ("n_head", "num_heads", "n_heads", "encoder_attention_heads")
 INTERMEDIATE = ("n_inner", "ffn_dim", "d_ff", "hidden_dim", "encoder_ffn_dim", "ffn_hidden_size")
+KV_HEADS = ("num_kv_heads", "n_head_kv", "multi_query_group_num")
 POSITIONS = ("n_positions", "max_seq_len", "seq_length", "n_ctx")
 
 
 def shape_of(cfg: Config) -> DecoderShape:
     hidden = cfg.size("hidden_size", limit=MAX_WIDTH, aliases=HIDDEN)
     heads = cfg.size("num_attention_heads", limit=MAX_HEADS, aliases=HEADS)
-    kv_heads = cfg.size("num_key_value_heads", heads, limit=MAX_HEADS, aliases=("num_kv_heads",))
+    # Multi-query models (santacoder-style ``multi_query: true``) share one K/V head.
+    kv_default = 1 if cfg.raw.get("multi_query") is True else heads
+    kv_heads = cfg.size("num_key_value_heads", kv_default, limit=MAX_HEADS, aliases=KV_HEADS)
     head_dim = cfg.optional_size("head_dim", limit=MAX_WIDTH)
     if head_dim is None:
         cfg.divides("num_attention_heads", heads, "hidden_size", hidden)

@@ -1,4 +1,8 @@
-"""GPT-2: learned positions, Conv1D projections stored ``(in, out)``, biases everywhere."""
+"""GPT-2: learned positions, Conv1D projections stored ``(in, out)``, biases everywhere.
+
+``build_gpt_style`` is shared with GPTBigCode (santacoder, StarCoder), the
+same layer with nn.Linear projections and optionally one shared K/V head.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,17 @@ from estimator.families.family import Family, Request
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    return build_gpt_style(cfg, req, family="gpt2", multi_query=False, conv1d=True)
+
+
+def build_gpt_style(
+    cfg: Config, req: Request, *, family: str, multi_query: bool, conv1d: bool
+) -> Architecture:
+    """A GPT-2-shaped decoder; ``multi_query`` gives K and V one head shared by all queries."""
     hidden = cfg.size("n_embd", 768, limit=MAX_WIDTH, aliases=("hidden_size",))
     heads = cfg.size("n_head", 12, limit=MAX_HEADS, aliases=("num_attention_heads",))
     cfg.divides("n_head", heads, "n_embd", hidden)
+    kv_heads = 1 if multi_query else heads
     n_layers = cfg.size("n_layer", 12, limit=MAX_LAYERS, aliases=("num_hidden_layers",))
     positions = cfg.size(
         "n_positions", 1024, limit=MAX_POSITIONS, aliases=("max_position_embeddings",)
@@ -34,18 +46,26 @@ def build(cfg: Config, req: Request) -> Architecture:
         "attn.c_proj",
         hidden,
         heads,
-        heads,
+        kv_heads,
         hidden // heads,
         qkv_bias=True,
         out_bias=True,
-        conv1d=True,
+        conv1d=conv1d,
     )
     parts.norm("ln_2", hidden, True)
     ffn = mlp.plain(
-        parts, "mlp.c_fc", "mlp.c_proj", hidden, inner, act, bias=True, conv1d=True, dropout=dropout
+        parts,
+        "mlp.c_fc",
+        "mlp.c_proj",
+        hidden,
+        inner,
+        act,
+        bias=True,
+        conv1d=conv1d,
+        dropout=dropout,
     )
     spec = attention.spec(
-        heads, heads, hidden // heads, causal=True, dropout=cfg.number("attn_pdrop", 0.1) or 0.0
+        heads, kv_heads, hidden // heads, causal=True, dropout=cfg.number("attn_pdrop", 0.1) or 0.0
     )
     layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
 
@@ -66,7 +86,7 @@ def build(cfg: Config, req: Request) -> Architecture:
         cfg,
         model,
         model_type=req.model_type,
-        family="gpt2",
+        family=family,
         architecture=req.architecture,
         head=req.head,
         hidden_size=hidden,

@@ -48,7 +48,22 @@ def training_numerics(workload: Workload, method: str, has_bf16: bool) -> Numeri
     # (PEFT upcasts them), and the Trainer's autocast flag only decides how
     # the adapter inputs are cast.
     label = f"{dtype} base" + ("" if workload.pure_16bit else " with autocast")
+    if upcast_by_kbit_prepare(workload, method):
+        # Embeddings and norms hold fp32 weights: the hidden stream and every
+        # norm output become fp32 (type promotion), as under autocast.
+        return Numerics(label + ", fp32 embeddings and norms", 2, 4, 4, 4, 4, 4, True, dtype)
     return Numerics(label, 2, 2, 4, 4, 4, 2, not workload.pure_16bit, dtype)
+
+
+def upcast_by_kbit_prepare(workload: Workload, method: str) -> bool:
+    """Whether peft's prepare_model_for_kbit_training upcasts the activations too.
+
+    It casts every parameter that is not 4-bit (embeddings, norms, head) to
+    fp32. On one GPU the forward then runs on those fp32 weights; under FSDP
+    (several GPUs) the mixed-precision policy casts parameters back to the
+    compute dtype for the forward, so only the stored weights grow.
+    """
+    return method == "qlora" and workload.kbit_prepare and workload.gpus == 1
 
 
 def serving_dtype(workload: Workload, has_bf16: bool) -> str:

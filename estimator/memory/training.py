@@ -121,6 +121,8 @@ def _adapter_states(
         for i, o, c in shapes
     )
     base_bytes = 4 if n.dtype == "fp32" else 2
+    if quantized and w.kbit_prepare:
+        base_bytes = 4  # prepare_model_for_kbit_training: non-4-bit parameters in fp32
     quantization = 0.0
     if quantized:
         packed, constants = nf4_bytes(split.block_linears, w.double_quant)
@@ -266,7 +268,17 @@ def _explain(
         assumptions.append(
             "QLoRA: block linears in NF4 (0.5 B/param + absmax"
             + (", double-quantised)" if w.double_quant else ")")
-            + "; embeddings, norms and head stay 16-bit; one weight dequantised at a time"
+            + (
+                "; prepare_model_for_kbit_training casts embeddings, norms and head to fp32"
+                + (
+                    " (the hidden stream and norm outputs follow: fp32 activations)"
+                    if w.gpus == 1
+                    else " (FSDP mixed precision casts them back to 16-bit for the forward)"
+                )
+                if w.kbit_prepare
+                else "; embeddings, norms and head stay 16-bit"
+            )
+            + "; one weight dequantised at a time"
         )
     if w.gpus > 1:
         assumptions.append(

@@ -21,6 +21,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from estimator import EstimateError, Workload, card, plan  # noqa: E402
 MEASURED = ROOT.parent / "shared" / "measured" / "measured-memory.csv"
 CORPUS = ROOT.parent / "shared" / "hub-corpus"
 PUBLIC = Path(__file__).with_name("data") / "public_configs.json"
+ACCURACY = ROOT / "estimator" / "data" / "accuracy.json"
 GB = 1e9
 # The same architecture under another repo name.
 ALIASES = {
@@ -64,6 +66,16 @@ PRE_SDPA_SOURCES = (
     "peft/issues/675",
     "peft/issues/1469",
 )
+# Attention projections under their per-head names, for models that fuse Q/K/V
+# into one linear: adapting q, k or v adapts the fused projection.
+FUSED_ATTENTION = {
+    "gpt_bigcode": {
+        "q_proj": "c_attn",
+        "k_proj": "c_attn",
+        "v_proj": "c_attn",
+        "o_proj": "attn.c_proj",
+    },
+}
 PEFT_DEFAULT = {
     "t5": ("q", "v"),
     "mt5": ("q", "v"),
@@ -119,8 +131,9 @@ def _targets(method: str, model_type: str) -> tuple[str, ...]:
         return ("all-linear",)
     m = re.search(r"r\d+ ([a-z,]+)", method)
     if m:
-        names = m.group(1).split(",")
-        return tuple(SHORT.get(n, n) for n in names)
+        fused = FUSED_ATTENTION.get(model_type, {})
+        names = [SHORT.get(n, n) for n in m.group(1).split(",")]
+        return tuple(dict.fromkeys(fused.get(n, n) for n in names))
     return PEFT_DEFAULT.get(model_type, ("all-linear",))
 
 
@@ -200,6 +213,8 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         lora_targets=_targets(method, str(config.get("model_type"))),
         lora_dropout=0.05 if kind != "full" else 0.0,
         double_quant=kind == "qlora" and "gptq" not in lower,
+        # fms-acceleration's accelerated-peft plugins and Unsloth skip peft's fp32 upcast.
+        kbit_prepare="accelerated-peft" not in r["notes"] and "Unsloth" not in method,
         card="A100 80GB",
         gpus=gpus,
     )
@@ -285,7 +300,28 @@ def score() -> list[tuple[str, str, float]]:
         print(f"median absolute error: {statistics.median(errors):.1f}%  (goal <= 10%)")
         print(f"p90 absolute error:    {p90:.1f}%  (goal <= 20%)")
         print(f"fits verdict right:    {100 * sum(verdicts) / len(verdicts):.1f}%  (goal >= 95%)")
+        write_accuracy(
+            statistics.median(errors),
+            p90,
+            sum(verdicts) / len(verdicts),
+            len(errors),
+            len(verdicts),
+        )
     return used
+
+
+def write_accuracy(median: float, p90: float, verdict: float, figures: int, verdicts: int) -> None:
+    """Record the scores where the model page reads "the estimator's measured accuracy"."""
+    scores = {
+        "median_abs_error_pct": round(median, 1),
+        "p90_abs_error_pct": round(p90, 1),
+        "verdict_accuracy_pct": round(100 * verdict, 1),
+        "rows_with_figure": figures,
+        "rows_with_verdict": verdicts,
+        "date": datetime.now(UTC).date().isoformat(),
+        "source": "tests/bench/bench_estimator.py against ../shared/measured/measured-memory.csv",
+    }
+    ACCURACY.write_text(json.dumps(scores, indent=2) + "\n")
 
 
 def timing(used: list[tuple[str, str, float]]) -> None:

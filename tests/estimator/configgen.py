@@ -211,6 +211,13 @@ def gpt2(r: random.Random) -> Config:
     return cfg
 
 
+def gpt_bigcode(r: random.Random) -> Config:
+    cfg = gpt2(r)
+    if r.random() < 0.75:
+        cfg["multi_query"] = r.random() < 0.7
+    return cfg
+
+
 def gpt_neox(r: random.Random) -> Config:
     hidden, heads, layers = _classic(r)
     return {
@@ -413,6 +420,7 @@ FAMILIES: dict[str, tuple[str, Callable[[random.Random], Config], tuple[str, ...
     "gpt_oss": ("GptOss", gpt_oss, DECODER),
     "deepseek_v3": ("DeepseekV3", deepseek_v3, DECODER),
     "gpt2": ("GPT2", gpt2, DECODER),
+    "gpt_bigcode": ("GPTBigCode", gpt_bigcode, DECODER),
     "gpt_neox": ("GPTNeoX", gpt_neox, DECODER),
     "opt": ("OPT", opt, DECODER),
     "bloom": ("Bloom", bloom, DECODER),

@@ -92,12 +92,40 @@ def test_lora_trains_only_adapters_in_fp32() -> None:
 
 
 def test_qlora_stores_block_linears_in_nf4_with_double_quantised_absmax() -> None:
-    b = phase("qlora", "optimizer step")
+    b = phase("qlora", "optimizer step", kbit_prepare=False)
     split = split_parameters(ARCH)
     assert b["weights"] == round(split.block_linears / 2 + (N - split.block_linears) * 2)
     absmax = split.block_linears / 64 * (1 + 4 / 256)
     dequant = split.largest_linear * 2
     assert b["quantization_overhead"] == round(absmax + dequant)
+
+
+def test_kbit_preparation_keeps_every_parameter_that_is_not_4bit_in_fp32() -> None:
+    b = phase("qlora", "optimizer step", kbit_prepare=True)
+    split = split_parameters(ARCH)
+    # peft's prepare_model_for_kbit_training: embeddings, norms and head cast to float32.
+    assert b["weights"] == round(split.block_linears / 2 + (N - split.block_linears) * 4)
+
+
+def test_kbit_preparation_makes_checkpointed_layer_inputs_fp32_on_one_gpu_only() -> None:
+    def saved(prepare: bool, gpus: int) -> int:
+        w = Workload(
+            method="qlora",
+            batch=1,
+            seq_len=32,
+            grad_checkpointing=True,
+            pure_16bit=True,
+            kbit_prepare=prepare,
+            gpus=gpus,
+        )
+        model = method_models(ARCH, w, has_bf16=True)["qlora"]
+        start = next(p for p in model.phases if p.name.startswith("start of backward"))
+        return start.breakdown(1)["activations"]
+
+    # fp32 embeddings make the residual stream fp32: each kept layer input doubles.
+    assert saved(True, 1) - saved(False, 1) >= ARCH.num_layers * 2 * 64 * 32
+    # FSDP's mixed precision casts the upcast parameters back to 16-bit for the forward.
+    assert saved(True, 2) == saved(False, 2)
 
 
 def test_moe_tokens_visit_top_k_experts() -> None:
