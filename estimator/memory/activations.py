@@ -52,6 +52,8 @@ NATIVE_SOFTMAX_FAMILIES: Final = frozenset(
     {"bert", "roberta", "xlm-roberta", "distilbert", "deberta-v2", "gpt2", "opt", "bloom"}
 )
 LOSS_BYTES_PER_LOGIT: Final = 12
+LOSS_FORWARD_BYTES_PER_LOGIT: Final = 10
+LOGIT_16BIT_BYTES: Final = 2
 VOCAB_HEADS: Final = frozenset({"causal-lm", "masked-lm", "pretraining", "conditional-generation"})
 INDEX_BYTES: Final = 8
 
@@ -68,6 +70,10 @@ class ActivationSettings:
     lora_dropout: float
     head_trains: bool
     norms_train: bool
+    # The head's weight and input are fp32 outside autocast (fp32 training, or
+    # fp32 head after kbit preparation): logits are born fp32 and the loss's
+    # ``.float()`` is a no-op, so no 16-bit logits tensor exists.
+    fp32_logits: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ class Activations:
     saved: int
     loss: int
     working: int
+    loss_at_forward_end: int = 0
 
 
 def _act_saved(ff: FeedForwardSpec) -> int:
@@ -266,10 +273,20 @@ def outside_blocks_per_token(arch: Architecture, s: ActivationSettings) -> float
     return total
 
 
-def loss_bytes(arch: Architecture, tokens: int) -> int:
+def loss_bytes(arch: Architecture, tokens: int, fp32_logits: bool = False) -> tuple[int, int]:
+    """(start of backward, end of forward) bytes of the logits and loss tensors.
+
+    16-bit logits, their fp32 copy and the log-softmax hold 10 B per logit when
+    the forward ends; the NLL gradient brings 12 B at the start of backward.
+    Logits born fp32 have no 16-bit tensor: 2 B less at both moments.
+    """
     if arch.head not in VOCAB_HEADS:
-        return 0
-    return LOSS_BYTES_PER_LOGIT * arch.vocab_size * tokens
+        return 0, 0
+    logits = arch.vocab_size * tokens
+    saved_16bit = 0 if fp32_logits else LOGIT_16BIT_BYTES
+    backward = LOSS_BYTES_PER_LOGIT - LOGIT_16BIT_BYTES + saved_16bit
+    forward = LOSS_FORWARD_BYTES_PER_LOGIT - LOGIT_16BIT_BYTES + saved_16bit
+    return backward * logits, forward * logits
 
 
 def training_activations(
@@ -297,7 +314,8 @@ def training_activations(
     else:
         saved = (sum(v * count for v, count in per_layer) + outside) * tokens
         working = grads * tokens
-    return Activations(int(saved), loss_bytes(arch, tokens), int(working))
+    loss, loss_forward = loss_bytes(arch, tokens, s.fp32_logits)
+    return Activations(int(saved), loss, int(working), loss_forward)
 
 
 def _widest(block: Block) -> int:

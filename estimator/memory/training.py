@@ -19,7 +19,7 @@ from typing import Final
 from estimator.architecture import Architecture, Block
 from estimator.memory.activations import Activations, ActivationSettings, training_activations
 from estimator.memory.layers import Placed, Slotted, block_slots, place
-from estimator.memory.numerics import Numerics, training_numerics
+from estimator.memory.numerics import Numerics, training_numerics, upcast_by_kbit_prepare
 from estimator.memory.phases import MethodModel, Phase, Term
 from estimator.memory.states import (
     ParameterSplit,
@@ -36,9 +36,6 @@ RESERVE_STATIC: Final = 0.02
 # nvidia-smi: the caching allocator keeps 20-35% of the transient bytes as
 # fragmented, reusable segments.
 RESERVE_DYNAMIC: Final = 0.30
-LOSS_AT_FORWARD_END: Final = (
-    10 / 12
-)  # 16-bit logits + fp32 copy + log-softmax, of the 12 B backward peak
 
 
 @dataclass(frozen=True)
@@ -163,7 +160,7 @@ def _phases(st: _States, acts: Activations, layers: int, checkpointing: bool) ->
             "end of forward",
             (
                 *base(0.0, st.cache),
-                Term("activations", 0.0, acts.saved + acts.loss * LOSS_AT_FORWARD_END),
+                Term("activations", 0.0, acts.saved + acts.loss_at_forward_end),
             ),
         ),
         Phase(
@@ -226,6 +223,7 @@ def training_model(
         lora_dropout=w.lora_dropout,
         head_trains=full,
         norms_train=full,
+        fp32_logits=n.dtype == "fp32" or (upcast_by_kbit_prepare(w, method) and w.pure_16bit),
     )
     acts = training_activations(arch, placed, settings, batch=1)
     if full:
