@@ -22,7 +22,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from storage import Database, RepoStatus
+from storage import Database, RepoStatus, StorageError
 from storage.records import Revision
 from tracker.diff.revision import Parsed
 from tracker.discovery import HeadInfo, HeadProbe
@@ -87,7 +87,13 @@ class Worker:
     def run(self, idle_s: float) -> None:
         """Check due repos until ``stop`` is set; wait ``idle_s`` when nothing is due."""
         while not self.stop.is_set():
-            if not self.run_once():
+            try:
+                busy = self.run_once()
+            except StorageError as exc:
+                # The database is away (restart, network): keep the thread, try again.
+                log.warning(json.dumps({"event": "storage_unavailable", "error": str(exc)}))
+                busy = False
+            if not busy:
                 self.stop.wait(idle_s)
 
     def run_once(self) -> bool:
