@@ -10,6 +10,7 @@ next request renders afresh.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
@@ -39,4 +40,30 @@ class RenderCache(Generic[T]):
         return value
 
 
-__all__ = ["RenderCache"]
+class LogVersion:
+    """The advisory log's version, re-read at most every ``ttl`` seconds.
+
+    With ``ttl`` > 0 a cached render is served without touching the database
+    at all, so a new or withdrawn advisory reaches feeds and the OSV API at
+    most ``ttl`` seconds late; ``ttl=0`` reads the version on every request.
+    """
+
+    def __init__(self, read: Callable[[], Hashable], ttl: float) -> None:
+        self._read = read
+        self._ttl = ttl
+        self._lock = threading.Lock()
+        self._value: Hashable = None
+        self._expires = float("-inf")
+
+    def current(self) -> Hashable:
+        now = time.monotonic()
+        with self._lock:
+            if now < self._expires:
+                return self._value
+        value = self._read()
+        with self._lock:
+            self._value, self._expires = value, now + self._ttl
+        return value
+
+
+__all__ = ["LogVersion", "RenderCache"]

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Query, Request, Response
 from feeds.http import conditional, entity_tag
 from feeds.state import AppState
 from feeds.syndication import MEDIA_TYPES, FeedFilter, FeedFilterError, Format, render
-from storage.publishing import advisories_for, log_version
+from storage.publishing import advisories_for
 
 ArtifactParam = Annotated[str | None, Query(description="keep advisories that changed it")]
 SeverityParam = Annotated[str | None, Query(description="info, low, moderate, high, critical")]
@@ -34,9 +34,9 @@ def router(state: AppState) -> APIRouter:
             wanted = FeedFilter.parse(artifact, min_severity)
         except FeedFilterError as exc:
             raise HTTPException(400, str(exc)) from None
-        with state.database.read_session() as session:
 
-            def rendered() -> tuple[bytes, datetime | None, str]:
+        def rendered() -> tuple[bytes, datetime | None, str]:
+            with state.database.read_session() as session:
                 found = advisories_for(
                     session,
                     repo_id=repo_id,
@@ -45,18 +45,18 @@ def router(state: AppState) -> APIRouter:
                     min_severity=wanted.min_severity,
                     limit=state.settings.feed_entries,
                 ).advisories
-                body = render(
-                    found,
-                    kind=kind,
-                    title=title,
-                    self_path=request.url.path,
-                    page_path=page_path,
-                    settings=state.settings,
-                )
-                return body, max((a.modified for a in found), default=None), entity_tag(body)
+            body = render(
+                found,
+                kind=kind,
+                title=title,
+                self_path=request.url.path,
+                page_path=page_path,
+                settings=state.settings,
+            )
+            return body, max((a.modified for a in found), default=None), entity_tag(body)
 
-            key = ("feed", request.url.path, wanted)
-            body, newest, etag = state.cache.get(key, log_version(session), rendered)
+        key = ("feed", request.url.path, wanted)
+        body, newest, etag = state.cache.get(key, state.log.current(), rendered)
         return conditional(request, body, MEDIA_TYPES[kind], newest, etag)
 
     @api.get("/models/{org}/{name}/feed.{kind}", response_class=Response)

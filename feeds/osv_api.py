@@ -28,7 +28,6 @@ from storage.publishing import (
     InvalidCursor,
     advisories_for,
     advisory_by_id,
-    log_version,
     modified_index,
 )
 
@@ -143,19 +142,19 @@ def _run(state: AppState, query: Query, *, full: bool, size: int) -> bytes:
     if repo_id == "":
         return b"{}"
     key = (query.model_dump_json(), full, size)
-    with state.database.read_session() as session:
 
-        def answer() -> bytes:
-            try:
+    def answer() -> bytes:
+        try:
+            with state.database.read_session() as session:
                 page = advisories_for(
                     session, repo_id=repo_id, commit=commit, cursor=query.page_token, limit=size
                 )
-            except InvalidCursor:
-                raise OsvError("invalid cursor") from None
-            return json.dumps(_result(page, full), separators=(",", ":")).encode()
+        except InvalidCursor:
+            raise OsvError("invalid cursor") from None
+        return json.dumps(_result(page, full), separators=(",", ":")).encode()
 
-        encoded: bytes = state.cache.get(key, log_version(session), answer)
-        return encoded
+    encoded: bytes = state.cache.get(key, state.log.current(), answer)
+    return encoded
 
 
 def _result(page: AdvisoryPage, full: bool) -> dict[str, Any]:

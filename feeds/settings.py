@@ -18,6 +18,8 @@ class PublishSettings:
     it, so it must be the public address, not the bind address.
     ``accuracy_path`` is the JSON the estimator benchmark writes; the model
     page shows it as the benchmark last scored it, or "not yet measured".
+    ``log_poll_seconds`` bounds how late a new or withdrawn advisory reaches
+    feeds and OSV query results (renders are reused in between).
     """
 
     base_url: str = "http://127.0.0.1:8080"
@@ -28,6 +30,7 @@ class PublishSettings:
     feed_entries: int = 50
     max_plan_body_bytes: int = 1_000_000
     accuracy_path: Path = DEFAULT_ACCURACY
+    log_poll_seconds: float = 1.0
 
     def url(self, path: str) -> str:
         """An absolute URL of ``path`` on this app."""

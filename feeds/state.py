@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from feeds.cache import RenderCache
+from feeds.cache import LogVersion, RenderCache
 from feeds.settings import PublishSettings
 from storage import Database
+from storage.publishing import log_version
 
 
 @dataclass(frozen=True)
@@ -15,6 +17,16 @@ class AppState:
     database: Database
     settings: PublishSettings
     cache: RenderCache[Any] = field(default_factory=RenderCache)
+    log: LogVersion = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "log", LogVersion(self._read_version, self.settings.log_poll_seconds)
+        )
+
+    def _read_version(self) -> Hashable:
+        with self.database.read_session() as session:
+            return log_version(session)
 
 
 __all__ = ["AppState"]

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -57,9 +58,10 @@ class FeedFilter:
         return cls(artifact, severity)
 
 
-def artifacts(path: Path = DATA) -> list[str]:
+@cache
+def artifacts(path: Path = DATA) -> tuple[str, ...]:
     """The artifact names a feed can be filtered by."""
-    return sorted(json.loads(path.read_text("utf-8"))["artifacts"])
+    return tuple(sorted(json.loads(path.read_text("utf-8"))["artifacts"]))
 
 
 def render(

@@ -136,7 +136,8 @@ def test_a_withdrawn_advisory_is_served_withdrawn_everywhere(database: Database)
         insert_advisory(session, first)
         insert_advisory(session, second)
     server = ServerThread()
-    app = create_app(database, settings=PublishSettings(base_url=server.url))
+    settings = PublishSettings(base_url=server.url, log_poll_seconds=0)
+    app = create_app(database, settings=settings)
     with server.mount(app), httpx.Client(base_url=server.url) as client:
         before = client.get("/feeds/all.atom")
         with database.session() as session:
