@@ -162,3 +162,31 @@ def test_hub_failure_backs_off_and_counts_the_error(
     assert state.last_error is not None and "500" in state.last_error
     assert state.next_check_at - clock.now >= timedelta(seconds=60)
     assert state.lease_owner is None
+
+
+def test_metrics_count_checks_hub_statuses_queue_depth_and_lag(
+    database: Database, hub_emulator: HubEmulator, make_worker: MakeWorker
+) -> None:
+    from huggingface_hub.utils import set_client_factory
+    from huggingface_hub.utils._http import default_client_factory
+    from prometheus_client import generate_latest
+
+    from tracker.ratelimit import RateLimiter, install
+
+    clock = Clock()
+    repos = hub_emulator.repo_ids()
+    track_all(database, repos, clock.now)
+    metrics = DaemonMetrics()
+    metrics.watch_storage(database, clock)
+    install(RateLimiter(1000.0), observers=(metrics.observe_response,))
+    try:
+        before = generate_latest(metrics.registry).decode()
+        assert f"neurarch_queue_depth {float(len(repos))}" in before
+        run_until_idle(make_worker(clock=clock, metrics=metrics))
+    finally:
+        set_client_factory(default_client_factory)  # the limiter is process-wide
+    text = generate_latest(metrics.registry).decode()
+    assert f'neurarch_checks_total{{outcome="ok"}} {float(len(repos))}' in text
+    assert 'neurarch_hub_requests_total{status="200"}' in text
+    assert "neurarch_queue_depth 0.0" in text
+    assert f'neurarch_repo_lag_seconds{{repo="{repos[0]}"}} 0.0' in text
