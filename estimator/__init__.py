@@ -4,6 +4,7 @@ Pure Python, standard library only: no I/O beyond the package's own data
 files, no network, no torch.
 """
 
+from estimator.accuracy import Accuracy, measured_accuracy
 from estimator.cards import Card, all_cards, card
 from estimator.errors import ConfigError, EstimateError, ManifestError, WorkloadError
 from estimator.manifest import WeightManifest
@@ -14,6 +15,7 @@ from estimator.workload import Workload
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Accuracy",
     "Card",
     "ConfigError",
     "EstimateError",
@@ -26,5 +28,6 @@ __all__ = [
     "WorkloadError",
     "all_cards",
     "card",
+    "measured_accuracy",
     "plan",
 ]

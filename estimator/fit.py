@@ -9,7 +9,7 @@ Serving additionally reports what an engine such as vLLM reserves up front
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from estimator.cards import Card
 from estimator.memory import MethodModel
@@ -19,8 +19,7 @@ MAX_SPLIT: Final = 8
 VLLM_UTILIZATION: Final = 0.9
 
 
-@dataclass(frozen=True)
-class MethodFit:
+class MethodFit(NamedTuple):
     method: str
     largest_batch: int
     fits: bool

@@ -10,8 +10,7 @@ module assigned, and a trainability from the method and LoRA targets.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from estimator.architecture import Architecture, Block, Linear, TensorRole
 from estimator.errors import WorkloadError
@@ -33,8 +32,7 @@ Slot = Literal[
 _CROSS_MARKERS = ("cross", "encoder_attn", "encdecattention", "layer.1.")
 
 
-@dataclass(frozen=True)
-class Placed:
+class Placed(NamedTuple):
     """A linear with its slot and its trainability under the method."""
 
     linear: Linear

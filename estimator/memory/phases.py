@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Final
+from typing import Final, NamedTuple
 
 BREAKDOWN_KEYS: Final = (
     "weights",
@@ -25,8 +25,7 @@ BREAKDOWN_KEYS: Final = (
 )
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(NamedTuple):
     """One breakdown key's bytes at a moment: ``fixed + per_sample * batch``."""
 
     key: str

@@ -1,0 +1,29 @@
+"""The estimator's measured accuracy, as its benchmark last scored it.
+
+``tests/bench/bench_estimator.py`` scores peak-memory estimates against
+published measurements and writes ``data/accuracy.json``; pages that show
+an estimate read it here, so the figure they quote is the benchmark's own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    median_abs_error_pct: float
+    p90_abs_error_pct: float
+    verdict_accuracy_pct: float
+    rows_with_figure: int
+    rows_with_verdict: int
+    date: str
+    source: str
+
+
+def measured_accuracy() -> Accuracy:
+    """The scores in the package's ``data/accuracy.json``."""
+    text = resources.files("estimator").joinpath("data/accuracy.json").read_text()
+    return Accuracy(**json.loads(text))
