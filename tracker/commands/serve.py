@@ -51,7 +51,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         workers=args.workers or config.workers,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    for chatty in ("httpx2", "apscheduler"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         daemon = Daemon.open(settings, config)
         daemon.track_configured()
