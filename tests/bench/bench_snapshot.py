@@ -105,6 +105,11 @@ def main() -> int:
         f"bytes ratio naive/tracker: {naive_bytes / max(ours_bytes, 1):.1f}x "
         f"(goal >= 10x); requests ratio {naive_requests / max(ours_requests, 1):.1f}x"
     )
+    with_weights = naive_bytes + weight_bytes
+    print(
+        f"naive with weight bodies (listed sizes, not transferred): {with_weights:,} bytes; "
+        f"ratio {with_weights / max(ours_bytes, 1):,.0f}x"
+    )
     print(
         f"unchanged files fetched twice: {twice} (goal 0); weight bodies fetched: {body} (goal 0)"
     )
