@@ -58,6 +58,9 @@ class HubServer(ThreadingHTTPServer):
 
 class HubHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out as separate writes; with Nagle on, each keep-alive
+    # response waits for the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
     server: HubServer
 
     def setup(self) -> None:
