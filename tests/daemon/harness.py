@@ -208,6 +208,24 @@ class DaemonProcess:
         handle.close()
         return self
 
+    def wait_ready(self, timeout_s: float = 60) -> None:
+        """Until the HTTP app answers /healthz (its signal handlers are in place by then)."""
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.alive():
+            text = self.log.read_text(errors="replace")
+            marker = text.find("serving on http://")
+            if marker >= 0:
+                url = text[marker + len("serving on ") :].split()[0]
+                try:
+                    httpx.get(f"{url}/healthz", timeout=2)
+                    return
+                except httpx.HTTPError:
+                    pass
+            time.sleep(0.2)
+        raise AssertionError(f"daemon not ready after {timeout_s:.0f}s: {self.log}")
+
     def kill(self) -> None:
         assert self.process is not None
         self.process.send_signal(signal.SIGKILL)

@@ -171,6 +171,7 @@ def test_faults_end_in_the_fault_free_state(
         wait_for(
             lambda: caught_up(database, hub, repo_ids()), WAIT_S, "the daemon to catch up", [daemon]
         )
+        daemon.wait_ready()
         assert daemon.terminate() == 0
         state = capture(database)
     finally:
@@ -193,7 +194,8 @@ def test_kill_9_during_backfill_ends_in_the_fault_free_state(
     tmp_path: Path, hub: HubEmulator, baseline: dict[str, Any]
 ) -> None:
     publish(hub, publication_script(REPOS, REVISIONS))
-    hub.faults.add(Fault("latency", seconds=0.02))  # a backfill long enough to be cut
+    # A backfill slow enough to be cut several times.
+    hub.faults.add(Fault("latency", seconds=0.05 if FULL else 0.25))
     url = f"sqlite:///{tmp_path / 'crash.db'}"
     config = write_config(
         tmp_path / "daemon.toml",
@@ -211,11 +213,23 @@ def test_kill_9_during_backfill_ends_in_the_fault_free_state(
         for _ in range(KILLS):
             process = DaemonProcess(config, tmp_path / f"run-{len(processes)}.log").start()
             processes.append(process)
-            time.sleep(rng.uniform(2.0, 4.5))
+            # Kill at a random moment after this run made progress, so every
+            # kill lands inside the backfill rather than before or after it.
+            last = cut_at[-1] if cut_at else 0
+            wait_for(
+                lambda last=last: total_revisions(capture(database)) > last,  # type: ignore[misc]
+                WAIT_S,
+                "progress before the kill",
+                [process],
+            )
+            time.sleep(rng.uniform(0.0, 0.2))
             process.kill()
             cut_at.append(total_revisions(capture(database)))
+            if cut_at[-1] == total_revisions(baseline):
+                break  # the backfill finished before this kill: no point cutting further
         final = DaemonProcess(config, tmp_path / "final.log").start()
         processes.append(final)
+        final.wait_ready()
         wait_for(
             lambda: caught_up(database, hub, repo_ids()), WAIT_S, "the last run to finish", [final]
         )
@@ -226,8 +240,9 @@ def test_kill_9_during_backfill_ends_in_the_fault_free_state(
             if process.alive():
                 process.kill()
         database.close()
-    print(f"\ncrashes: {KILLS} kill -9, revisions stored at each kill: {cut_at}")
-    assert any(0 < count < total_revisions(baseline) for count in cut_at)
+    print(f"\ncrashes: {len(cut_at)} kill -9, revisions stored at each kill: {cut_at}")
+    cuts = [count for count in cut_at if 0 < count < total_revisions(baseline)]
+    assert len(cuts) >= min(KILLS, 3), cut_at
     assert differences(state, baseline) == []
 
 
@@ -256,6 +271,8 @@ def test_three_instances_on_postgresql_process_each_revision_once(
     try:
         publish(hub, script[len(script) // 2 :])
         wait_for(lambda: caught_up(database, hub, repo_ids()), WAIT_S, "three instances", processes)
+        for process in processes:
+            process.wait_ready()
         assert [p.terminate() for p in processes] == [0, 0, 0]
         state = capture(database)
     finally:
@@ -309,6 +326,7 @@ def test_force_push_deletion_and_gating_during_a_run_are_reported_and_lose_nothi
             )
 
         wait_for(settled, WAIT_S, "the events to be stored", [daemon])
+        daemon.wait_ready()
         assert daemon.terminate() == 0
         state = capture(database)
     finally:
