@@ -36,7 +36,14 @@ class ProcessedRevision(Protocol):
 
 
 def publish_revision(session: Session, processed: ProcessedRevision) -> str | None:
-    """Store the advisory of this revision if it is noteworthy; its id, or None."""
+    """Store the advisory of this revision if it is noteworthy; its id, or None.
+
+    The revision that first brings a model config into the repo (the upload
+    after the Hub's empty "initial commit") is the repo's baseline: everything
+    in it is new, nobody pinned anything before it, so it publishes nothing.
+    """
+    if is_upload(processed):
+        return None
     now = datetime.now(UTC)
     new = StoredRevision(processed.snapshot.revision, now)
     old = StoredRevision(processed.previous, now) if processed.previous else None
@@ -53,4 +60,12 @@ def publish_revision(session: Session, processed: ProcessedRevision) -> str | No
     return advisory.id
 
 
-__all__ = ["ProcessedRevision", "publish_revision"]
+def is_upload(processed: ProcessedRevision) -> bool:
+    """True when the previous revision held no config.json and this one brings it."""
+    previous_had_config = processed.previous_plan is not None or any(
+        c.artifact == "config" and c.kind != "added" for c in processed.changes
+    )
+    return processed.plan is not None and not previous_had_config
+
+
+__all__ = ["ProcessedRevision", "is_upload", "publish_revision"]

@@ -1,0 +1,60 @@
+"""The model's upload is a repo's baseline; what changes after it is published."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from feeds.publish import is_upload
+from storage.records import Change, Revision, Severity, Snapshot
+
+WHEN = datetime(2024, 4, 18, tzinfo=UTC)
+INITIAL = Revision("o/m", "a" * 40, (), WHEN, "initial commit")
+UPLOAD = Revision("o/m", "b" * 40, ("a" * 40,), WHEN, "Upload folder")
+
+
+@dataclass(frozen=True)
+class Processed:
+    snapshot: Snapshot
+    changes: tuple[Change, ...]
+    plan: dict[str, Any] | None
+    previous: Revision | None
+    previous_plan: dict[str, Any] | None
+
+
+def change(artifact: str, path: str, kind: str) -> Change:
+    return Change(artifact, path, kind, None, None, Severity.HIGH, f"{path} {kind}")
+
+
+def test_the_revision_that_brings_config_json_is_the_baseline() -> None:
+    upload = Processed(
+        Snapshot(UPLOAD, ()),
+        (change("config", "config.json", "added"), change("tokenizer", "tokenizer.json", "added")),
+        {"schema_version": "1.0"},
+        INITIAL,
+        None,
+    )
+    assert is_upload(upload)
+
+
+def test_code_added_to_an_existing_model_is_not_the_baseline() -> None:
+    later = Processed(
+        Snapshot(UPLOAD, ()),
+        (change("code", "modeling_x.py", "added"),),
+        {"schema_version": "1.0"},
+        INITIAL,
+        {"schema_version": "1.0"},
+    )
+    assert not is_upload(later)
+
+
+def test_a_config_that_parses_again_is_not_the_baseline() -> None:
+    fixed = Processed(
+        Snapshot(UPLOAD, ()),
+        (change("config", "config.json", "parse_fixed"),),
+        {"schema_version": "1.0"},
+        INITIAL,
+        None,
+    )
+    assert not is_upload(fixed)
