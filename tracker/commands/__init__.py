@@ -16,6 +16,26 @@ class UsageError(Exception):
 
 
 # Imported after UsageError: command modules import it from here.
-from tracker.commands import demo, diff, history, hubsim, plan, serve, track, untrack  # noqa: E402
+from tracker.commands import (  # noqa: E402
+    demo,
+    diff,
+    history,
+    hubsim,
+    migrate,
+    plan,
+    serve,
+    track,
+    untrack,
+)
 
-COMMANDS: tuple[ModuleType, ...] = (track, history, diff, untrack, plan, hubsim, serve, demo)
+COMMANDS: tuple[ModuleType, ...] = (
+    track,
+    history,
+    diff,
+    untrack,
+    plan,
+    hubsim,
+    serve,
+    demo,
+    migrate,
+)
