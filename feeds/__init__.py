@@ -2,7 +2,7 @@
 
 Reads storage and estimator only (never the tracker). The daemon builds an
 advisory with ``build_advisory`` inside a revision's transaction and stores
-it with ``storage.publishing.insert_advisory``; ``create_app`` serves it all.
+it with ``storage.put_advisory``; ``create_app`` serves it all.
 """
 
 from feeds.app import create_app

@@ -15,7 +15,7 @@ Choices, within what the OSV schema allows (see feeds/README.md):
   whose severity reaches its artifact's threshold.
 
 ``build_advisory`` is pure: the daemon calls it inside the revision's
-transaction and stores the result with ``storage.publishing.insert_advisory``.
+transaction and stores the result with ``storage.put_advisory``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from feeds.delta import EstimateDelta
 from feeds.osv import build_advisory
-from storage.publishing import insert_advisory
+from storage import put_advisory
 from storage.records import Change, Revision, Snapshot, StoredRevision
 
 
@@ -56,7 +56,7 @@ def publish_revision(session: Session, processed: ProcessedRevision) -> str | No
     )
     if advisory is None:
         return None
-    insert_advisory(session, advisory)
+    put_advisory(session, advisory)
     return advisory.id
 
 

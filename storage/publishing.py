@@ -19,7 +19,6 @@ from typing import Any
 from sqlalchemy import Select, and_, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from storage.dialect import insert_ignoring_duplicates
 from storage.errors import InvalidRecord
 from storage.history import changes_of, revision_log
 from storage.models import (
@@ -30,10 +29,9 @@ from storage.models import (
     RevisionRow,
     SnapshotRow,
 )
-from storage.models.publishing import ADVISORY_ID_LENGTH
 from storage.records import Advisory, Change, Severity, StoredRevision, TrackedRepo
 from storage.repos import repo_row, to_tracked_repo
-from storage.values import require_aware, require_text
+from storage.values import require_aware
 
 DEFAULT_PAGE_SIZE = 100
 
@@ -77,33 +75,6 @@ class ModelPageData:
     history: tuple[RevisionEntry, ...]
     card: dict[str, Any]
     family: tuple[ModelSummary, ...]
-
-
-def insert_advisory(session: Session, advisory: Advisory) -> bool:
-    """Append ``advisory``; False (and nothing written) when its id is already stored."""
-    if not advisory.id or len(advisory.id) > ADVISORY_ID_LENGTH:
-        raise InvalidRecord(f"advisory id {advisory.id!r} must be 1 to {ADVISORY_ID_LENGTH} chars")
-    for value, where in ((advisory.published, "published"), (advisory.modified, "modified")):
-        require_aware(value, f"advisory {advisory.id} {where}")
-    require_aware(advisory.withdrawn, f"advisory {advisory.id} withdrawn")
-    require_text([advisory.id, advisory.summary, dict(advisory.osv)], f"advisory {advisory.id}")
-    return insert_ignoring_duplicates(
-        session,
-        AdvisoryRow,
-        {
-            "id": advisory.id,
-            "repo_pk": repo_row(session, advisory.repo_id).id,
-            "old_sha": advisory.old_sha,
-            "new_sha": advisory.new_sha,
-            "published": advisory.published,
-            "modified": advisory.modified,
-            "withdrawn": advisory.withdrawn,
-            "summary": advisory.summary,
-            "severity": int(advisory.severity),
-            "osv": dict(advisory.osv),
-        },
-        ["id"],
-    )
 
 
 def withdraw_advisory(session: Session, advisory_id: str, at: datetime) -> bool:
@@ -320,7 +291,6 @@ __all__: Sequence[str] = [
     "RevisionEntry",
     "advisories_for",
     "advisory_by_id",
-    "insert_advisory",
     "last_modified",
     "log_version",
     "model_page",

@@ -13,8 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from feeds import EstimateDelta, build_advisory
-from storage import Database, changes_of, plan_at, revision_log, tracked_repos
-from storage.publishing import insert_advisory
+from storage import Database, changes_of, plan_at, put_advisory, revision_log, tracked_repos
 from storage.records import Advisory
 from tracker.backfill import backfill
 from tracker.demo import HISTORIES
@@ -72,5 +71,5 @@ def populate(
     advisories = build_all(database)
     with database.session() as session:
         for advisory in advisories:
-            insert_advisory(session, advisory)
+            put_advisory(session, advisory)
     return advisories

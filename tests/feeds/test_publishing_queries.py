@@ -10,12 +10,11 @@ import httpx
 import pytest
 
 from feeds import PublishSettings, build_advisory, create_app, osv_document
-from storage import Database, record_revision
+from storage import Database, put_advisory, record_revision
 from storage.publishing import (
     InvalidCursor,
     advisories_for,
     advisory_by_id,
-    insert_advisory,
     model_page,
     modified_index,
     withdraw_advisory,
@@ -56,8 +55,8 @@ def history(
 def test_inserting_an_advisory_twice_stores_it_once(database: Database) -> None:
     (advisory,) = history(database, "org/one", [("config", Severity.HIGH)])
     with database.session() as session:
-        assert insert_advisory(session, advisory) is True
-        assert insert_advisory(session, advisory) is False
+        assert put_advisory(session, advisory) is True
+        assert put_advisory(session, advisory) is False
     with database.read_session() as session:
         assert advisories_for(session).advisories == (advisory,)
         assert advisory_by_id(session, advisory.id) == advisory
@@ -72,8 +71,8 @@ def test_withdrawal_keeps_the_advisory_and_moves_it_to_the_top_of_the_index(
     )
     at = START + timedelta(days=30)
     with database.session() as session:
-        insert_advisory(session, first)
-        insert_advisory(session, second)
+        put_advisory(session, first)
+        put_advisory(session, second)
         assert withdraw_advisory(session, first.id, at) is True
         assert withdraw_advisory(session, first.id, at + timedelta(days=1)) is False
     with database.read_session() as session:
@@ -88,7 +87,7 @@ def test_cursor_pages_cover_every_advisory_once_in_order(database: Database) -> 
     built = history(database, "org/one", [("config", Severity.HIGH)] * 7)
     with database.session() as session:
         for advisory in built:
-            insert_advisory(session, advisory)
+            put_advisory(session, advisory)
     seen: list[str] = []
     cursor = None
     with database.read_session() as session:
@@ -111,7 +110,7 @@ def test_filters_by_org_artifact_severity_and_commit(database: Database) -> None
     other = history(database, "else/two", [("chat_template", Severity.LOW)])
     with database.session() as session:
         for advisory in one + other:
-            insert_advisory(session, advisory)
+            put_advisory(session, advisory)
     with database.read_session() as session:
 
         def ids(**kw: object) -> set[str]:
@@ -133,8 +132,8 @@ def test_a_withdrawn_advisory_is_served_withdrawn_everywhere(database: Database)
         database, "org/one", [("config", Severity.HIGH), ("tokenizer", Severity.MODERATE)]
     )
     with database.session() as session:
-        insert_advisory(session, first)
-        insert_advisory(session, second)
+        put_advisory(session, first)
+        put_advisory(session, second)
     server = ServerThread()
     settings = PublishSettings(base_url=server.url, log_poll_seconds=0)
     app = create_app(database, settings=settings)
