@@ -57,12 +57,14 @@ def headline(repo_id: str, plan: Mapping[str, Any] | None) -> str:
 def parameter_line(plan: Mapping[str, Any] | None) -> str:
     """The parameter count, set against the checkpoint's tensors when a manifest was read."""
     params = (plan or {}).get("parameters") or {}
-    total, checkpoint = params.get("total"), params.get("checkpoint")
+    total, checkpoint = params.get("total"), params.get("checkpoint_scalars")
     if not isinstance(total, int):
         return "parameter count unknown"
     if isinstance(checkpoint, int):
         verdict = "matches" if checkpoint == total else f"differs by {checkpoint - total:+,}"
-        return f"{total:,} parameters; the checkpoint holds {checkpoint:,} ({verdict})"
+        line = f"{total:,} parameters; the checkpoint holds {checkpoint:,} ({verdict})"
+        explained = (params.get("checkpoint") or {}).get("explanations") or []
+        return line + ("".join(f"; {e}" for e in explained if isinstance(e, str)))
     return f"{total:,} parameters; no weight manifest to check against"
 
 
