@@ -19,7 +19,9 @@ def test_parameter_line_sets_the_count_against_the_checkpoint() -> None:
         for t in describe(config).tensors
     }
     tensors["lm_head.weight"] = {"dtype": "BF16", "shape": [128256, 2048], "data_offsets": [0, 0]}
-    plan = estimator.plan(config, manifest=estimator.WeightManifest.from_headers([tensors])).to_json()
+    plan = estimator.plan(
+        config, manifest=estimator.WeightManifest.from_headers([tensors])
+    ).to_json()
     line = parameter_line(plan)
     assert line.startswith("1,235,814,400 parameters; the checkpoint holds 1,498,482,688")
     assert "differs by +262,668,288" in line
