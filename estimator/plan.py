@@ -137,6 +137,7 @@ def plan(
             ("hidden_size", arch.hidden_size),
             ("vocab_size", arch.vocab_size),
             ("declared_dtype", arch.declared_dtype),
+            ("max_position_embeddings", arch.max_position_embeddings),
         ),
         parameters=_parameter_breakdown(arch),
         checkpoint=checkpoint,

@@ -58,6 +58,7 @@ from storage.outbox import (
     record_delivery_success,
     remove_subscription,
     subscriptions,
+    update_subscription,
 )
 from storage.polling import (
     claim_due_repos,
@@ -161,5 +162,6 @@ __all__ = [
     "subscriptions",
     "tracked_repos",
     "untrack",
+    "update_subscription",
     "withdraw_advisories",
 ]

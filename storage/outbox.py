@@ -2,9 +2,10 @@
 
 Order: each subscription hands out gapless-by-lock sequence numbers (the
 subscription row is the counter, so concurrent writers queue behind one
-another), and only the oldest undelivered row of a subscription is ever due,
-so a receiver that is down holds back what comes after it rather than
-seeing it out of order. A claim pushes ``next_attempt_at`` forward by a
+another), and only the oldest undelivered row of a subscription's channel is
+ever due, so a receiver that is down holds back what comes after it on that
+channel rather than seeing it out of order, while the subscription's other
+channels go on. A claim pushes ``next_attempt_at`` forward by a
 lease, so a worker that dies mid-delivery leaves the row to be retried.
 """
 
@@ -72,6 +73,31 @@ def subscriptions(session: Session, *, include_inactive: bool = False) -> list[S
     if not include_inactive:
         query = query.where(SubscriptionRow.active)
     return [_subscription(row) for row in session.scalars(query)]
+
+
+def update_subscription(
+    session: Session,
+    name: str,
+    repo_patterns: Sequence[str],
+    spec: Mapping[str, JsonValue],
+    channels: Sequence[Mapping[str, JsonValue]],
+    *,
+    min_severity: Severity = Severity.INFO,
+) -> Subscription:
+    """Replace what a subscription asks for (and reactivate it); its outbox history stays."""
+    require_text([name, list(repo_patterns), dict(spec), [dict(c) for c in channels]], name)
+    if not repo_patterns:
+        raise InvalidRecord("a subscription needs at least one repo pattern")
+    row = session.scalars(select(SubscriptionRow).where(SubscriptionRow.name == name)).first()
+    if row is None:
+        raise NotFound(f"no subscription is named {name!r}")
+    row.repo_patterns = list(repo_patterns)
+    row.spec = dict(spec)
+    row.channels = [dict(channel) for channel in channels]
+    row.min_severity = int(min_severity)
+    row.active = True
+    session.flush()
+    return _subscription(row)
 
 
 def remove_subscription(session: Session, name: str) -> bool:
@@ -143,7 +169,7 @@ def enqueue_delivery(
 def claim_due_deliveries(
     session: Session, now: datetime, limit: int, lease_seconds: float
 ) -> list[Delivery]:
-    """Take up to ``limit`` due deliveries, each the oldest undelivered of its subscription.
+    """Take up to ``limit`` due deliveries, each the oldest undelivered of its channel.
 
     Each claim counts an attempt and hides the row for ``lease_seconds``.
     """
@@ -151,6 +177,7 @@ def claim_due_deliveries(
     earlier = aliased(DeliveryRow)
     blocked = exists().where(
         earlier.subscription_pk == DeliveryRow.subscription_pk,
+        earlier.channel == DeliveryRow.channel,
         earlier.status == DeliveryStatus.PENDING.value,
         earlier.sequence < DeliveryRow.sequence,
     )

@@ -1,0 +1,6 @@
+"""Subscriptions and alerts: which revisions a subscriber hears about, and how it reaches them.
+
+``spec`` parses what a subscription asks for; ``evaluate`` turns a new
+revision into alerts inside the revision's transaction; ``deliver`` drains
+the outbox to webhooks and notification URLs with retries.
+"""
