@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -22,37 +21,16 @@ from tqdm import tqdm
 from storage import (
     Database,
     ensure_repo,
-    get_blob,
     has_revision,
-    known_content_keys,
     latest_revision,
     mark_missing_revisions,
-    plan_at,
-    put_blob,
-    record_revision,
     snapshot_at,
 )
-from storage.records import Change, Revision, Snapshot
-from tracker.diff.common import by_severity
-from tracker.diff.plan_delta import diff_plans
-from tracker.diff.revision import Parsed, RevisionContent, diff_revisions
-from tracker.estimate import estimate
+from storage.records import Change, Revision
+from tracker.diff.revision import Parsed, RevisionContent
 from tracker.hub import Hub
+from tracker.process import SessionBlobs, commit, content_of, prepare
 from tracker.repo_id import validate_repo_id
-from tracker.snapshot import LazyBlobs, take_snapshot
-
-
-class SessionBlobs:
-    """The blob store seen through one session, as snapshots and differs need it."""
-
-    def __init__(self, session: Session) -> None:
-        self._session = session
-
-    def known(self, keys: Iterable[str]) -> set[str]:
-        return known_content_keys(self._session, keys)
-
-    def read(self, key: str) -> bytes:
-        return get_blob(self._session, key)
 
 
 @dataclass(frozen=True)
@@ -114,48 +92,21 @@ def record_one(
     """Snapshot, diff, estimate and record one revision; its changes, or None if already stored.
 
     The repo must be tracked already (``storage.ensure_repo``; ``backfill`` does it).
+    Nothing is published: advisories and alerts belong to the daemon's path.
     """
-    cache = {} if cache is None else cache
-    with database.read_session() as session:
-        if has_revision(session, revision.repo_id, revision.sha):
-            return None
-        blobs = SessionBlobs(session)
-        previous = _previous(session, revision)
-        result = take_snapshot(hub, revision, previous, blobs, parse_cache=cache)
-        new = result.content(blobs)
-        old = _content(previous, blobs, cache) if previous else None
-        found = diff_revisions(old, new) + list(result.problems)
-        plan, problem = estimate(new)
-        if problem is not None:
-            found.append(problem)
-        old_plan = plan_at(session, revision.repo_id, previous.revision.sha) if previous else None
-        found = by_severity(found + diff_plans(old_plan, plan))
-    with database.session() as session:
-        for key, data in result.fetched.items():
-            put_blob(session, key, data)
-        if not record_revision(session, result.snapshot, found, plan):
-            return None
-    return found
+    prepared = prepare(database, hub, revision, {} if cache is None else cache)
+    if prepared is None or not commit(database, prepared, fence=_no_fence, publish=None):
+        return None
+    return list(prepared.processed.changes)
 
 
-def _previous(session: Session, revision: Revision) -> Snapshot | None:
-    """The snapshot to diff against: the parent if recorded, else the latest recorded one."""
-    for parent in revision.parents:
-        if has_revision(session, revision.repo_id, parent):
-            return snapshot_at(session, revision.repo_id, parent)
-    latest = latest_revision(session, revision.repo_id)
-    return snapshot_at(session, revision.repo_id, latest.sha) if latest else None
-
-
-def _content(
-    snapshot: Snapshot, blobs: SessionBlobs, cache: dict[tuple[str, str], Parsed]
-) -> RevisionContent:
-    return RevisionContent(snapshot, LazyBlobs(snapshot.texts, blobs.read), cache)
+def _no_fence(session: Session) -> None:
+    """A command-line backfill holds no lease, so there is nothing to check before writing."""
 
 
 def stored_content(session: Session, repo_id: str, sha: str) -> RevisionContent:
     """A recorded revision as the differs see it, read from storage alone (no Hub)."""
-    return _content(snapshot_at(session, repo_id, sha), SessionBlobs(session), {})
+    return content_of(snapshot_at(session, repo_id, sha), SessionBlobs(session), {})
 
 
-__all__ = ["BackfillReport", "SessionBlobs", "backfill", "record_one", "stored_content"]
+__all__ = ["BackfillReport", "backfill", "record_one", "stored_content"]

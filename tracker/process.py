@@ -1,19 +1,17 @@
 """Process one revision exactly once: read outside, write everything in one transaction.
 
-``tracker.backfill.record_one`` writes blobs and the revision in a
-transaction of its own, which leaves no room for the advisory and the alert
-outbox rows. The daemon needs all of them in ONE commit keyed by (repo, sha),
-fenced on its lease, so this module does the same read half (snapshot,
-diff, estimate: network and CPU, outside any write lock) with the tracker's
-own pieces, then commits blobs, revision, the published rows (through the
-``Publisher`` the daemon passes in: feeds builds advisories, tracker may not
-import it) and the lease renewal together. A crash before the commit leaves
+The read half (snapshot, diff, estimate: network and CPU, outside any write
+lock) is ``prepare``; ``commit`` then writes blobs, revision, the published
+rows (through the ``Publisher`` the daemon passes in: feeds builds
+advisories, tracker may not import it) and the lease renewal in ONE
+transaction keyed by (repo, sha). ``tracker.backfill.record_one`` is the
+same two steps with no lease and no publisher. A crash before the commit leaves
 nothing; a retry after it finds (repo, sha) recorded and writes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,7 +20,9 @@ from sqlalchemy.orm import Session
 
 from storage import (
     Database,
+    get_blob,
     has_revision,
+    known_content_keys,
     latest_revision,
     plan_at,
     put_blob,
@@ -30,13 +30,25 @@ from storage import (
     snapshot_at,
 )
 from storage.records import Change, Revision, Snapshot
-from tracker.backfill import SessionBlobs
 from tracker.diff.common import by_severity
 from tracker.diff.plan_delta import diff_plans
 from tracker.diff.revision import Parsed, RevisionContent, diff_revisions
 from tracker.estimate import estimate
 from tracker.hub import Hub
 from tracker.snapshot import LazyBlobs, take_snapshot
+
+
+class SessionBlobs:
+    """The blob store seen through one session, as snapshots and differs need it."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def known(self, keys: Iterable[str]) -> set[str]:
+        return known_content_keys(self._session, keys)
+
+    def read(self, key: str) -> bytes:
+        return get_blob(self._session, key)
 
 
 @dataclass(frozen=True)
@@ -79,11 +91,7 @@ def prepare(
         previous = _previous(session, revision)
         result = take_snapshot(hub, revision, previous, blobs, parse_cache=cache)
         new = result.content(blobs)
-        old = (
-            RevisionContent(previous, LazyBlobs(previous.texts, blobs.read), cache)
-            if previous
-            else None
-        )
+        old = content_of(previous, blobs, cache) if previous else None
         found = diff_revisions(old, new) + list(result.problems)
         plan, problem = estimate(new)
         if problem is not None:
@@ -126,6 +134,13 @@ def commit(
     return True
 
 
+def content_of(
+    snapshot: Snapshot, blobs: SessionBlobs, cache: dict[tuple[str, str], Parsed]
+) -> RevisionContent:
+    """A recorded snapshot as the differs see it, its texts read from the blob store on demand."""
+    return RevisionContent(snapshot, LazyBlobs(snapshot.texts, blobs.read), cache)
+
+
 def _previous(session: Session, revision: Revision) -> Snapshot | None:
     """The snapshot to diff against: the parent if recorded, else the latest recorded one."""
     for parent in revision.parents:
@@ -135,4 +150,13 @@ def _previous(session: Session, revision: Revision) -> Snapshot | None:
     return snapshot_at(session, revision.repo_id, latest.sha) if latest else None
 
 
-__all__ = ["InTransaction", "Prepared", "Processed", "Publisher", "commit", "prepare"]
+__all__ = [
+    "InTransaction",
+    "Prepared",
+    "Processed",
+    "Publisher",
+    "SessionBlobs",
+    "commit",
+    "content_of",
+    "prepare",
+]
