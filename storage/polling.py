@@ -151,6 +151,46 @@ def release_lease(session: Session, repo_id: str, owner: str) -> bool:
     return _finish(session, repo_id, owner, {})
 
 
+def extend_lease(
+    session: Session, repo_id: str, owner: str, now: datetime, lease_seconds: float
+) -> bool:
+    """Push a live lease's expiry forward; False if ``owner`` no longer holds it (the fence)."""
+    require_aware(now, "extend_lease now")
+    result = session.execute(
+        update(PollStateRow)
+        .where(
+            PollStateRow.repo_pk == _pk(session, repo_id),
+            PollStateRow.lease_owner == owner,
+            PollStateRow.lease_expires_at > now,
+        )
+        .values(lease_expires_at=now + timedelta(seconds=lease_seconds))
+        .execution_options(synchronize_session=False)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+def release_leases_of(session: Session, owner_prefix: str) -> int:
+    """Free every lease whose owner starts with ``owner_prefix``; how many were freed."""
+    result = session.execute(
+        update(PollStateRow)
+        .where(PollStateRow.lease_owner.startswith(owner_prefix, autoescape=True))
+        .values(lease_owner=None, lease_expires_at=None)
+        .execution_options(synchronize_session=False)
+    )
+    return int(getattr(result, "rowcount", 0))
+
+
+def record_last_modified(session: Session, repo_id: str, stamp: datetime) -> None:
+    """Remember the Hub's lastModified for a tracked repo (where discovery resumes)."""
+    require_aware(stamp, "last_modified")
+    session.execute(
+        update(PollStateRow)
+        .where(PollStateRow.repo_pk == _pk(session, repo_id))
+        .values(last_modified=stamp)
+        .execution_options(synchronize_session=False)
+    )
+
+
 def _finish(session: Session, repo_id: str, owner: str, values: dict[str, object]) -> bool:
     result = session.execute(
         update(PollStateRow)

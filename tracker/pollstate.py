@@ -12,22 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from storage import (
     Database,
     claim_due_repos,
     ensure_repo,
+    extend_lease,
     get_repo,
     poll_states,
     record_check_failure,
     record_check_success,
     release_lease,
+    release_leases_of,
 )
-from storage.models import PollStateRow, RepoRow
 from tracker.errors import TrackerError
 
 INTERVAL_OPTION = "interval_s"
@@ -83,18 +83,7 @@ def claim_due(
 
 def renew(session: Session, claim: Claim, *, now: datetime, lease_s: float) -> None:
     """Extend the lease inside the caller's transaction; LeaseLost if it is no longer ours."""
-    pk = select(RepoRow.id).where(RepoRow.repo_id == claim.repo_id).scalar_subquery()
-    result = session.execute(
-        update(PollStateRow)
-        .where(
-            PollStateRow.repo_pk == pk,
-            PollStateRow.lease_owner == claim.owner,
-            PollStateRow.lease_expires_at > now,
-        )
-        .values(lease_expires_at=now + timedelta(seconds=lease_s))
-        .execution_options(synchronize_session=False)
-    )
-    if not getattr(result, "rowcount", 0):
+    if not extend_lease(session, claim.repo_id, claim.owner, now, lease_s):
         raise LeaseLost(f"{claim.repo_id}: the lease of {claim.owner} expired or was taken over")
 
 
@@ -151,30 +140,13 @@ def release_previous(database: Database, instance: str) -> int:
     sharing a database need distinct names (the default, host:port, is).
     """
     with database.session() as session:
-        result = session.execute(
-            update(PollStateRow)
-            .where(PollStateRow.lease_owner.startswith(f"{instance}/", autoescape=True))
-            .values(lease_owner=None, lease_expires_at=None)
-            .execution_options(synchronize_session=False)
-        )
-        return int(getattr(result, "rowcount", 0))
+        return release_leases_of(session, f"{instance}/")
 
 
 def watermark(session: Session) -> datetime | None:
     """The newest Hub lastModified recorded for a tracked repo (where discovery resumes)."""
     stamps = [s.last_modified for s in poll_states(session) if s.last_modified is not None]
     return max(stamps, default=None)
-
-
-def record_last_modified(session: Session, repo_id: str, stamp: datetime) -> None:
-    """Remember the lastModified a discovery walk listed for the repo."""
-    pk = select(RepoRow.id).where(RepoRow.repo_id == repo_id).scalar_subquery()
-    session.execute(
-        update(PollStateRow)
-        .where(PollStateRow.repo_pk == pk)
-        .values(last_modified=stamp)
-        .execution_options(synchronize_session=False)
-    )
 
 
 __all__ = [
@@ -184,7 +156,6 @@ __all__ = [
     "claim_due",
     "complete",
     "fail",
-    "record_last_modified",
     "release",
     "release_previous",
     "renew",
