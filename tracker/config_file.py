@@ -5,7 +5,9 @@ the Hub endpoint; this module reads the rest, so one file configures a whole
 ``neurarch-trace serve``. An annotated example lives in
 deploy/neurarch-trace.example.toml. Durations are seconds or a number with a
 unit (``"90s"``, ``"30m"``, ``"1h"``, ``"1d"``), so an interval reads the way
-people say it.
+people say it. ``[[subscriptions]]`` tables have the document shape of
+tracker.alerts.spec; they are stored at start (added or replaced, never
+deleted) by tracker.alerts.registry.sync_configured.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracker.alerts.spec import SubscriptionError, SubscriptionSpec, parse_subscription
 from tracker.errors import RepoIdError, TrackerError
 from tracker.repo_id import validate_repo_id
 
@@ -59,6 +62,8 @@ class DaemonConfig:
     """This instance's name in lease owners; unique per database (default host:port)."""
     public_url: str | None = None
     """Where users reach the app (links in feeds and advisories); default http://host:port."""
+    subscriptions: tuple[SubscriptionSpec, ...] = ()
+    """The file's ``[[subscriptions]]``, validated; stored when the daemon starts."""
 
 
 def parse_duration(value: object, where: str) -> float:
@@ -128,7 +133,32 @@ def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> 
         webhook_secret=secret,
         instance=_instance(daemon.get("instance"), f"{source}: daemon.instance"),
         public_url=None if server.get("public_url") is None else str(server["public_url"]),
+        subscriptions=parse_subscriptions(document, source),
     )
+
+
+def parse_subscriptions(document: Mapping[str, Any], source: str) -> tuple[SubscriptionSpec, ...]:
+    """The ``[[subscriptions]]`` tables; errors name ``subscriptions[i]`` and the field."""
+    value = document.get("subscriptions", [])
+    if not isinstance(value, list):
+        raise ConfigFileError(
+            f"{source}: subscriptions must be an array of tables ([[subscriptions]])"
+        )
+    specs: list[SubscriptionSpec] = []
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(value):
+        where = f"{source}: subscriptions[{index}]"
+        try:
+            spec = parse_subscription(entry, source=where)
+        except SubscriptionError as exc:
+            raise ConfigFileError(str(exc)) from None
+        if spec.name in seen:
+            raise ConfigFileError(
+                f"{where}: name {spec.name!r} is already used by subscriptions[{seen[spec.name]}]"
+            )
+        seen[spec.name] = index
+        specs.append(spec)
+    return tuple(specs)
 
 
 def _table(document: Mapping[str, Any], name: str, source: str) -> Mapping[str, Any]:
@@ -195,4 +225,5 @@ __all__ = [
     "load_daemon_config",
     "parse_daemon_config",
     "parse_duration",
+    "parse_subscriptions",
 ]

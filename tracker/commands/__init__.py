@@ -24,7 +24,10 @@ from tracker.commands import (  # noqa: E402
     migrate,
     plan,
     serve,
+    subscribe,
+    subscriptions,
     track,
+    unsubscribe,
     untrack,
 )
 
@@ -38,4 +41,7 @@ COMMANDS: tuple[ModuleType, ...] = (
     serve,
     demo,
     migrate,
+    subscribe,
+    subscriptions,
+    unsubscribe,
 )

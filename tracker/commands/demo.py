@@ -6,6 +6,8 @@ and backfills every repo it serves, and the HTTP app is served on
 127.0.0.1:PORT. The demo writes to its own SQLite file, ``demo.db`` in the
 data directory, recreated on each run, so it never touches the database
 ``serve`` uses. /healthz reports ``"backfill": "done"`` when every repo is in.
+The subscriptions of tracker/demo/subscriptions.toml are stored before the
+backfill starts, so the alerts it raises show on their pages and feeds.
 """
 
 from __future__ import annotations
@@ -13,16 +15,21 @@ from __future__ import annotations
 import argparse
 import logging
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
+from storage import Database
+from tracker.alerts.registry import sync_configured
 from tracker.commands import UsageError
-from tracker.config_file import DaemonConfig, RepoConfig
+from tracker.config_file import ConfigFileError, DaemonConfig, RepoConfig, load_daemon_config
 from tracker.demo import HISTORIES
 from tracker.settings import Settings
 
 NAME = "demo"
 HELP = "replay demo histories through a local Hub, backfill them and serve the pages"
 DEMO_DATABASE = "demo.db"
+DEMO_SUBSCRIPTIONS = Path(__file__).resolve().parent.parent / "demo" / "subscriptions.toml"
+"""The demo's subscriptions, shipped as package data beside the histories."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +46,17 @@ def demo_settings(settings: Settings, endpoint: str) -> Settings:
         leftover.unlink(missing_ok=True)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     return replace(settings, database_url=f"sqlite:///{path}", hf_endpoint=endpoint, hf_token=None)
+
+
+def store_demo_subscriptions(database: Database, path: Path = DEMO_SUBSCRIPTIONS) -> list[str]:
+    """Store the shipped demo subscriptions; their names, in file order."""
+    try:
+        specs = load_daemon_config(path).subscriptions
+    except ConfigFileError as exc:
+        raise UsageError(str(exc)) from None
+    with database.session() as session:
+        sync_configured(session, specs, now=datetime.now(UTC))
+    return [spec.name for spec in specs]
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -62,6 +80,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
         daemon = Daemon.open(local, config)
         daemon.track_configured()
+        names = store_demo_subscriptions(daemon.database)
         app = daemon.build_app()
         daemon.start_background(publisher())
         base = f"http://127.0.0.1:{args.port}"
@@ -72,6 +91,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
         for repo in repos:
             print(f"              {base}/models/{repo.repo_id}")
+        for name in names:
+            print(f"subscription: {base}/subscriptions/{name}   (alerts: .../{name}/alerts.atom)")
         print("Ctrl-C to stop", flush=True)
         daemon.serve(app)
     except OSError as exc:
