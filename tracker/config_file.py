@@ -43,6 +43,21 @@ class RepoConfig:
 
 
 @dataclass(frozen=True)
+class AlertsConfig:
+    """The ``[alerts]`` table: how often the outbox is drained and how failures back off.
+
+    A failed delivery is retried after ``retry_base_s``, doubling up to
+    ``retry_max_delay_s``, until ``give_up_after_s`` after the alert was
+    queued; then it becomes a dead letter.
+    """
+
+    tick_s: float = 5.0
+    retry_base_s: float = 30.0
+    retry_max_delay_s: float = 3600.0
+    give_up_after_s: float = 86400.0
+
+
+@dataclass(frozen=True)
 class DaemonConfig:
     """Everything ``serve`` needs beyond Settings."""
 
@@ -63,6 +78,7 @@ class DaemonConfig:
     public_url: str | None = None
     """Where users reach the app (links in feeds and advisories); default http://host:port."""
     subscriptions: tuple[SubscriptionSpec, ...] = ()
+    alerts: AlertsConfig = AlertsConfig()
     """The file's ``[[subscriptions]]``, validated; stored when the daemon starts."""
 
 
@@ -134,6 +150,28 @@ def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> 
         instance=_instance(daemon.get("instance"), f"{source}: daemon.instance"),
         public_url=None if server.get("public_url") is None else str(server["public_url"]),
         subscriptions=parse_subscriptions(document, source),
+        alerts=parse_alerts(_table(document, "alerts", source), source),
+    )
+
+
+def parse_alerts(table: Mapping[str, Any], source: str) -> AlertsConfig:
+    """The ``[alerts]`` table, every duration checked."""
+    default = AlertsConfig()
+    unknown = sorted(set(table) - {"tick", "retry_base", "retry_max_delay", "give_up_after"})
+    if unknown:
+        raise ConfigFileError(f"{source}: alerts.{unknown[0]} is not a setting")
+    return AlertsConfig(
+        tick_s=parse_duration(table.get("tick", default.tick_s), f"{source}: alerts.tick"),
+        retry_base_s=parse_duration(
+            table.get("retry_base", default.retry_base_s), f"{source}: alerts.retry_base"
+        ),
+        retry_max_delay_s=parse_duration(
+            table.get("retry_max_delay", default.retry_max_delay_s),
+            f"{source}: alerts.retry_max_delay",
+        ),
+        give_up_after_s=parse_duration(
+            table.get("give_up_after", default.give_up_after_s), f"{source}: alerts.give_up_after"
+        ),
     )
 
 
@@ -219,10 +257,12 @@ def _port(value: Any, where: str) -> int:
 
 
 __all__ = [
+    "AlertsConfig",
     "ConfigFileError",
     "DaemonConfig",
     "RepoConfig",
     "load_daemon_config",
+    "parse_alerts",
     "parse_daemon_config",
     "parse_duration",
     "parse_subscriptions",

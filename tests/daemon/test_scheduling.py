@@ -54,6 +54,9 @@ def test_example_configuration_parses_with_its_documented_values() -> None:
     ]
     assert (config.interval_s, config.max_backoff_s, config.discovery_s) == (3600, 21600, 300)
     assert (config.host, config.port, config.webhook_secret) == ("127.0.0.1", 8080, "change-me")
+    alerts = config.alerts
+    assert (alerts.tick_s, alerts.retry_base_s, alerts.retry_max_delay_s) == (5, 30, 3600)
+    assert alerts.give_up_after_s == 86400
 
 
 @pytest.mark.parametrize(
@@ -67,6 +70,8 @@ def test_example_configuration_parses_with_its_documented_values() -> None:
         ({"repos": [{"id": "no-slash"}]}, "repos[0]"),
         ({"repos": [{"id": "a/b"}, {"id": "a/b"}]}, "listed twice"),
         ({"repos": [{"id": "a/b", "interval": "5 parsecs"}]}, "repos[0].interval"),
+        ({"alerts": {"retry_base": "-1s"}}, "alerts.retry_base"),
+        ({"alerts": {"retries": 3}}, "alerts.retries"),
     ],
 )
 def test_bad_configuration_values_are_refused_naming_the_field(

@@ -51,6 +51,7 @@ WATCHABLE: Final[Mapping[str, tuple[str, ...]]] = {
 }
 """What ``alert_on`` may name beside "fit", and the change artifacts each covers."""
 
+MASK: Final = "********"
 FIT: Final = "fit"
 CONTEXT: Final = "max"
 ChannelKind = Literal["webhook", "apprise"]
@@ -91,9 +92,17 @@ class Channel:
     secret: str | None = None
 
     def to_json(self, *, redact: bool = False) -> dict[str, JsonValue]:
-        out: dict[str, JsonValue] = {"type": self.kind, "url": self.url}
+        """The stored form; ``redact`` masks the secret and an apprise URL's credentials.
+
+        Apprise URLs carry their tokens in the user, host or path part
+        (``discord://ID/TOKEN``), so only the scheme is left to show.
+        """
+        url = self.url
+        if redact and self.kind == "apprise":
+            url = f"{urlsplit(url).scheme or 'apprise'}://{MASK}"
+        out: dict[str, JsonValue] = {"type": self.kind, "url": url}
         if self.secret is not None:
-            out["secret"] = "********" if redact else self.secret
+            out["secret"] = MASK if redact else self.secret
         return out
 
 
