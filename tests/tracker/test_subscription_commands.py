@@ -176,7 +176,7 @@ def test_secrets_never_appear_in_output(
         assert SECRET not in shown
     assert stored["subscription"]["channels"] == [
         {"type": "webhook", "url": "https://hooks.example/in", "secret": "********"},
-        {"type": "apprise", "url": "json://localhost"},
+        {"type": "apprise", "url": "json://********"},
     ]
     assert [c["type"] for c in listing[0]["channels"]] == ["webhook"]
     assert "webhook, apprise" in table
