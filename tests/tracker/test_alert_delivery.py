@@ -1,0 +1,520 @@
+"""Alerts leave the outbox for real receivers on loopback: signed, in order, once, with backoff.
+
+Every webhook receiver here checks every signature with ``tracker.alerts.signing``
+and answers 401 when it does not verify, as a subscriber's endpoint would. The
+clock is the test's, so backoff and leases are exact values, not sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from storage import (
+    Database,
+    Delivery,
+    DeliveryStatus,
+    Subscription,
+    add_subscription,
+    dead_letters,
+    deliveries,
+    enqueue_delivery,
+    update_subscription,
+)
+from tracker.alerts import signing
+from tracker.alerts.channels import (
+    AppriseSender,
+    DeliveryFailed,
+    FeedSender,
+    Sender,
+    WebhookSender,
+    webhook_body,
+)
+from tracker.alerts.deliver import DeliveryReport, DeliveryWorker, RetryPolicy
+from tracker.alerts.spec import Channel, parse_subscription
+
+ROOT = Path(__file__).resolve().parents[2]
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+SECRET = "receiver-shared-secret-0123"
+SHA = "59187708e28f74d2a1074eae3e844f9a6d991ebd"
+
+
+class Clock:
+    """The test's clock: it moves only when the test moves it."""
+
+    def __init__(self, now: datetime = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One accepted request as the receiver saw it."""
+
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+    body: dict[str, Any]
+
+
+@dataclass
+class Receiver:
+    """An HTTP receiver on 127.0.0.1:``port`` that can be down (nothing listening) or up.
+
+    With a ``secret`` it verifies every signature and answers 401 to a bad
+    one; ``status`` and ``delay_s`` make it misbehave on purpose.
+    """
+
+    port: int
+    secret: str | None = None
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    status: int = 204
+    delay_s: float = 0.0
+    arrivals: list[Arrival] = field(default_factory=list)
+    rejected: int = 0
+    _server: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hooks/neurarch"
+
+    def seen(self) -> list[tuple[str, int]]:
+        """(delivery id, sequence) of every accepted webhook, in arrival order."""
+        with self._lock:
+            return [(a.headers["X-Neurarch-Delivery"], a.body["sequence"]) for a in self.arrivals]
+
+    def start(self) -> Receiver:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                if receiver.delay_s:
+                    time.sleep(receiver.delay_s)
+                ok = receiver.secret is None or signing.verify(
+                    receiver.secret,
+                    self.headers.get(signing.TIMESTAMP_HEADER),
+                    self.headers.get(signing.SIGNATURE_HEADER),
+                    raw,
+                    receiver.clock(),
+                )
+                with receiver._lock:
+                    if ok:
+                        headers = {k: v for k, v in self.headers.items()}
+                        receiver.arrivals.append(Arrival(self.path, headers, raw, json.loads(raw)))
+                    else:
+                        receiver.rejected += 1
+                self.send_response(receiver.status if ok else 401)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def receivers() -> Iterator[list[Receiver]]:
+    """Receivers a test starts are stopped when it ends, passed or failed."""
+    started: list[Receiver] = []
+    yield started
+    for receiver in started:
+        receiver.stop()
+
+
+@pytest.fixture
+def http() -> Iterator[requests.Session]:
+    with requests.Session() as session:
+        yield session
+
+
+def subscribe(database: Database, channels: list[dict[str, Any]]) -> Subscription:
+    spec = parse_subscription(
+        {"name": "lora-on-t4", "repos": ["org/*"], "cards": ["T4"], "channels": channels}
+    )
+    with database.session() as session:
+        return add_subscription(
+            session,
+            spec.name,
+            spec.repos,
+            spec.spec_json(),
+            [channel.to_json() for channel in spec.channels],
+            created_at=T0,
+        )
+
+
+def alert(number: int) -> dict[str, Any]:
+    return {
+        "kind": "fit",
+        "summary": f"org/model-{number}: LoRA r=16, batch 8 at 512 tokens no longer fits on T4",
+        "repo_id": f"org/model-{number}",
+        "sha": SHA,
+        "advisory_url": f"https://trace.example/vulns/x_NEURARCH-ORG-MODEL-{number}",
+    }
+
+
+def enqueue(
+    database: Database, subscription: Subscription, channel: str, count: int, at: datetime = T0
+) -> None:
+    with database.session() as session:
+        for number in range(1, count + 1):
+            enqueue_delivery(
+                session, subscription.id, channel, f"alert-{number}", alert(number), now=at
+            )
+
+
+def rows(database: Database, subscription: Subscription, channel: str) -> list[Delivery]:
+    with database.read_session() as session:
+        return [d for d in deliveries(session, subscription.id) if d.channel == channel]
+
+
+def worker(
+    database: Database, clock: Clock, http: requests.Session, **senders: Sender
+) -> DeliveryWorker:
+    table: dict[str, Sender] = {
+        "webhook": WebhookSender(http, clock, timeout_s=5),
+        "apprise": AppriseSender(),
+        "feed": FeedSender(),
+    }
+    return DeliveryWorker(database, {**table, **senders}, clock, RetryPolicy())
+
+
+def test_backoff_doubles_from_30_s_and_caps_at_an_hour() -> None:
+    policy = RetryPolicy()
+    delays = [
+        (policy.next_attempt(T0, attempts, T0) or T0) - T0 for attempts in (1, 2, 3, 4, 7, 8, 500)
+    ]
+    assert [d.total_seconds() for d in delays] == [30, 60, 120, 240, 1920, 3600, 3600]
+    end = T0 + timedelta(hours=24)
+    assert policy.next_attempt(T0, 9, end - timedelta(seconds=3599)) is None  # past 24 h
+    assert policy.next_attempt(T0, 9, end - timedelta(seconds=3600)) == end  # just inside
+    assert policy.next_attempt(T0, 9, T0 + timedelta(hours=22)) == T0 + timedelta(hours=23)
+
+
+def test_down_receiver_backs_off_then_gets_every_alert_once_in_order(
+    database: Database, clock: Clock, receivers: list[Receiver], http: requests.Session
+) -> None:
+    receiver = Receiver(free_port(), SECRET, clock)
+    subscription = subscribe(database, [{"type": "webhook", "url": receiver.url, "secret": SECRET}])
+    enqueue(database, subscription, "webhook:0", 5)
+    enqueue(database, subscription, "feed", 5)
+    deliver = worker(database, clock, http)
+
+    first = deliver.run_once()
+    assert first == DeliveryReport(delivered=5, retried=1)  # the feed channel does not wait
+    gaps: list[float] = []
+    errors: list[str | None] = []
+    for _ in range(4):
+        head = rows(database, subscription, "webhook:0")[0]
+        gaps.append((head.next_attempt_at - clock.now).total_seconds())
+        errors.append(head.last_error)
+        clock.now = head.next_attempt_at
+        assert deliver.run_once() == DeliveryReport(retried=1)
+    webhook_rows = rows(database, subscription, "webhook:0")
+    assert gaps == [30, 60, 120, 240]
+    assert errors == ["connection refused"] * 4
+    assert [r.attempts for r in webhook_rows] == [5, 0, 0, 0, 0]  # the rest wait their turn
+
+    receivers.append(receiver.start())  # up again, on the address the subscription names
+    clock.now = webhook_rows[0].next_attempt_at
+    assert deliver.run_once() == DeliveryReport(delivered=5)
+    assert deliver.run_once() == DeliveryReport()
+
+    stored = rows(database, subscription, "webhook:0")
+    assert receiver.seen() == [
+        (f"{subscription.id}-{r.sequence}-webhook:0", r.sequence) for r in stored
+    ]
+    assert [s for _, s in receiver.seen()] == sorted(r.sequence for r in stored)
+    assert receiver.rejected == 0
+    assert {r.status for r in stored} == {DeliveryStatus.DELIVERED}
+    assert [r.attempts for r in stored] == [6, 1, 1, 1, 1]
+    arrival = receiver.arrivals[0]
+    assert arrival.headers["Content-Type"] == "application/json"
+    assert arrival.headers["User-Agent"].startswith("neurarch-trace/")
+    assert arrival.headers["X-Neurarch-Event"] == "alert"
+    assert arrival.body["delivery_id"] == arrival.headers["X-Neurarch-Delivery"]
+    assert arrival.body["summary"] == alert(1)["summary"]
+    assert arrival.body["subscription"] == subscription.id
+
+
+def test_receiver_that_rejects_the_signature_dead_letters_at_once(
+    database: Database, clock: Clock, receivers: list[Receiver], http: requests.Session
+) -> None:
+    receiver = Receiver(free_port(), "a-different-secret-456789", clock).start()
+    receivers.append(receiver)
+    subscription = subscribe(database, [{"type": "webhook", "url": receiver.url, "secret": SECRET}])
+    enqueue(database, subscription, "webhook:0", 2)
+
+    assert worker(database, clock, http).run_once() == DeliveryReport(dead=2)
+    with database.read_session() as session:
+        dead = dead_letters(session)
+    assert [(d.sequence, d.last_error, d.attempts) for d in dead] == [
+        (1, "HTTP 401", 1),
+        (2, "HTTP 401", 1),
+    ]
+    assert {d.status for d in dead} == {DeliveryStatus.DEAD_LETTER}
+    assert receiver.rejected == 2 and receiver.arrivals == []
+
+
+def test_a_day_of_failures_ends_in_the_dead_letters(
+    database: Database, clock: Clock, http: requests.Session
+) -> None:
+    subscription = subscribe(
+        database, [{"type": "webhook", "url": f"http://127.0.0.1:{free_port()}/", "secret": SECRET}]
+    )
+    enqueue(database, subscription, "webhook:0", 1)
+    deliver = worker(database, clock, http)
+    while (report := deliver.run_once()) == DeliveryReport(retried=1):
+        clock.now = rows(database, subscription, "webhook:0")[0].next_attempt_at
+    assert report == DeliveryReport(dead=1)
+    [row] = rows(database, subscription, "webhook:0")
+    # 30 + 60 + ... + 1920 s, then hourly: the 30th attempt is the last one inside 24 h
+    assert (clock.now - T0).total_seconds() == 83010
+    assert row.attempts == 30
+    assert row.status is DeliveryStatus.DEAD_LETTER
+    assert row.last_error == "connection refused (gave up after 30 attempts)"
+
+
+class WorkerDied(BaseException):
+    """Stands for the process dying (kill -9) in the middle of a round."""
+
+
+class DiesBeforeSending:
+    def send(self, delivery: Delivery, channel: Channel | None) -> None:
+        raise WorkerDied
+
+
+@dataclass
+class DiesAfterSending:
+    inner: Sender
+
+    def send(self, delivery: Delivery, channel: Channel | None) -> None:
+        self.inner.send(delivery, channel)
+        raise WorkerDied
+
+
+def test_claim_of_a_dead_worker_is_retried_after_the_lease_and_delivered_once(
+    database: Database, clock: Clock, receivers: list[Receiver], http: requests.Session
+) -> None:
+    receiver = Receiver(free_port(), SECRET, clock).start()
+    receivers.append(receiver)
+    subscription = subscribe(database, [{"type": "webhook", "url": receiver.url, "secret": SECRET}])
+    enqueue(database, subscription, "webhook:0", 1)
+
+    with pytest.raises(WorkerDied):
+        worker(database, clock, http, webhook=DiesBeforeSending()).run_once()
+    survivor = worker(database, clock, http)
+    clock.now = T0 + timedelta(seconds=59)
+    assert survivor.run_once() == DeliveryReport()  # the claim was committed: still leased
+    clock.now = T0 + timedelta(seconds=60)
+    assert survivor.run_once() == DeliveryReport(delivered=1)
+    assert survivor.run_once() == DeliveryReport()
+    assert receiver.seen() == [(f"{subscription.id}-1-webhook:0", 1)]
+    [row] = rows(database, subscription, "webhook:0")
+    assert (row.status, row.attempts) == (DeliveryStatus.DELIVERED, 2)
+
+
+def test_crash_after_the_post_resends_under_the_same_delivery_id(
+    database: Database, clock: Clock, receivers: list[Receiver], http: requests.Session
+) -> None:
+    receiver = Receiver(free_port(), SECRET, clock).start()
+    receivers.append(receiver)
+    subscription = subscribe(database, [{"type": "webhook", "url": receiver.url, "secret": SECRET}])
+    enqueue(database, subscription, "webhook:0", 1)
+
+    sender = WebhookSender(http, clock, timeout_s=5)
+    with pytest.raises(WorkerDied):
+        worker(database, clock, http, webhook=DiesAfterSending(sender)).run_once()
+    clock.now = T0 + timedelta(seconds=61)
+    assert worker(database, clock, http).run_once() == DeliveryReport(delivered=1)
+    delivery_id = f"{subscription.id}-1-webhook:0"
+    assert receiver.seen() == [(delivery_id, 1), (delivery_id, 1)]  # the receiver drops one
+    assert receiver.arrivals[0].raw == receiver.arrivals[1].raw  # the same bytes, re-signed
+
+
+def test_edited_subscription_dead_letters_rows_for_a_removed_channel(
+    database: Database, clock: Clock, http: requests.Session
+) -> None:
+    subscription = subscribe(
+        database, [{"type": "webhook", "url": "http://127.0.0.1:9/", "secret": SECRET}]
+    )
+    enqueue(database, subscription, "webhook:0", 1)
+    with database.session() as session:
+        update_subscription(session, subscription.name, ["org/*"], dict(subscription.spec), [])
+    assert worker(database, clock, http).run_once() == DeliveryReport(dead=1)
+    [row] = rows(database, subscription, "webhook:0")
+    assert (row.status, row.last_error) == (
+        DeliveryStatus.DEAD_LETTER,
+        "channel no longer configured",
+    )
+
+
+APPRISE_IMPORT = pytest.mark.filterwarnings(
+    # apprise's email plugin imports imghdr, deprecated since Python 3.11
+    "ignore:'imghdr' is deprecated:DeprecationWarning"
+)
+
+
+@APPRISE_IMPORT
+def test_apprise_json_url_posts_the_summary_to_a_local_receiver(
+    database: Database, clock: Clock, receivers: list[Receiver], http: requests.Session
+) -> None:
+    receiver = Receiver(free_port()).start()
+    receivers.append(receiver)
+    url = f"json://127.0.0.1:{receiver.port}/apprise/inbox"
+    subscription = subscribe(database, [{"type": "apprise", "url": url}])
+    enqueue(database, subscription, "apprise:0", 2)
+
+    assert worker(database, clock, http).run_once() == DeliveryReport(delivered=2)
+    assert [a.path for a in receiver.arrivals] == ["/apprise/inbox"] * 2
+    first = receiver.arrivals[0].body
+    assert first["title"] == alert(1)["summary"]
+    assert first["message"] == f"{alert(1)['summary']}\n\n{alert(1)['advisory_url']}"
+    assert alert(2)["summary"] in receiver.arrivals[1].body["message"]
+
+
+@APPRISE_IMPORT
+def test_apprise_failures_retry_and_unknown_urls_dead_letter(
+    database: Database, clock: Clock, http: requests.Session
+) -> None:
+    subscription = subscribe(
+        database,
+        [
+            {"type": "apprise", "url": f"json://127.0.0.1:{free_port()}/down"},
+            {"type": "apprise", "url": "no-such-service://token@host"},
+        ],
+    )
+    enqueue(database, subscription, "apprise:0", 1)
+    enqueue(database, subscription, "apprise:1", 1)
+    assert worker(database, clock, http).run_once() == DeliveryReport(retried=1, dead=1)
+    [down] = rows(database, subscription, "apprise:0")
+    [unknown] = rows(database, subscription, "apprise:1")
+    assert (down.last_error, down.next_attempt_at) == (
+        "the notification service did not accept it",
+        T0 + timedelta(seconds=30),
+    )
+    assert unknown.last_error == "apprise does not understand this notification URL"
+
+
+@pytest.mark.parametrize(
+    ("status", "permanent"),
+    [(503, False), (500, False), (429, False), (408, False), (404, True), (410, True), (400, True)],
+)
+def test_webhook_status_decides_retry_or_dead_letter(
+    status: int, permanent: bool, receivers: list[Receiver], http: requests.Session
+) -> None:
+    receiver = Receiver(free_port(), SECRET, status=status).start()
+    receivers.append(receiver)
+    sender = WebhookSender(http, lambda: datetime.now(UTC))
+    with pytest.raises(DeliveryFailed) as failure:
+        sender.send(a_delivery(), Channel("webhook", receiver.url, SECRET))
+    assert (failure.value.message, failure.value.permanent) == (f"HTTP {status}", permanent)
+
+
+def test_slow_receiver_times_out_without_naming_the_url(
+    receivers: list[Receiver], http: requests.Session
+) -> None:
+    receiver = Receiver(free_port(), SECRET, delay_s=1.0).start()
+    receivers.append(receiver)
+    sender = WebhookSender(http, lambda: datetime.now(UTC), timeout_s=0.2)
+    with pytest.raises(DeliveryFailed) as failure:
+        sender.send(a_delivery(), Channel("webhook", receiver.url + "?token=s3cr3t", SECRET))
+    assert (failure.value.message, failure.value.permanent) == ("timed out after 0.2 s", False)
+
+
+def a_delivery() -> Delivery:
+    return Delivery(
+        id=1,
+        subscription_id=7,
+        sequence=3,
+        channel="webhook:0",
+        event_key="alert-1",
+        payload=alert(1),
+        status=DeliveryStatus.PENDING,
+        attempts=1,
+        next_attempt_at=T0,
+        created_at=T0,
+    )
+
+
+def test_signature_rejects_tampered_bodies_stale_timestamps_and_other_secrets() -> None:
+    body = json.dumps(webhook_body(a_delivery())).encode()
+    headers = signing.signature_headers(SECRET, body, T0)
+    timestamp, signature = headers[signing.TIMESTAMP_HEADER], headers[signing.SIGNATURE_HEADER]
+    assert timestamp == str(int(T0.timestamp()))
+    assert signature == signing.sign(SECRET, int(T0.timestamp()), body)
+    assert re.fullmatch(r"sha256=[0-9a-f]{64}", signature)
+    assert signing.verify(SECRET, timestamp, signature, body, T0 + timedelta(seconds=300))
+    assert not signing.verify(SECRET, timestamp, signature, body.replace(b"T4", b"T5"), T0)
+    assert not signing.verify(SECRET, timestamp, signature, body, T0 + timedelta(seconds=301))
+    assert not signing.verify(SECRET, timestamp, signature, body, T0 - timedelta(seconds=301))
+    assert not signing.verify("another-secret-0123456", timestamp, signature, body, T0)
+    later = str(int(T0.timestamp()) + 1)  # the timestamp is signed too: no replays under a new one
+    assert not signing.verify(SECRET, later, signature, body, T0)
+    assert not signing.verify(SECRET, None, signature, body, T0)
+    assert not signing.verify(SECRET, "１２３", signature, body, T0)
+    assert not signing.verify(SECRET, timestamp, None, body, T0)
+    assert not signing.verify(SECRET, timestamp, "sha256=é", body, T0)
+
+
+def readme_verifier() -> Callable[..., bool]:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Alerts: verifying webhook signatures", 1)[1].split("\n## ", 1)[0]
+    [code] = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    verifier: Callable[..., bool] = namespace["verify_signature"]
+    return verifier
+
+
+def test_readme_verification_snippet_accepts_what_the_sender_signed(
+    receivers: list[Receiver], http: requests.Session
+) -> None:
+    receiver = Receiver(free_port(), SECRET).start()
+    receivers.append(receiver)
+    WebhookSender(http, lambda: datetime.now(UTC)).send(
+        a_delivery(), Channel("webhook", receiver.url, SECRET)
+    )
+    [arrival] = receiver.arrivals
+    verify_signature = readme_verifier()
+    assert verify_signature(SECRET, arrival.headers, arrival.raw) is True
+    assert verify_signature(SECRET, arrival.headers, arrival.raw + b" ") is False
+    assert verify_signature("another-secret-0123456", arrival.headers, arrival.raw) is False
+    stale = {**arrival.headers, "X-Neurarch-Timestamp": str(int(time.time()) - 301)}
+    assert verify_signature(SECRET, stale, arrival.raw) is False
