@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -274,7 +275,11 @@ def test_down_receiver_backs_off_then_gets_every_alert_once_in_order(
 
 
 def test_receiver_that_rejects_the_signature_dead_letters_at_once(
-    database: Database, clock: Clock, receivers: list[Receiver], http: requests.Session
+    database: Database,
+    clock: Clock,
+    receivers: list[Receiver],
+    http: requests.Session,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     receiver = Receiver(free_port(), "a-different-secret-456789", clock).start()
     receivers.append(receiver)
@@ -290,6 +295,11 @@ def test_receiver_that_rejects_the_signature_dead_letters_at_once(
     ]
     assert {d.status for d in dead} == {DeliveryStatus.DEAD_LETTER}
     assert receiver.rejected == 2 and receiver.arrivals == []
+    logged = [json.loads(r.getMessage()) for r in caplog.records if r.name.endswith("deliver")]
+    assert [(line["event"], line["sequence"], line["error"]) for line in logged] == [
+        ("alert_dead_letter", 1, "HTTP 401"),
+        ("alert_dead_letter", 2, "HTTP 401"),
+    ]
 
 
 def test_a_day_of_failures_ends_in_the_dead_letters(
@@ -366,6 +376,40 @@ def test_crash_after_the_post_resends_under_the_same_delivery_id(
     delivery_id = f"{subscription.id}-1-webhook:0"
     assert receiver.seen() == [(delivery_id, 1), (delivery_id, 1)]  # the receiver drops one
     assert receiver.arrivals[0].raw == receiver.arrivals[1].raw  # the same bytes, re-signed
+
+
+@dataclass
+class SlowSender:
+    """A receiver that takes 31 s to answer, on the test's clock."""
+
+    inner: Sender
+    clock: Clock
+
+    def send(self, delivery: Delivery, channel: Channel | None) -> None:
+        self.clock.now += timedelta(seconds=31)
+        self.inner.send(delivery, channel)
+
+
+def test_rows_whose_lease_ran_low_wait_for_it_instead_of_racing_another_worker(
+    database: Database, clock: Clock, receivers: list[Receiver], http: requests.Session
+) -> None:
+    receiver = Receiver(free_port(), SECRET, clock).start()
+    receivers.append(receiver)
+    hook = {"type": "webhook", "url": receiver.url, "secret": SECRET}
+    subscription = subscribe(database, [hook, hook])
+    enqueue(database, subscription, "webhook:0", 1)
+    enqueue(database, subscription, "webhook:1", 1)
+    slow = SlowSender(WebhookSender(http, clock, timeout_s=5), clock)
+
+    assert worker(database, clock, http, webhook=slow).run_once() == DeliveryReport(
+        delivered=1, deferred=1
+    )
+    clock.now = T0 + timedelta(seconds=60)  # the deferred row's lease is over
+    assert worker(database, clock, http).run_once() == DeliveryReport(delivered=1)
+    assert receiver.seen() == [
+        (f"{subscription.id}-1-webhook:0", 1),
+        (f"{subscription.id}-2-webhook:1", 2),
+    ]
 
 
 def test_edited_subscription_dead_letters_rows_for_a_removed_channel(
@@ -445,6 +489,30 @@ def test_webhook_status_decides_retry_or_dead_letter(
     with pytest.raises(DeliveryFailed) as failure:
         sender.send(a_delivery(), Channel("webhook", receiver.url, SECRET))
     assert (failure.value.message, failure.value.permanent) == (f"HTTP {status}", permanent)
+
+
+def test_redirects_are_not_followed(receivers: list[Receiver], http: requests.Session) -> None:
+    receiver = Receiver(free_port(), SECRET, status=308).start()
+    receivers.append(receiver)
+    with pytest.raises(DeliveryFailed) as failure:
+        WebhookSender(http, lambda: datetime.now(UTC)).send(
+            a_delivery(), Channel("webhook", receiver.url, SECRET)
+        )
+    assert failure.value.permanent
+    assert failure.value.message == "HTTP 308 (redirects are not followed; use the final URL)"
+    assert len(receiver.arrivals) == 1
+
+
+def test_missing_apprise_is_a_permanent_failure_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "apprise", None)  # what an install without the extra sees
+    with pytest.raises(DeliveryFailed) as failure:
+        AppriseSender().send(a_delivery(), Channel("apprise", "json://127.0.0.1:9/"))
+    assert failure.value.permanent
+    assert (
+        failure.value.message == "apprise is not installed: pip install 'neurarch-trace[apprise]'"
+    )
 
 
 def test_slow_receiver_times_out_without_naming_the_url(

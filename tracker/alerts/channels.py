@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 import json
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Final, Protocol
@@ -43,6 +43,7 @@ __all__ = [
     "Sender",
     "WebhookSender",
     "delivery_key",
+    "notification_text",
     "user_agent",
     "webhook_body",
 ]
@@ -213,7 +214,7 @@ class AppriseSender:
             raise DeliveryFailed("the notification service did not accept it", permanent=False)
 
 
-def notification_text(payload: Any) -> tuple[str, str]:
+def notification_text(payload: Mapping[str, JsonValue]) -> tuple[str, str]:
     """A title (the summary, shortened) and a body (the summary and the advisory link)."""
     summary = str(payload.get("summary") or "neurarch-trace alert")
     title = summary.splitlines()[0] if summary.strip() else "neurarch-trace alert"
