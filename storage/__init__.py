@@ -58,6 +58,7 @@ from storage.outbox import (
     record_delivery_success,
     remove_subscription,
     subscriptions,
+    subscriptions_by_id,
     update_subscription,
 )
 from storage.polling import (
@@ -166,6 +167,7 @@ __all__ = [
     "set_repo_status",
     "snapshot_at",
     "subscriptions",
+    "subscriptions_by_id",
     "tracked_repos",
     "untrack",
     "update_subscription",

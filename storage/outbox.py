@@ -100,6 +100,14 @@ def update_subscription(
     return _subscription(row)
 
 
+def subscriptions_by_id(session: Session, ids: Sequence[int]) -> dict[int, Subscription]:
+    """The subscriptions with these ids (removed ones too), keyed by id; unknown ids are absent."""
+    if not ids:
+        return {}
+    query = select(SubscriptionRow).where(SubscriptionRow.id.in_(sorted(set(ids))))
+    return {row.id: _subscription(row) for row in session.scalars(query)}
+
+
 def remove_subscription(session: Session, name: str) -> bool:
     """Deactivate a subscription (its outbox history stays); False if none was active."""
     result = session.execute(

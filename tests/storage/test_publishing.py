@@ -30,6 +30,7 @@ from storage import (
     record_webhook_event,
     remove_subscription,
     subscriptions,
+    subscriptions_by_id,
     withdraw_advisories,
 )
 from tests.storage.builders import BASE_DATE, revision, snapshot
@@ -127,6 +128,20 @@ def test_subscription_names_are_unique_and_removal_keeps_history(database: Datab
         assert remove_subscription(session, "t4-lora") is True
         assert subscriptions(session) == []
         assert [s.name for s in subscriptions(session, include_inactive=True)] == ["t4-lora"]
+
+
+def test_subscriptions_are_found_by_id_removed_ones_too(database: Database) -> None:
+    first = _subscription_with_revisions(database, 0)
+    with database.session() as session:
+        second = add_subscription(session, "other", ["x/*"], {}, [], created_at=NOW).id
+        remove_subscription(session, "t4-lora")
+    with database.read_session() as session:
+        found = subscriptions_by_id(session, [second, first, first, 9999])
+        assert {i: (s.name, s.active) for i, s in found.items()} == {
+            first: ("t4-lora", False),
+            second: ("other", True),
+        }
+        assert subscriptions_by_id(session, []) == {}
 
 
 def test_an_alert_queued_twice_is_delivered_once(database: Database) -> None:

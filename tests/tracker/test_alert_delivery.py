@@ -429,13 +429,6 @@ def test_edited_subscription_dead_letters_rows_for_a_removed_channel(
     )
 
 
-APPRISE_IMPORT = pytest.mark.filterwarnings(
-    # apprise's email plugin imports imghdr, deprecated since Python 3.11
-    "ignore:'imghdr' is deprecated:DeprecationWarning"
-)
-
-
-@APPRISE_IMPORT
 def test_apprise_json_url_posts_the_summary_to_a_local_receiver(
     database: Database, clock: Clock, receivers: list[Receiver], http: requests.Session
 ) -> None:
@@ -453,7 +446,6 @@ def test_apprise_json_url_posts_the_summary_to_a_local_receiver(
     assert alert(2)["summary"] in receiver.arrivals[1].body["message"]
 
 
-@APPRISE_IMPORT
 def test_apprise_failures_retry_and_unknown_urls_dead_letter(
     database: Database, clock: Clock, http: requests.Session
 ) -> None:

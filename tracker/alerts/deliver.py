@@ -36,7 +36,7 @@ from storage import (
     claim_due_deliveries,
     record_delivery_failure,
     record_delivery_success,
-    subscriptions,
+    subscriptions_by_id,
 )
 from tracker.alerts.channels import DeliveryFailed, Sender
 from tracker.alerts.spec import CHANNEL_KINDS, Channel
@@ -177,8 +177,7 @@ class DeliveryWorker:
             claimed = claim_due_deliveries(session, now, limit, self.lease_s)
             if not claimed:
                 return [], {}
-            # storage has no lookup by id; one query for all of them is cheap enough
-            by_id = {s.id: s for s in subscriptions(session, include_inactive=True)}
+            by_id = subscriptions_by_id(session, [d.subscription_id for d in claimed])
         return claimed, {d.id: self._target(d, by_id.get(d.subscription_id)) for d in claimed}
 
     def _target(self, delivery: Delivery, subscription: Subscription | None) -> _Target:
