@@ -1,0 +1,395 @@
+"""Alerts from real revisions: the shipped demo configs, the real estimator, real databases.
+
+Each revision is recorded the way ``tracker.process.commit`` records it
+(blobs first, then the revision, then the alerts in the same transaction).
+The figures come from the estimator on the demo's Llama-2-7B history: serving
+4 sequences at the model's own context on an L4 fits at 2,048 tokens (19.9 GB,
+largest batch 4) and not at 4,096 (25.8 GB, largest batch 2); an A100 80GB
+still fits at 4,096 (largest batch 20) and not at 131,072 (largest batch 0).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storage import (
+    Advisory,
+    Database,
+    Delivery,
+    Revision,
+    Severity,
+    add_subscription,
+    deliveries,
+    put_advisory,
+    put_blob,
+    record_revision,
+)
+from storage.records import Change, Subscription
+from tests.storage.builders import eos_change, git_blob_id, snapshot
+from tracker.alerts.evaluate import AlertLinks, enqueue_alerts, evaluate
+from tracker.alerts.registry import save_subscription
+from tracker.alerts.spec import SubscriptionSpec, parse_subscription
+from tracker.process import Processed
+
+REPO = "neurarch-demo/llama2-7b"
+HISTORY = Path(__file__).resolve().parents[2] / "tracker/demo/histories" / REPO
+UPLOAD = "7dba8667ad27534931d66b826bbdc7b31fad885c"  # max_position_embeddings 2048
+LONGER = "2c19299788366b0adb608e08386b56071abf010a"  # 2048 -> 4096
+ROPE = "59187708e28f74d2a1074eae3e844f9a6d991ebd"  # 4096 -> 131072 (llama3 rope)
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+LINKS = AlertLinks(base_url="https://trace.example.org/")
+SECRET = "s3cret-for-signing-0123"
+SERVE_4_AT_MAX = {"method": "serve", "batch": 4, "seq_len": "max", "alert_on": ["fit"]}
+
+
+def demo_config(sha: str) -> bytes:
+    return (HISTORY / sha / "config.json").read_bytes()
+
+
+def config_with(sha: str, **fields: Any) -> bytes:
+    return json.dumps({**json.loads(demo_config(sha)), **fields}, indent=2).encode()
+
+
+def subscribe(database: Database, **document: Any) -> Subscription:
+    spec = parse_subscription({"name": "watch", "repos": [REPO], **document})
+    with database.session() as session:
+        return save_subscription(session, spec, now=NOW)[0]
+
+
+class History:
+    """A repo's revisions recorded one transaction each, alerts queued inside it."""
+
+    def __init__(self, database: Database, repo_id: str = REPO) -> None:
+        self.database = database
+        self.repo_id = repo_id
+        self.previous: Revision | None = None
+        self.processed: list[Processed] = []
+
+    def commit(
+        self,
+        sha: str,
+        texts: Mapping[str, bytes],
+        changes: Sequence[Change] = (),
+        *,
+        advisory_id: str | None = None,
+    ) -> list[Delivery]:
+        index = len(self.processed)
+        revision = Revision(
+            repo_id=self.repo_id,
+            sha=sha,
+            parents=() if self.previous is None else (self.previous.sha,),
+            date=datetime(2024, 4, 1, tzinfo=UTC) + timedelta(days=index),
+            title=f"revision {index}",
+        )
+        shot = snapshot(revision, dict(texts))
+        processed = Processed(shot, tuple(changes), None, self.previous, None)
+        with self.database.session() as session:
+            for data in texts.values():
+                put_blob(session, git_blob_id(data), data)
+            assert record_revision(session, shot, list(changes), None)
+            if advisory_id is not None:  # what the daemon's publisher writes first
+                put_advisory(session, advisory(advisory_id, revision, self.previous))
+            queued = self.enqueue(session, processed, advisory_id)
+        self.previous = revision
+        self.processed.append(processed)
+        return queued
+
+    def enqueue(
+        self, session: Any, processed: Processed, advisory_id: str | None
+    ) -> list[Delivery]:
+        return enqueue_alerts(session, processed, advisory_id=advisory_id, links=LINKS, now=NOW)
+
+    def configs(self, *shas: str) -> list[list[Delivery]]:
+        return [self.commit(sha, {"config.json": demo_config(sha)}) for sha in shas]
+
+
+def advisory(advisory_id: str, revision: Revision, previous: Revision | None) -> Advisory:
+    return Advisory(
+        id=advisory_id,
+        repo_id=revision.repo_id,
+        old_sha=None if previous is None else previous.sha,
+        new_sha=revision.sha,
+        published=NOW,
+        modified=NOW,
+        summary="chat template changed",
+        severity=Severity.HIGH,
+        osv={"id": advisory_id, "modified": NOW.isoformat()},
+    )
+
+
+def only(queued: list[Delivery]) -> Delivery:
+    assert len(queued) == 1, [(d.channel, d.event_key) for d in queued]
+    return queued[0]
+
+
+def change(artifact: str, severity: Severity, message: str, path: str = "x.json") -> Change:
+    return Change(artifact, path, "modified", None, None, severity, message)
+
+
+def test_serving_on_l4_no_longer_fits_when_the_context_doubles(database: Database) -> None:
+    subscription = subscribe(database, **SERVE_4_AT_MAX, cards=["L4"])
+    history = History(database)
+    upload, longer = history.configs(UPLOAD, LONGER)
+
+    assert upload == []
+    alert = only(longer)
+    assert alert.channel == "feed" and alert.event_key == f"{REPO}@{LONGER}/fit"
+    assert (alert.repo_id, alert.sha, alert.subscription_id) == (REPO, LONGER, subscription.id)
+    payload = alert.payload
+    assert payload["summary"] == (
+        "Serving, batch 4 at 2,048 -> 4,096 tokens on L4 24GB: 19.9 GB -> 25.8 GB, "
+        f"no longer fits; largest batch now 2 ({REPO}@2c19299)"
+    )
+    (flip,) = payload["fit"]
+    assert (flip["card"], flip["method"]) == ("L4", "serve")
+    assert (flip["seq_len_before"], flip["seq_len_after"]) == (2048, 4096)
+    before, after = flip["before"], flip["after"]
+    assert (before["fits"], before["largest_batch"], before["split_cards"]) == (True, 4, None)
+    assert (after["fits"], after["largest_batch"], after["split_cards"]) == (False, 2, None)
+    assert round(before["device_bytes"] / 1e9, 1) == 19.9
+    assert round(after["device_bytes"] / 1e9, 1) == 25.8
+    assert payload["schema"] == "neurarch-trace.alert/1" and payload["kind"] == "fit"
+    assert (payload["subscription"], payload["previous_sha"]) == ("watch", UPLOAD)
+    assert payload["workload"] == {
+        "method": "serve",
+        "batch": 4,
+        "seq_len": "max",
+        "precision": "bf16",
+        "lora_rank": 16,
+        "cards": ["L4"],
+        "gpus": 1,
+    }
+    assert payload["changes"] == [] and payload["advisory_id"] is None
+    assert payload["advisory_url"] is None
+    assert payload["revision_url"] == f"https://huggingface.co/{REPO}/commit/{LONGER}"
+    assert json.loads(json.dumps(payload)) == payload
+
+
+def test_a_transition_back_says_it_fits_again(database: Database) -> None:
+    subscribe(database, **SERVE_4_AT_MAX, cards=["L4"])
+    history = History(database)
+    history.configs(LONGER)
+    alert = only(history.commit(UPLOAD, {"config.json": demo_config(UPLOAD)}))
+
+    assert alert.payload["summary"] == (
+        "Serving, batch 4 at 4,096 -> 2,048 tokens on L4 24GB: 25.8 GB -> 19.9 GB, "
+        f"fits again; largest batch now 4 ({REPO}@7dba866)"
+    )
+    (flip,) = alert.payload["fit"]
+    assert (flip["before"]["fits"], flip["after"]["fits"]) == (False, True)
+
+
+def test_only_cards_whose_verdict_flipped_are_listed(database: Database) -> None:
+    subscribe(database, **SERVE_4_AT_MAX, cards=["L4", "A100-80GB"])
+    _, longer, rope = History(database).configs(UPLOAD, LONGER, ROPE)
+
+    assert [flip["card"] for flip in only(longer).payload["fit"]] == ["L4"]
+    (a100,) = only(rope).payload["fit"]  # L4 stays unfit although its figures grow 15x
+    assert a100["card"] == "A100 80GB"
+    assert (a100["before"]["largest_batch"], a100["after"]["largest_batch"]) == (20, 0)
+    assert only(rope).payload["summary"] == (
+        "Serving, batch 4 at 4,096 -> 131,072 tokens on A100 80GB: 25.8 GB -> 387.7 GB, "
+        f"no longer fits, not even split over 8 cards ({REPO}@5918770)"
+    )
+
+
+def test_a_model_that_outgrows_the_card_names_the_split_it_needs(database: Database) -> None:
+    subscribe(database, method="serve", batch=1, seq_len=512, cards=["L4"], alert_on=["fit"])
+    history = History(database)
+    history.configs(UPLOAD)
+    alert = only(history.commit(LONGER, {"config.json": config_with(UPLOAD, num_hidden_layers=48)}))
+
+    assert alert.payload["summary"] == (
+        "Serving, batch 1 at 512 tokens on L4 24GB: 14.5 GB -> 21.1 GB, "
+        f"no longer fits; needs a split over 2 cards ({REPO}@2c19299)"
+    )
+    (flip,) = alert.payload["fit"]
+    assert flip["after"]["split_cards"] == 2 and flip["seq_len_before"] == 512
+
+
+def test_a_revision_that_changes_nothing_watched_alerts_no_one(database: Database) -> None:
+    subscribe(database, **{**SERVE_4_AT_MAX, "alert_on": ["fit", "chat_template"]}, cards=["L4"])
+    history = History(database)
+    texts = {"config.json": demo_config(UPLOAD)}
+    history.commit(UPLOAD, {**texts, "generation_config.json": b'{"eos_token_id": 2}'})
+    fixed = {**texts, "generation_config.json": b'{"eos_token_id": 3}'}
+
+    assert history.commit(LONGER, fixed, [eos_change(2, 3)]) == []
+
+
+def test_changes_are_filtered_by_artifact_and_severity(database: Database) -> None:
+    subscription = subscribe(
+        database,
+        alert_on=["chat_template", "tokenizer"],
+        min_severity="moderate",
+        cards=["L4"],
+    )
+    history = History(database)
+    history.configs(UPLOAD)
+    found = [
+        change("tokenizer_config", Severity.LOW, "tokenizer_config.json: padding_side"),
+        change("generation_config", Severity.HIGH, "eos_token_id 2 -> 3"),
+        change("tokenizer", Severity.MODERATE, "tokenizer.json: 2 tokens added"),
+        change("chat_template", Severity.HIGH, "chat_template: system prompt dropped"),
+    ]
+    config = {"config.json": demo_config(LONGER)}  # fit is not watched: no fit alert
+    alert = only(history.commit(LONGER, config, found, advisory_id="NEURARCH-2024-0001"))
+
+    assert alert.event_key == f"{REPO}@{LONGER}/changes"
+    assert alert.advisory_id == "NEURARCH-2024-0001"
+    payload = alert.payload
+    assert payload["summary"] == (
+        f"chat_template, tokenizer changed in {REPO}@2c19299: "
+        "chat_template: system prompt dropped (+1 more)"
+    )
+    assert [tuple(c.values()) for c in payload["changes"]] == [
+        ("chat_template", "x.json", "modified", "high", "chat_template: system prompt dropped"),
+        ("tokenizer", "x.json", "modified", "moderate", "tokenizer.json: 2 tokens added"),
+    ]
+    assert list(payload["changes"][0]) == ["artifact", "path", "kind", "severity", "message"]
+    assert payload["fit"] == [] and payload["advisory_id"] == "NEURARCH-2024-0001"
+    assert payload["advisory_url"] == "https://trace.example.org/advisories/NEURARCH-2024-0001"
+    with database.read_session() as session:
+        assert [d.event_key for d in deliveries(session, subscription.id)] == [alert.event_key]
+
+
+def test_repo_patterns_are_globs_and_other_repos_are_not_alerted(database: Database) -> None:
+    names = {
+        "org-glob": ["neurarch-demo/*"],
+        "exact": [REPO],
+        "other-org": ["other-org/*"],
+        "case-differs": ["Neurarch-Demo/*"],
+        "prefix-only": ["neurarch-demo/llama2"],
+    }
+    with database.session() as session:
+        stored = {
+            name: save_subscription(
+                session,
+                parse_subscription(
+                    {"name": name, "repos": patterns, **SERVE_4_AT_MAX, "cards": ["L4"]}
+                ),
+                now=NOW,
+            )[0]
+            for name, patterns in names.items()
+        }
+    History(database).configs(UPLOAD, LONGER)
+    History(database, "other-demo/llama2-7b").configs(UPLOAD, LONGER)
+
+    with database.read_session() as session:
+        queued = {name: deliveries(session, s.id) for name, s in stored.items()}
+    assert {name: [d.repo_id for d in rows] for name, rows in queued.items()} == {
+        "org-glob": [REPO],
+        "exact": [REPO],
+        "other-org": [],
+        "case-differs": [],
+        "prefix-only": [],
+    }
+
+
+def test_enqueueing_a_revision_twice_queues_its_alerts_once(database: Database) -> None:
+    subscription = subscribe(database, **SERVE_4_AT_MAX, cards=["L4"])
+    history = History(database)
+    _, first = history.configs(UPLOAD, LONGER)
+    with database.session() as session:
+        again = history.enqueue(session, history.processed[-1], None)
+
+    assert len(first) == 1 and again == []
+    with database.read_session() as session:
+        assert [(d.channel, d.sequence) for d in deliveries(session, subscription.id)] == [
+            ("feed", 1)
+        ]
+
+
+def test_the_first_revision_of_a_repo_alerts_no_one(database: Database) -> None:
+    subscription = subscribe(database, **SERVE_4_AT_MAX, cards=["L4"])
+    found = [change("chat_template", Severity.CRITICAL, "chat_template added")]
+    queued = History(database).commit(LONGER, {"config.json": demo_config(LONGER)}, found)
+
+    assert queued == []
+    with database.read_session() as session:
+        assert deliveries(session, subscription.id) == []
+
+
+def test_each_configured_channel_gets_its_own_row_beside_the_feed(database: Database) -> None:
+    channels = [
+        {"type": "webhook", "url": "https://hooks.example.org/a", "secret": SECRET},
+        {"type": "apprise", "url": "discord://id/token"},
+    ]
+    subscribe(database, **SERVE_4_AT_MAX, cards=["L4"], channels=channels)
+    _, queued = History(database).configs(UPLOAD, LONGER)
+
+    assert [(d.channel, d.sequence) for d in queued] == [
+        ("feed", 1),
+        ("webhook:0", 2),
+        ("apprise:1", 3),
+    ]
+    assert {d.event_key for d in queued} == {f"{REPO}@{LONGER}/fit"}
+    assert queued[0].payload == queued[1].payload == queued[2].payload
+
+
+def test_a_subscription_that_no_longer_parses_is_skipped_with_a_warning(
+    database: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    with database.session() as session:
+        add_subscription(
+            session,
+            "broken",
+            [REPO],
+            {**SERVE_4_AT_MAX, "cards": ["NoSuchCard"]},
+            [],
+            created_at=NOW,
+        )
+    good = subscribe(database, **SERVE_4_AT_MAX, cards=["L4"])
+    with caplog.at_level(logging.WARNING, logger="tracker.alerts.evaluate"):
+        _, queued = History(database).configs(UPLOAD, LONGER)
+
+    assert [d.subscription_id for d in queued] == [good.id]
+    (warning,) = [json.loads(r.getMessage()) for r in caplog.records]
+    assert warning["event"] == "subscription_skipped" and warning["name"] == "broken"
+    assert "NoSuchCard" in warning["error"]
+
+
+def test_an_unreadable_previous_config_skips_fit_but_not_changes(database: Database) -> None:
+    subscribe(database, **{**SERVE_4_AT_MAX, "alert_on": ["fit", "config"]}, cards=["L4"])
+    history = History(database)
+    history.commit(UPLOAD, {"config.json": b'{"architectures": ["LlamaForCausalLM"'})
+    found = [change("config", Severity.HIGH, "config.json parses again", "config.json")]
+    queued = history.commit(LONGER, {"config.json": demo_config(LONGER)}, found)
+
+    assert [d.event_key for d in queued] == [f"{REPO}@{LONGER}/changes"]
+
+
+def test_a_config_the_estimator_refuses_gives_no_fit_alert() -> None:
+    spec = parse_subscription({"name": "w", "repos": [REPO], **SERVE_4_AT_MAX, "cards": ["L4"]})
+    good = json.loads(demo_config(LONGER))
+    broken = {**good, "num_attention_heads": 7}
+
+    assert evaluate(spec, REPO, LONGER, UPLOAD, broken, good, []) == []
+    assert evaluate(spec, REPO, LONGER, UPLOAD, good, broken, []) == []
+    assert evaluate(spec, REPO, LONGER, UPLOAD, None, good, []) == []
+
+
+def test_fit_and_changes_are_two_alerts_of_one_revision() -> None:
+    spec: SubscriptionSpec = parse_subscription(
+        {"name": "w", "repos": [REPO], **SERVE_4_AT_MAX, "cards": ["L4"]}
+        | {"alert_on": ["fit", "config"]}
+    )
+    old, new = json.loads(demo_config(UPLOAD)), json.loads(demo_config(LONGER))
+    found = [change("config", Severity.HIGH, "max_position_embeddings 2048 -> 4096")]
+    alerts = evaluate(spec, REPO, LONGER, UPLOAD, old, new, found)
+
+    assert [(a.kind, a.event_key) for a in alerts] == [
+        ("fit", f"{REPO}@{LONGER}/fit"),
+        ("changes", f"{REPO}@{LONGER}/changes"),
+    ]
+    assert alerts[1].summary == (
+        f"config changed in {REPO}@2c19299: max_position_embeddings 2048 -> 4096"
+    )
+    assert evaluate(spec, REPO, LONGER, UPLOAD, old, new, found) == alerts
