@@ -31,6 +31,8 @@ class Settings:
     data_dir: Path
     hf_endpoint: str = DEFAULT_HF_ENDPOINT
     hf_token: str | None = None
+    api_token: str | None = None
+    """Bearer token for /api/v1 (subscriptions); None: the API answers 401 to everyone."""
 
     @classmethod
     def load(
@@ -51,6 +53,7 @@ class Settings:
             database_url=env.get("NEURARCH_DATABASE_URL") or settings.database_url,
             hf_endpoint=(env.get("HF_ENDPOINT") or settings.hf_endpoint).rstrip("/"),
             hf_token=env.get("HF_TOKEN") or settings.hf_token,
+            api_token=env.get("NEURARCH_API_TOKEN") or settings.api_token,
         )
 
     def _with_file(self, path: Path) -> Settings:
@@ -62,8 +65,13 @@ class Settings:
             raise SettingsError(f"{path}: not valid TOML: {exc}") from None
         section = document.get("storage", {})
         hub = document.get("hub", {})
+        server = document.get("server", {})
+        token = server.get("api_token")
+        if token is not None and (not isinstance(token, str) or len(token) < 16):
+            raise SettingsError(f"{path}: server.api_token must be a string of 16+ characters")
         return replace(
             self,
             database_url=str(section.get("database_url", self.database_url)),
             hf_endpoint=str(hub.get("endpoint", self.hf_endpoint)),
+            api_token=token,
         )
