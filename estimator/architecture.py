@@ -10,9 +10,10 @@ quirks of each family's config keys stay inside its module.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, overload
 
 HeadKind = Literal[
     "base",
@@ -144,6 +145,109 @@ class Block:
         return sum(n for role, n in self.role_parameters if role in roles)
 
 
+# One layer's tensors relative to its prefix: (name, shape, role), shared by identical layers.
+LayerTensors = tuple[tuple[str, tuple[int, ...], TensorRole], ...]
+
+
+class LayerStack(NamedTuple):
+    """Layers ``{prefix}{i}.*`` for i in range(len(layers)), block indices from ``first_index``."""
+
+    prefix: str
+    first_index: int
+    layers: tuple[LayerTensors, ...]
+
+
+class TensorTable(Sequence[Tensor]):
+    """All tensors of a stamped model, named only when someone asks for the names.
+
+    describe() knows each layer as a shared template, so the per-layer
+    ``Tensor`` objects (tens of thousands for a deep MoE) are only needed by
+    callers that compare names (transformers' ``named_parameters()``, a
+    checkpoint's tensor list). Counts per shape, the top-level tensors and one
+    block's tensors come straight from the templates, in the order the full
+    list would give them.
+    """
+
+    def __init__(self, segments: Sequence[tuple[Tensor, ...] | LayerStack]) -> None:
+        self.segments = tuple(segments)
+
+    @cached_property
+    def _all(self) -> tuple[Tensor, ...]:
+        out: list[Tensor] = []
+        new = tuple.__new__  # Tensor's fields in order, without the keyword-parsing constructor
+        for seg in self.segments:
+            if not isinstance(seg, LayerStack):
+                out.extend(seg)
+                continue
+            for i, layer in enumerate(seg.layers):
+                head = f"{seg.prefix}{i}."
+                index = seg.first_index + i
+                out.extend(
+                    [new(Tensor, (head + n, shape, role, index)) for n, shape, role in layer]
+                )
+        return tuple(out)
+
+    @cached_property
+    def top(self) -> tuple[Tensor, ...]:
+        """Tensors outside the blocks, in model order."""
+        return tuple(t for seg in self.segments if not isinstance(seg, LayerStack) for t in seg)
+
+    def shape_counts(self) -> dict[tuple[int, ...], int]:
+        """How many tensors have each shape, keyed in order of first appearance."""
+        counts: dict[tuple[int, ...], int] = {}
+        for seg in self.segments:
+            if not isinstance(seg, LayerStack):
+                for t in seg:
+                    counts[t.shape] = counts.get(t.shape, 0) + 1
+                continue
+            # Each distinct layer adds its shapes where it first appears, times its repeats.
+            repeats: dict[int, tuple[LayerTensors, int]] = {}
+            for layer in seg.layers:
+                seen = repeats.get(id(layer))
+                repeats[id(layer)] = (layer, 1 if seen is None else seen[1] + 1)
+            for layer, n in repeats.values():
+                for _, shape, _ in layer:
+                    counts[shape] = counts.get(shape, 0) + n
+        return counts
+
+    def block_tensors(self, index: int) -> tuple[Tensor, ...]:
+        for seg in self.segments:
+            if isinstance(seg, LayerStack) and 0 <= index - seg.first_index < len(seg.layers):
+                i = index - seg.first_index
+                head = f"{seg.prefix}{i}."
+                return tuple(
+                    Tensor(head + n, shape, role, index) for n, shape, role in seg.layers[i]
+                )
+        return ()
+
+    def __len__(self) -> int:
+        return sum(
+            sum(len(layer) for layer in seg.layers) if isinstance(seg, LayerStack) else len(seg)
+            for seg in self.segments
+        )
+
+    @overload
+    def __getitem__(self, i: int) -> Tensor: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Tensor, ...]: ...
+    def __getitem__(self, i: int | slice) -> Tensor | tuple[Tensor, ...]:
+        return self._all[i]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return iter(self._all)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TensorTable):
+            return self._all == other._all
+        return isinstance(other, tuple) and self._all == other
+
+    def __hash__(self) -> int:
+        return hash(self._all)
+
+    def __repr__(self) -> str:
+        return f"TensorTable({len(self)} tensors)"
+
+
 @dataclass(frozen=True)
 class Architecture:
     """Everything the estimator knows about a model, derived from its config alone."""
@@ -162,9 +266,13 @@ class Architecture:
     position: PositionKind
     hidden_dropout: float
     blocks: tuple[Block, ...]
-    tensors: tuple[Tensor, ...]
+    # A plain tuple (hand-built architectures) or describe()'s TensorTable.
+    tensors: Sequence[Tensor]
     rope_scaling: tuple[tuple[str, object], ...] | None = None
     rope_theta: float | None = None
+    # (index of the first block, blocks stamped from its template) per distinct
+    # layer, as describe() stamped them; empty: derived from the blocks.
+    layer_templates: tuple[tuple[int, int], ...] = ()
 
     @cached_property
     def block_groups(self) -> tuple[tuple[Block, int], ...]:
@@ -173,6 +281,8 @@ class Architecture:
         Families stamp identical layers from one template, so their specs and
         linears are the same objects; per-layer formulas run once per group.
         """
+        if self.layer_templates:
+            return tuple((self.blocks[i], n) for i, n in self.layer_templates)
         firsts: dict[tuple[object, ...], Block] = {}
         counts: dict[tuple[object, ...], int] = {}
         for b in self.blocks:
@@ -194,6 +304,8 @@ class Architecture:
     @cached_property
     def shape_counts(self) -> dict[tuple[int, ...], int]:
         """How many tensors have each shape: per-tensor formulas run once per distinct shape."""
+        if isinstance(self.tensors, TensorTable):
+            return self.tensors.shape_counts()
         counts: dict[tuple[int, ...], int] = {}
         for t in self.tensors:
             counts[t.shape] = counts.get(t.shape, 0) + 1
@@ -202,11 +314,23 @@ class Architecture:
     @cached_property
     def top_tensors(self) -> tuple[Tensor, ...]:
         """Tensors outside the blocks (embeddings, final norm, head)."""
+        if isinstance(self.tensors, TensorTable):
+            return self.tensors.top
         return tuple(t for t in self.tensors if t.block is None)
 
     @cached_property
     def total_parameters(self) -> int:
         return sum(shape_numel(shape) * n for shape, n in self.shape_counts.items())
+
+    def block_tensors(self, index: int) -> tuple[Tensor, ...]:
+        """The tensors of block ``index``, named as in the full list."""
+        if isinstance(self.tensors, TensorTable):
+            return self.tensors.block_tensors(index)
+        return tuple(t for t in self.tensors if t.block == index)
+
+    @cached_property
+    def in_block_parameters(self) -> int:
+        return sum(b.parameters * n for b, n in self.block_groups)
 
     @property
     def num_layers(self) -> int:
@@ -214,11 +338,11 @@ class Architecture:
 
     @property
     def is_encoder_only(self) -> bool:
-        return all(b.stack == "encoder" for b in self.blocks)
+        return all(b.stack == "encoder" for b, _ in self.block_groups)
 
     @property
     def has_kv_cache(self) -> bool:
-        return any(b.stack == "decoder" for b in self.blocks)
+        return any(b.stack == "decoder" for b, _ in self.block_groups)
 
 
 def shape_numel(shape: tuple[int, ...]) -> int:

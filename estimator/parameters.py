@@ -31,9 +31,7 @@ class ParameterBreakdown:
 
 def parameter_breakdown(arch: Architecture) -> ParameterBreakdown:
     embeddings = head = other = 0
-    for t in arch.tensors:
-        if t.block is not None:
-            continue
+    for t in arch.top_tensors:
         if t.role in _EMBEDDING_ROLES:
             embeddings += t.numel
         elif t.role == "head":

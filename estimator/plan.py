@@ -70,7 +70,11 @@ class Plan:
 
 def _parameter_breakdown(arch: Architecture) -> tuple[tuple[str, Any], ...]:
     embeddings = head = other = 0
-    per_block = [b.parameters for b in arch.blocks]
+    groups = arch.block_groups
+    uniform = len({b.parameters for b, _ in groups}) == 1
+    per_block: int | list[int] = (
+        groups[0][0].parameters if uniform else [b.parameters for b in arch.blocks]
+    )
     for t in arch.top_tensors:
         if t.role in ("embedding", "position"):
             embeddings += t.numel
@@ -82,8 +86,8 @@ def _parameter_breakdown(arch: Architecture) -> tuple[tuple[str, Any], ...]:
     return (
         ("total", total),
         ("embeddings", embeddings),
-        ("blocks", sum(per_block)),
-        ("per_block", per_block[0] if per_block and len(set(per_block)) == 1 else per_block),
+        ("blocks", arch.in_block_parameters),
+        ("per_block", per_block),
         ("head", head),
         ("other", other),
         ("tied_word_embeddings", arch.tie_word_embeddings),

@@ -140,7 +140,9 @@ def _tied_head(c: Context) -> Values | None:
 
 def _sliding_window(c: Context) -> Values | None:
     max_pos = c.arch.max_position_embeddings
-    windows = [b.attention.sliding_window for b in c.arch.blocks if b.attention.sliding_window]
+    windows = [
+        b.attention.sliding_window for b, _ in c.arch.block_groups if b.attention.sliding_window
+    ]
     if max_pos and windows and max(windows) > max_pos:
         return {"window": max(windows), "max_pos": max_pos}
     return None

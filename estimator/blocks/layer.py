@@ -15,6 +15,7 @@ from estimator.architecture import (
     AttentionSpec,
     Block,
     FeedForwardSpec,
+    LayerStack,
     Linear,
     MoeSpec,
     Stack,
@@ -119,43 +120,74 @@ def _by_role(
 
 @dataclass
 class ModelParts:
-    """The whole model being assembled: top-level tensors plus stacked layers."""
+    """The whole model being assembled: top-level tensors plus stacked layers.
 
-    tensors: list[Tensor] = field(default_factory=list)
+    Layers are kept as their templates (``LayerStack``): the named per-layer
+    tensors are only built if a caller iterates ``Architecture.tensors``.
+    """
+
+    segments: list[tuple[Tensor, ...] | LayerStack] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)
+    # id(template) -> (the template, [position of its first block, blocks stamped from it]);
+    # holding the template keeps its id from being reused by a later one.
+    _templates: dict[int, tuple[LayerTemplate, list[int]]] = field(default_factory=dict)
 
     def param(self, name: str, shape: Shape, role: TensorRole) -> None:
-        self.tensors.append(Tensor(name, shape, role))
+        self.segments.append((Tensor(name, shape, role),))
 
     def extend(self, prefix: str, parts: LayerParts, block: int | None = None) -> None:
         """Add top-level parts (embeddings, head) under ``prefix``."""
-        for name, shape, role in parts.tensors:
-            self.tensors.append(Tensor(prefix + name, shape, role, block))
+        self.segments.append(
+            tuple(Tensor(prefix + name, shape, role, block) for name, shape, role in parts.tensors)
+        )
 
     def layers(self, prefix: str, templates: list[LayerTemplate], first_index: int = 0) -> None:
         """Stamp out ``templates[i]`` as ``{prefix}{i}.*``; block indices continue across stacks."""
-        extend = self.tensors.extend
-        new = tuple.__new__  # Tensor's fields in order, without the keyword-parsing constructor
+        self.segments.append(LayerStack(prefix, first_index, tuple(t.tensors for t in templates)))
+        protos: dict[int, Block] = {}
         for i, tpl in enumerate(templates):
             index = first_index + i
-            head = f"{prefix}{i}."
-            extend(
-                [
-                    new(Tensor, (head + name, shape, role, index))
-                    for name, shape, role in tpl.tensors
-                ]
-            )
-            self.blocks.append(
-                Block(
-                    index=index,
-                    stack=tpl.stack,
-                    attention=tpl.attention,
-                    cross_attention=tpl.cross_attention,
-                    feed_forward=tpl.feed_forward,
-                    moe=tpl.moe,
-                    linears=tpl.linears,
-                    norms=tpl.norms,
-                    parameters=tpl.parameters,
-                    role_parameters=tpl.role_parameters,
-                )
-            )
+            key = id(tpl)
+            proto = protos.get(key)
+            group = self._templates.get(key)
+            if group is None:
+                self._templates[key] = (tpl, [len(self.blocks), 1])
+            else:
+                group[1][1] += 1
+            if proto is None:
+                proto = protos[key] = _block(tpl, index)
+                self.blocks.append(proto)
+            else:
+                self.blocks.append(_restamp(proto, index))
+
+    def layer_templates(self) -> tuple[tuple[int, int], ...]:
+        """(position of the first block, count) per distinct template, in order of appearance."""
+        return tuple((first, n) for _, (first, n) in self._templates.values())
+
+
+def _block(tpl: LayerTemplate, index: int) -> Block:
+    return Block(
+        index=index,
+        stack=tpl.stack,
+        attention=tpl.attention,
+        cross_attention=tpl.cross_attention,
+        feed_forward=tpl.feed_forward,
+        moe=tpl.moe,
+        linears=tpl.linears,
+        norms=tpl.norms,
+        parameters=tpl.parameters,
+        role_parameters=tpl.role_parameters,
+    )
+
+
+def _restamp(proto: Block, index: int) -> Block:
+    """A copy of ``proto`` at another index.
+
+    Fills the frozen instance's ``__dict__`` directly: a third of the cost of
+    the generated ``__init__``, which sets each field through ``object.__setattr__``.
+    """
+    block = object.__new__(Block)
+    fields = block.__dict__
+    fields.update(proto.__dict__)
+    fields["index"] = index
+    return block

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from estimator.architecture import Architecture, HeadKind, NormKind, PositionKind
+from estimator.architecture import Architecture, HeadKind, NormKind, PositionKind, TensorTable
 from estimator.blocks.embeddings import lm_head
 from estimator.blocks.layer import LayerParts, LayerTemplate, ModelParts
 from estimator.config import Config
@@ -73,9 +73,10 @@ def assemble(
         position=position,
         hidden_dropout=hidden_dropout,
         blocks=tuple(model.blocks),
-        tensors=tuple(model.tensors),
+        tensors=TensorTable(model.segments),
         rope_scaling=rope_scaling(cfg),
         rope_theta=rope_theta(cfg),
+        layer_templates=model.layer_templates(),
     )
 
 

@@ -52,13 +52,13 @@ def linear_roles(arch: Architecture) -> dict[int, list[tuple[str, TensorRole]]]:
     template share their linears tuple, and ``placements`` places each once.
     """
     firsts: dict[int, int] = {}
-    for block in arch.blocks:
+    for block, _ in arch.block_groups:
         firsts.setdefault(id(block.linears), block.index)
-    wanted = set(firsts.values())
     roles: dict[int, list[tuple[str, TensorRole]]] = {}
-    for tensor in arch.tensors:
-        if tensor.block in wanted and tensor.name.endswith(".weight"):
-            roles.setdefault(tensor.block, []).append((tensor.name[: -len(".weight")], tensor.role))
+    for index in sorted(firsts.values()):
+        for tensor in arch.block_tensors(index):
+            if tensor.name.endswith(".weight"):
+                roles.setdefault(index, []).append((tensor.name[: -len(".weight")], tensor.role))
     return roles
 
 
@@ -157,7 +157,7 @@ def _matches(name: str, targets: Iterable[str]) -> bool:
 
 def check_targets(arch: Architecture, targets: tuple[str, ...]) -> None:
     """Refuse LoRA target names that match no linear of the model."""
-    names = {lin.name for block in arch.blocks for lin in block.linears}
+    names = {lin.name for block, _ in arch.block_groups for lin in block.linears}
     missing = [t for t in targets if not any(_matches(n, [t]) for n in names)]
     if missing:
         leaves = sorted({n.rsplit(".", 1)[-1] for n in names})

@@ -31,15 +31,15 @@ CUBLAS_WORKSPACE: Final = 32 * 2**20
 def kv_cache_bytes_per_sequence(arch: Architecture, context: int, kv_bytes: int) -> int:
     """KV cache of one sequence of ``context`` tokens, summed over decoder layers."""
     total = 0
-    for block in arch.blocks:
+    for block, count in arch.block_groups:
         if block.stack != "decoder":
             continue
         att = block.attention
         window = att.sliding_window
         tokens = min(context, window) if window else context
-        total += att.kv_cache_elements_per_token * tokens
+        total += att.kv_cache_elements_per_token * tokens * count
         if block.cross_attention is not None:
-            total += block.cross_attention.kv_cache_elements_per_token * context
+            total += block.cross_attention.kv_cache_elements_per_token * context * count
     return total * kv_bytes
 
 
@@ -49,7 +49,7 @@ def _prefill_per_sequence(arch: Architecture, w: Workload, compute: int) -> floa
     h = arch.hidden_size
     worst = 0.0
     seen: set[int] = set()
-    for block in arch.blocks:
+    for block, _ in arch.block_groups:
         if id(block.linears) in seen:
             continue
         seen.add(id(block.linears))

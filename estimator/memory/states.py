@@ -82,13 +82,13 @@ class ParameterSplit:
 
 def split_parameters(arch: Architecture) -> ParameterSplit:
     total = arch.total_parameters
-    in_blocks = sum(b.parameters for b in arch.blocks)
+    in_blocks = arch.in_block_parameters
     largest = max((numel(shape) for shape in arch.shape_counts), default=0)
     # Blocks stamped from one template share their linears tuple: walk each once.
     per_template: dict[int, tuple[int, int]] = {}
     linears = 0
     largest_linear = 0
-    for block in arch.blocks:
+    for block, count in arch.block_groups:
         key = id(block.linears)
         if key not in per_template:
             per_template[key] = (
@@ -96,7 +96,7 @@ def split_parameters(arch: Architecture) -> ParameterSplit:
                 max((lin.in_features * lin.out_features for lin in block.linears), default=0),
             )
         params, widest = per_template[key]
-        linears += params
+        linears += params * count
         largest_linear = max(largest_linear, widest)
     vocab = arch.vocab_size * arch.hidden_size if _has_vocab_head(arch) else 0
     return ParameterSplit(total, in_blocks, linears, largest, largest_linear, vocab)

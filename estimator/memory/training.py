@@ -186,7 +186,7 @@ def _shard(st: _States, gpus: int, arch: Architecture, n: Numerics, full: bool) 
     """FSDP full shard: states split over devices, one layer gathered (+1 prefetched)."""
     if gpus == 1:
         return st
-    largest_layer = max((b.parameters for b in arch.blocks), default=0)
+    largest_layer = max((b.parameters for b, _ in arch.block_groups), default=0)
     gathered = 2 * largest_layer * n.compute + (largest_layer * n.grad if full else 0)
     return _States(
         weights=st.weights / gpus,
