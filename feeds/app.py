@@ -15,7 +15,7 @@ from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
-from feeds import feed_routes, osv_api, pages, plan_api
+from feeds import feed_routes, osv_api, pages, plan_api, subscription_pages
 from feeds.osv_api import OsvError, error_response
 from feeds.settings import PublishSettings
 from feeds.state import AppState
@@ -43,6 +43,7 @@ def create_app(
     app.include_router(feed_routes.router(state))
     app.include_router(plan_api.router(state))
     app.include_router(pages.router(state))
+    app.include_router(subscription_pages.router(state))
 
     @app.exception_handler(OsvError)
     async def osv_error(_request: Request, exc: OsvError) -> JSONResponse:
