@@ -23,24 +23,32 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
+import requests
 import uvicorn
 from fastapi import APIRouter, FastAPI
+from sqlalchemy.orm import Session
 
 from storage import (
     Database,
     RepoStatus,
     open_database,
     poll_states,
+    record_last_modified,
     schedule_check,
     tracked_repos,
 )
+from tracker.alerts.channels import AppriseSender, FeedSender, Sender, WebhookSender
+from tracker.alerts.deliver import DeliveryWorker, RetryPolicy
+from tracker.alerts.evaluate import AlertLinks, enqueue_alerts
+from tracker.alerts.registry import sync_configured
+from tracker.alerts.spec import parse_subscription
 from tracker.config_file import DaemonConfig
 from tracker.discovery import Discovery, HeadProbe
 from tracker.hub import Hub
 from tracker.inbox import drain
 from tracker.metrics import DaemonMetrics
-from tracker.pollstate import record_last_modified, release_previous, track, watermark
-from tracker.process import Publisher
+from tracker.pollstate import release_previous, track, watermark
+from tracker.process import Processed, Publisher
 from tracker.ratelimit import RateLimiter, install
 from tracker.scheduler import Ticker
 from tracker.settings import Settings
@@ -78,11 +86,39 @@ class Daemon:
         self.instance = self.instance or self.config.instance or default_instance(self.config)
 
     def track_configured(self) -> None:
-        """Follow every repo of the config file (intervals as configured)."""
+        """Follow every repo of the config file and store its subscriptions."""
         now = utc_now()
         with self.database.session() as session:
             for repo in self.config.repos:
                 track(session, repo.repo_id, now=now, interval_s=repo.interval_s)
+            changed = sync_configured(session, self.config.subscriptions, now=now)
+        if changed:
+            log.info(json.dumps({"event": "subscriptions_configured", "names": changed}))
+
+    def with_alerts(self, publish: Publisher | None) -> Publisher:
+        """``publish`` (the advisory writer), then the alerts of matching subscriptions.
+
+        Both run in the revision's transaction, so an alert is queued exactly
+        when its revision (and advisory) commits.
+        """
+        links = AlertLinks(base_url=self.public_url)
+
+        def publish_and_alert(session: Session, processed: Processed) -> None:
+            advisory = publish(session, processed) if publish is not None else None
+            enqueue_alerts(
+                session,
+                processed,
+                advisory_id=advisory if isinstance(advisory, str) else None,
+                links=links,
+                now=utc_now(),
+            )
+
+        return publish_and_alert
+
+    def deliver_alerts(self, worker: DeliveryWorker) -> None:
+        report = worker.run_once()
+        if report.delivered or report.retried or report.dead:
+            log.info(json.dumps({"event": "alerts_delivered", **report.__dict__}))
 
     def start_background(self, publish: Publisher | None = None) -> None:
         """Start the workers and the ticker (discovery, inbox); returns at once."""
@@ -113,7 +149,7 @@ class Daemon:
                 policy=policy,
                 metrics=self.metrics,
                 clock=utc_now,
-                publish=publish,
+                publish=self.with_alerts(publish),
                 stop=self.stop_event,
             )
             thread = threading.Thread(
@@ -126,8 +162,24 @@ class Daemon:
             self._watermark = watermark(session)
         ticker = Ticker(self.drain_inbox, self.config.tick_s, name="inbox")
         ticker.add(lambda: self.discover(discovery), self.config.discovery_s, name="discovery")
+        alerts = self.delivery_worker()
+        ticker.add(lambda: self.deliver_alerts(alerts), self.config.alerts.tick_s, name="alerts")
         ticker.start()
         self._ticker = ticker
+
+    def delivery_worker(self) -> DeliveryWorker:
+        """The outbox drainer: webhooks, apprise URLs and the feed channel, with retries."""
+        policy = RetryPolicy(
+            base_s=self.config.alerts.retry_base_s,
+            max_delay_s=self.config.alerts.retry_max_delay_s,
+            give_up_after_s=self.config.alerts.give_up_after_s,
+        )
+        senders: dict[str, Sender] = {
+            "webhook": WebhookSender(requests.Session(), utc_now),
+            "apprise": AppriseSender(),
+            "feed": FeedSender(),
+        }
+        return DeliveryWorker(self.database, senders, utc_now, policy)
 
     def drain_inbox(self) -> None:
         drained = drain(self.database, now=utc_now())
@@ -213,11 +265,18 @@ class Daemon:
 
     def routers(self) -> tuple[APIRouter, ...]:
         from feeds.ops import create_ops_router
+        from feeds.subscriptions_api import create_subscriptions_router
         from feeds.webhooks import create_webhook_router
 
         return (
             create_webhook_router(self.database, secret=self.config.webhook_secret),
             create_ops_router(health=self.health, registry=self.metrics.registry),
+            create_subscriptions_router(
+                self.database,
+                token=self.settings.api_token,
+                parse=parse_subscription,
+                clock=utc_now,
+            ),
         )
 
     def build_app(self) -> FastAPI:
@@ -234,13 +293,18 @@ class Daemon:
             for router in self.routers():
                 app.include_router(router)
             return app
-        public = PublishSettings(base_url=self.config.public_url or self.local_url)
+        public = PublishSettings(base_url=self.public_url)
         created: FastAPI = create_app(self.database, settings=public, routers=self.routers())
         return created
 
     @property
     def local_url(self) -> str:
         return f"http://{self.config.host}:{self.config.port}"
+
+    @property
+    def public_url(self) -> str:
+        """Where users reach the app: links in feeds, advisories and alerts."""
+        return (self.config.public_url or self.local_url).rstrip("/")
 
 
 def default_instance(config: DaemonConfig) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from storage import open_database, revisions, tracked_repos
+from storage import deliveries, get_subscription, open_database, revisions, tracked_repos
 from tests.daemon.harness import REPO_ROOT, free_port
 from tracker.demo import HISTORIES
 from tracker.hubsim import HubEmulator
@@ -65,8 +65,20 @@ def test_demo_backfills_every_shipped_repo_and_reports_done(tmp_path: Path) -> N
             for repo_id in tracked:
                 stored = {r.sha for r in revisions(session, repo_id)}
                 assert stored == {c.sha for c in expected.history(repo_id)}
+            subscription = get_subscription(session, "demo-full-context")
+            alerts = {
+                (d.repo_id, (d.sha or "")[:7]): d.payload["summary"]
+                for d in deliveries(session, subscription.id)
+                if d.channel == "feed" and d.payload["kind"] == "fit"
+            }
     finally:
         database.close()
+    # Llama-2's context 2048 -> 4096 and the 128k rope scaling, as the shipped subscription sees them
+    longer = alerts[("neurarch-demo/llama2-7b", "2c19299")]
+    assert "2,048 -> 4,096 tokens on L4 24GB: 19.9 GB -> 25.8 GB, no longer fits" in longer
+    assert "largest batch now 2" in longer
+    rope = alerts[("neurarch-demo/llama2-7b", "5918770")]
+    assert "on A100 80GB" in rope and "no longer fits" in rope
 
 
 def test_serve_with_a_bad_config_exits_2_with_one_line(tmp_path: Path) -> None:
