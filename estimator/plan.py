@@ -21,7 +21,7 @@ from estimator.fit import CardFit, fit_card
 from estimator.manifest import ManifestComparison, WeightManifest, compare
 from estimator.memory import MemoryEstimate, evaluate, method_models, split_parameters
 from estimator.memory.layers import check_targets
-from estimator.structure import structure
+from estimator.structure import structure_json
 from estimator.verifier import Context, Finding, verify
 from estimator.workload import Workload
 
@@ -94,13 +94,6 @@ def _parameter_breakdown(arch: Architecture) -> tuple[tuple[str, Any], ...]:
     )
 
 
-def _structure(arch: Architecture, seq_len: int) -> tuple[Mapping[str, Any], ...]:
-    return tuple(
-        {"name": name, "kind": kind, "shape": list(shape), "parameters": parameters}
-        for name, kind, shape, parameters in structure(arch, seq_len)
-    )
-
-
 def plan(
     config: Mapping[str, object],
     workload: Workload | None = None,
@@ -145,7 +138,7 @@ def plan(
         ),
         parameters=_parameter_breakdown(arch),
         checkpoint=checkpoint,
-        structure=_structure(arch, w.seq_len),
+        structure=structure_json(arch, w.seq_len),
         workload=w,
         memory=memory,
         cards=fits,

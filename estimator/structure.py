@@ -9,7 +9,7 @@ Architecture sits in exactly one node, so the node parameters sum to the total.
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from estimator.architecture import Architecture, Block, Tensor
 from estimator.errors import WorkloadError
@@ -106,12 +106,10 @@ def _block_pattern(block: Block, pre_norm: bool) -> _Pattern:
     return tuple(nodes)
 
 
-def _block_nodes(arch: Architecture, seq_len: int) -> list[Node]:
-    """Every block's nodes: one pattern per distinct layer template, re-indexed per block."""
-    shape = (seq_len, arch.hidden_size)
+def _block_patterns(arch: Architecture) -> list[tuple[str, _Pattern]]:
+    """Per block its name prefix and node pattern; one pattern per distinct layer template."""
     patterns: dict[tuple[int, bool, bool, bool], _Pattern] = {}
-    nodes: list[Node] = []
-    new = tuple.__new__  # Node's fields in order, without the keyword-parsing constructor
+    out: list[tuple[str, _Pattern]] = []
     for block in arch.blocks:
         pre_norm = block.stack == "decoder" or arch.norm == "rmsnorm"
         key = (
@@ -123,18 +121,19 @@ def _block_nodes(arch: Architecture, seq_len: int) -> list[Node]:
         pattern = patterns.get(key)
         if pattern is None:
             pattern = patterns[key] = _block_pattern(block, pre_norm)
-        prefix = f"layers.{block.index}."
-        nodes.extend([new(Node, (prefix + suffix, kind, shape, n)) for suffix, kind, n in pattern])
-    return nodes
+        out.append((f"layers.{block.index}.", pattern))
+    return out
 
 
-def structure(arch: Architecture, seq_len: int) -> tuple[Node, ...]:
-    """Nodes in execution order at ``seq_len`` tokens (encoder and decoder both at seq_len)."""
+def _check(seq_len: int) -> None:
     if isinstance(seq_len, bool) or not isinstance(seq_len, int) or not 1 <= seq_len <= MAX_SEQ_LEN:
         raise WorkloadError(
             f"sequence length must be an integer in 1..{MAX_SEQ_LEN}, got {seq_len!r}"
         )
-    top = _top_level(arch)
+
+
+def _leading(arch: Architecture, seq_len: int, top: dict[str, int]) -> list[Node]:
+    """Input, embeddings, positional embedding, embedding norm and projections."""
     nodes = [
         Node("input_ids", "Input", (seq_len,)),
         Node("embeddings", "Embedding", (seq_len, arch.hidden_size), top["embedding"]),
@@ -157,11 +156,59 @@ def structure(arch: Architecture, seq_len: int) -> tuple[Node, ...]:
         )
     if top["other"]:
         nodes.append(Node("projections", "Projection", (seq_len, arch.hidden_size), top["other"]))
-    nodes.extend(_block_nodes(arch, seq_len))
+    return nodes
+
+
+def _trailing(arch: Architecture, seq_len: int, top: dict[str, int]) -> list[Node]:
+    """Final norm and output."""
+    nodes = []
     if top["norm"]:
         nodes.append(Node("final_norm", "Norm", (seq_len, arch.hidden_size), top["norm"]))
     nodes.append(Node("output", "Output", _output_shape(arch, seq_len), top["head"]))
+    return nodes
+
+
+def structure(arch: Architecture, seq_len: int) -> tuple[Node, ...]:
+    """Nodes in execution order at ``seq_len`` tokens (encoder and decoder both at seq_len)."""
+    _check(seq_len)
+    top = _top_level(arch)
+    nodes = _leading(arch, seq_len, top)
+    shape = (seq_len, arch.hidden_size)
+    new = tuple.__new__  # Node's fields in order, without the keyword-parsing constructor
+    for prefix, pattern in _block_patterns(arch):
+        nodes.extend([new(Node, (prefix + suffix, kind, shape, n)) for suffix, kind, n in pattern])
+    nodes.extend(_trailing(arch, seq_len, top))
     return tuple(nodes)
+
+
+def structure_json(arch: Architecture, seq_len: int) -> tuple[dict[str, Any], ...]:
+    """``structure()`` as the Plan's JSON objects, built directly.
+
+    A deep model has hundreds of block nodes; making each dict straight from
+    its layer's pattern skips the intermediate ``Node`` per block node.
+    """
+    _check(seq_len)
+    top = _top_level(arch)
+    out = [_as_json(n) for n in _leading(arch, seq_len, top)]
+    h = arch.hidden_size
+    for prefix, pattern in _block_patterns(arch):
+        out.extend(
+            [
+                {"name": prefix + suffix, "kind": kind, "shape": [seq_len, h], "parameters": n}
+                for suffix, kind, n in pattern
+            ]
+        )
+    out.extend(_as_json(n) for n in _trailing(arch, seq_len, top))
+    return tuple(out)
+
+
+def _as_json(node: Node) -> dict[str, Any]:
+    return {
+        "name": node.name,
+        "kind": node.kind,
+        "shape": list(node.shape),
+        "parameters": node.parameters,
+    }
 
 
 def _head_rows(arch: Architecture) -> int | None:

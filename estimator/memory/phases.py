@@ -9,7 +9,7 @@ rather than a search: fitting ten cards costs ten divisions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Final, NamedTuple
 
@@ -39,16 +39,19 @@ class Phase:
 
     name: str
     terms: tuple[Term, ...]
+    # Summed once at construction: fitting reads them for every card and method.
+    _fixed: float = field(init=False, repr=False, compare=False)
+    _per_sample: float = field(init=False, repr=False, compare=False)
 
-    @cached_property
-    def _sums(self) -> tuple[float, float]:
-        return sum(t.fixed for t in self.terms), sum(t.per_sample for t in self.terms)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_fixed", sum(t.fixed for t in self.terms))
+        object.__setattr__(self, "_per_sample", sum(t.per_sample for t in self.terms))
 
     def fixed(self) -> float:
-        return self._sums[0]
+        return self._fixed
 
     def per_sample(self) -> float:
-        return self._sums[1]
+        return self._per_sample
 
     def at(self, batch: int) -> float:
         return self.fixed() + self.per_sample() * batch
@@ -80,6 +83,13 @@ class MethodModel:
     assumptions: tuple[str, ...]
     reserve_static: float
     reserve_dynamic: float
+    # Per-batch memos for fitting the same model on every card.
+    _split_worst: dict[tuple[int, int], float] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _split_terms_at: dict[int, tuple[tuple[float, float, float], ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def peak_phase(self, batch: int) -> Phase:
         return max(self.phases, key=lambda p: p.at(batch))
@@ -136,18 +146,39 @@ class MethodModel:
         """Device bytes on the busiest card when layers are split contiguously over ``cards``.
 
         Each card holds its share of the layers' states and activations; the
-        embeddings, head and loss are all charged to the busiest card.
+        embeddings, head and loss are all charged to the busiest card. Only
+        ``context`` differs between cards, so the rest is remembered per
+        (cards, batch) for the next card.
         """
-        share = -(-self.num_layers // cards) / max(self.num_layers, 1)
-        worst = 0.0
-        for layer_fixed, other_fixed, acts, other_dyn in self._split_parts:
-            fixed = layer_fixed * share + other_fixed
-            dyn = acts * share + other_dyn
-            worst = max(
-                worst,
-                fixed * (1 + self.reserve_static) + dyn * batch * (1 + self.reserve_dynamic),
-            )
+        key = (cards, batch)
+        worst = self._split_worst.get(key)
+        if worst is None:
+            share = -(-self.num_layers // cards) / max(self.num_layers, 1)
+            worst = 0.0
+            for layer_fixed, other_fixed, acts, other_dyn in self._split_parts:
+                fixed = layer_fixed * share + other_fixed
+                dyn = acts * share + other_dyn
+                worst = max(
+                    worst,
+                    fixed * (1 + self.reserve_static) + dyn * batch * (1 + self.reserve_dynamic),
+                )
+            self._split_worst[key] = worst
         return worst + context
+
+    def _split_terms(self, batch: int) -> tuple[tuple[float, float, float], ...]:
+        """Per phase at ``batch``: reserved other-fixed bytes, other per-sample bytes, bytes per share."""
+        terms = self._split_terms_at.get(batch)
+        if terms is None:
+            terms = self._split_terms_at[batch] = tuple(
+                (
+                    other_fixed * (1 + self.reserve_static),
+                    other_dyn * batch * (1 + self.reserve_dynamic),
+                    layer_fixed * (1 + self.reserve_static)
+                    + acts * batch * (1 + self.reserve_dynamic),
+                )
+                for layer_fixed, other_fixed, acts, other_dyn in self._split_parts
+            )
+        return terms
 
     def smallest_split(
         self, limit: float, context: float, batch: int, max_cards: int
@@ -161,16 +192,8 @@ class MethodModel:
         """
         layers = max(self.num_layers, 1)
         share = float("inf")
-        for layer_fixed, other_fixed, acts, other_dyn in self._split_parts:
-            room = (
-                limit
-                - context
-                - other_fixed * (1 + self.reserve_static)
-                - other_dyn * batch * (1 + self.reserve_dynamic)
-            )
-            per_share = layer_fixed * (1 + self.reserve_static) + acts * batch * (
-                1 + self.reserve_dynamic
-            )
+        for other_fixed, other_dyn, per_share in self._split_terms(batch):
+            room = limit - context - other_fixed - other_dyn
             if room < 0:
                 return None
             if per_share > 0:
