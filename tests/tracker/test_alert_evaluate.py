@@ -317,6 +317,20 @@ def test_the_first_revision_of_a_repo_alerts_no_one(database: Database) -> None:
         assert deliveries(session, subscription.id) == []
 
 
+def test_the_upload_after_the_hubs_empty_initial_commit_is_a_baseline(database: Database) -> None:
+    subscription = subscribe(database, **{**SERVE_4_AT_MAX, "alert_on": ["fit", "tokenizer"]})
+    history = History(database)
+    history.commit("0" * 40, {".gitattributes": b"*.safetensors filter=lfs\n"})
+    added = [change("tokenizer", Severity.HIGH, "tokenizer.json added", "tokenizer.json")]
+    uploaded = history.commit(UPLOAD, {"config.json": demo_config(UPLOAD)}, added)
+    longer = history.commit(LONGER, {"config.json": demo_config(LONGER)})
+
+    assert uploaded == []
+    assert [d.event_key for d in longer if d.channel == "feed"] == [f"{REPO}@{LONGER}/fit"]
+    with database.read_session() as session:
+        assert len(deliveries(session, subscription.id)) == 1
+
+
 def test_each_configured_channel_gets_its_own_row_beside_the_feed(database: Database) -> None:
     channels = [
         {"type": "webhook", "url": "https://hooks.example.org/a", "secret": SECRET},

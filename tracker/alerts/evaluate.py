@@ -139,8 +139,11 @@ def enqueue_alerts(
 ) -> list[Delivery]:
     """Queue the alerts of every matching subscription for ``processed``, in its transaction.
 
-    The repo's first recorded revision has nothing to compare against, so it
-    alerts no one. A stored subscription that no longer parses is skipped
+    The repo's first recorded revision has nothing to compare against, and
+    the revision that uploads the model (the first with a config.json, after
+    the Hub's empty initial commit) is its baseline, as for advisories:
+    everything in it is new and nobody ran the model before, so neither
+    alerts anyone. A stored subscription that no longer parses is skipped
     with a warning: it must not abort the revision's commit.
     """
     previous = processed.previous
@@ -148,10 +151,11 @@ def enqueue_alerts(
         return []
     revision = processed.snapshot.revision
     repo_id, sha = revision.repo_id, revision.sha
+    previous_texts = snapshot_at(session, repo_id, previous.sha).texts
+    if CONFIG in processed.snapshot.texts and CONFIG not in previous_texts:
+        return []
     new_config = cache(lambda: _config_from(session, processed.snapshot.texts))
-    old_config = cache(
-        lambda: _config_from(session, snapshot_at(session, repo_id, previous.sha).texts)
-    )
+    old_config = cache(lambda: _config_from(session, previous_texts))
     queued: list[Delivery] = []
     for record in subscriptions(session):
         try:
