@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import itemgetter
 from typing import Final, NamedTuple
 
 BREAKDOWN_KEYS: Final = (
@@ -33,6 +34,10 @@ class Term(NamedTuple):
     per_sample: float = 0.0
 
 
+_FIXED: Final = itemgetter(1)
+_PER_SAMPLE: Final = itemgetter(2)
+
+
 @dataclass(frozen=True)
 class Phase:
     """A moment of the step and what is alive then."""
@@ -44,8 +49,8 @@ class Phase:
     _per_sample: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_fixed", sum(t.fixed for t in self.terms))
-        object.__setattr__(self, "_per_sample", sum(t.per_sample for t in self.terms))
+        object.__setattr__(self, "_fixed", sum(map(_FIXED, self.terms)))
+        object.__setattr__(self, "_per_sample", sum(map(_PER_SAMPLE, self.terms)))
 
     def fixed(self) -> float:
         return self._fixed

@@ -142,19 +142,26 @@ def _adapter_states(
 
 
 def _phases(st: _States, acts: Activations, layers: int, checkpointing: bool) -> tuple[Phase, ...]:
-    def base(grads: float, cache: float) -> list[Term]:
-        return [
-            Term("weights", st.weights + cache),
-            Term("gradients", grads),
-            Term("optimizer_state", st.optimizer),
-            Term("adapters", st.adapters),
-            Term("quantization_overhead", st.quantization),
-            Term("framework_overhead", st.framework),
-        ]
+    # The states every moment shares are one set of terms; only the weights
+    # (with or without autocast's 16-bit cache) and the gradients differ.
+    shared = (
+        Term("optimizer_state", st.optimizer),
+        Term("adapters", st.adapters),
+        Term("quantization_overhead", st.quantization),
+        Term("framework_overhead", st.framework),
+    )
+    weights: dict[float, Term] = {}
+
+    def base(grads: float, cache: float) -> tuple[Term, ...]:
+        w = weights.get(cache)
+        if w is None:
+            w = weights[cache] = Term("weights", st.weights + cache)
+        return (w, Term("gradients", grads), *shared)
 
     per_layer_saved = acts.saved / max(layers, 1)
     lower_grads = st.gradients_top + (st.gradients - st.gradients_top) / max(layers, 1)
     graph_cache = 0.0 if checkpointing else st.cache
+    all_grads = base(st.gradients, 0.0)
     return (
         Phase(
             "end of forward",
@@ -173,12 +180,9 @@ def _phases(st: _States, acts: Activations, layers: int, checkpointing: bool) ->
         ),
         Phase(
             "backward through the first layer",
-            (*base(st.gradients, 0.0), Term("activations", 0.0, per_layer_saved + acts.working)),
+            (*all_grads, Term("activations", 0.0, per_layer_saved + acts.working)),
         ),
-        Phase(
-            "optimizer step",
-            (*base(st.gradients, 0.0), Term("activations", st.step_temp)),
-        ),
+        Phase("optimizer step", (*all_grads, Term("activations", st.step_temp))),
     )
 
 

@@ -330,15 +330,20 @@ def timing(used: list[tuple[str, str, float]]) -> None:
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
     seen: dict[str, dict[str, Any]] = {}
-    for model, config, _ in used:
-        seen.setdefault(model, json.loads(config))
+    for model, config_json, _ in used:
+        seen.setdefault(model, json.loads(config_json))
     plan_times: list[float] = []
+    json_times: list[float] = []
     meta_times: list[float] = []
     for config in seen.values():
         for _ in range(20):
             t = time.perf_counter()
             plan(config)
             plan_times.append(time.perf_counter() - t)
+        for _ in range(5):
+            t = time.perf_counter()
+            plan(config).to_json()
+            json_times.append(time.perf_counter() - t)
         try:
             cfg = AutoConfig.for_model(**config)
         except (ValueError, KeyError, TypeError):
@@ -357,6 +362,10 @@ def timing(used: list[tuple[str, str, float]]) -> None:
     print(
         f"\nplan() median {p * 1000:.2f} ms over {len(plan_times)} runs on {len(seen)} configs "
         f"(goal < 1 ms)"
+    )
+    print(
+        f"plan().to_json() median {statistics.median(json_times) * 1000:.2f} ms "
+        "(what the tracker and the HTTP API pay)"
     )
     print(f"accelerate meta-device median {m * 1000:.1f} ms over {len(meta_times)} runs")
     print(f"ratio: plan() is {m / p:.0f}x faster (goal >= 1000x)")
