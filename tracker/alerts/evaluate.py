@@ -35,6 +35,7 @@ from storage.records import Change, JsonValue
 from tracker.alerts.deliver import FEED_CHANNEL
 from tracker.alerts.message import FitFlip, FitState, changes_summary, fit_summary
 from tracker.alerts.spec import SubscriptionError, SubscriptionSpec
+from tracker.diff.common import change_json
 from tracker.process import Processed
 
 SCHEMA: Final = "neurarch-trace.alert/1"
@@ -91,7 +92,7 @@ def evaluate(
     watched = watched_changes(spec, changes)
     if watched:
         summary = changes_summary(watched, repo_id, sha)
-        extra = {"changes": [_change_json(change) for change in watched]}
+        extra = {"changes": [change_json(change, values=False) for change in watched]}
         alerts.append(_alert(spec, "changes", repo_id, sha, previous_sha, summary, extra))
     return alerts
 
@@ -275,16 +276,6 @@ def _workload_json(spec: SubscriptionSpec) -> dict[str, JsonValue]:
     return {
         key: document[key]
         for key in ("method", "batch", "seq_len", "precision", "lora_rank", "cards", "gpus")
-    }
-
-
-def _change_json(change: Change) -> dict[str, JsonValue]:
-    return {
-        "artifact": change.artifact,
-        "path": change.path,
-        "kind": change.kind,
-        "severity": change.severity.label,
-        "message": change.message,
     }
 
 

@@ -49,18 +49,6 @@ def resolve_sha(database: Database, repo_id: str, prefix: str) -> str:
     return matches[0]
 
 
-def change_json(change: Change) -> dict[str, Any]:
-    return {
-        "artifact": change.artifact,
-        "path": change.path,
-        "kind": change.kind,
-        "severity": change.severity.label,
-        "message": change.message,
-        "old": change.old,
-        "new": change.new,
-    }
-
-
 def print_changes(changes: Sequence[Change], indent: str = "  ") -> None:
     for change in changes:
         print(f"{indent}[{change.severity.label}] {change.message}")
@@ -71,7 +59,6 @@ def print_json(value: Any) -> None:
 
 
 __all__ = [
-    "change_json",
     "open_storage",
     "print_changes",
     "print_json",

@@ -7,14 +7,13 @@ import argparse
 from storage import plan_at
 from tracker.backfill import stored_content
 from tracker.commands.common import (
-    change_json,
     open_storage,
     print_changes,
     print_json,
     resolve_sha,
     user_errors,
 )
-from tracker.diff.common import by_severity
+from tracker.diff.common import by_severity, change_json
 from tracker.diff.plan_delta import diff_plans
 from tracker.diff.revision import diff_revisions
 from tracker.repo_id import validate_repo_id

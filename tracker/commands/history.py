@@ -6,12 +6,12 @@ import argparse
 
 from storage import changes_of, revision_log
 from tracker.commands.common import (
-    change_json,
     open_storage,
     print_changes,
     print_json,
     user_errors,
 )
+from tracker.diff.common import change_json
 from tracker.errors import NotTracked
 from tracker.repo_id import validate_repo_id
 from tracker.settings import Settings

@@ -68,4 +68,26 @@ def by_severity(changes: list[Change]) -> list[Change]:
     return sorted(changes, key=lambda c: (-int(c.severity), c.artifact, c.path, c.kind))
 
 
-__all__ = ["UNSET", "DiffContext", "by_severity", "format_value", "parse_error"]
+def change_json(change: Change, *, values: bool = True) -> dict[str, Any]:
+    """A change as JSON. ``values`` adds old and new; alert payloads leave them out, since
+    a value can be a whole chat template or tokenizer section."""
+    out: dict[str, Any] = {
+        "artifact": change.artifact,
+        "path": change.path,
+        "kind": change.kind,
+        "severity": change.severity.label,
+        "message": change.message,
+    }
+    if values:
+        out.update(old=change.old, new=change.new)
+    return out
+
+
+__all__ = [
+    "UNSET",
+    "DiffContext",
+    "by_severity",
+    "change_json",
+    "format_value",
+    "parse_error",
+]
