@@ -15,7 +15,7 @@ from pathlib import Path
 
 from storage import DeliveryStatus, deliveries, get_subscription, open_database
 from tests.daemon.harness import START, DaemonProcess, caught_up, free_port, wait_for, write_config
-from tests.daemon.receiver import WebhookReceiver
+from tests.fixtures.receiver import Receiver
 from tracker.demo import HISTORIES
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
 
@@ -47,7 +47,7 @@ def publish_history(hub: HubEmulator) -> None:
         moment += timedelta(minutes=1)
 
 
-def subscription_toml(receiver: WebhookReceiver) -> str:
+def subscription_toml(receiver: Receiver) -> str:
     return f"""
 [alerts]
 tick = 0.3
@@ -73,7 +73,7 @@ def test_alerts_survive_a_down_receiver_and_kill_9_and_arrive_once_in_order(
     hub.start()
     publish_history(hub)
     repos = ["alerts/flipper", "alerts/llama2-7b"]
-    receiver = WebhookReceiver(free_port(), SECRET)
+    receiver = Receiver(free_port(), SECRET)
     url = f"sqlite:///{tmp_path / 'alerts.db'}"
     config = write_config(
         tmp_path / "daemon.toml",
@@ -101,11 +101,11 @@ def test_alerts_survive_a_down_receiver_and_kill_9_and_arrive_once_in_order(
 
         wait_for(queued_and_refused, 60, "failed attempts at a down receiver", processes)
         first.kill()  # committed, attempted, never delivered
-        assert receiver.ids() == []
+        assert receiver.seen() == []
         receiver.start()
         second = DaemonProcess(config, tmp_path / "second.log").start()
         processes.append(second)
-        wait_for(lambda: len(receiver.ids()) >= expected, 120, "every alert", [second])
+        wait_for(lambda: len(receiver.seen()) >= expected, 120, "every alert", [second])
         time.sleep(2.0)  # room for a duplicate to show up
         assert second.terminate() == 0
         with database.read_session() as session:
@@ -118,16 +118,16 @@ def test_alerts_survive_a_down_receiver_and_kill_9_and_arrive_once_in_order(
         receiver.stop()
         database.close()
         hub.stop()
-    ids = receiver.ids()
+    ids = [delivery_id for delivery_id, _ in receiver.seen()]
     print(f"\n{len(ids)} alerts, each once, in order; attempts: {[d.attempts for d in rows]}")
-    for item in receiver.received:
+    for item in receiver.arrivals:
         print(f"  {item.body['sequence']:>2} {item.body['summary']}")
     assert len(ids) == expected and len(set(ids)) == expected, ids
-    sequences = [r.body["sequence"] for r in receiver.received]
+    sequences = [sequence for _, sequence in receiver.seen()]
     assert sequences == sorted(sequences) == [d.sequence for d in rows]
     assert all(d.status is DeliveryStatus.DELIVERED for d in rows)
-    summaries = [r.body["summary"] for r in receiver.received if r.body["repo_id"].endswith("7b")]
+    summaries = [r.body["summary"] for r in receiver.arrivals if r.body["repo_id"].endswith("7b")]
     assert "on L4" in summaries[0] and "no longer fits" in summaries[0], summaries
     assert "A100 80GB" in summaries[1] and "no longer fits" in summaries[1], summaries
-    flips = [r.body["summary"] for r in receiver.received if r.body["repo_id"].endswith("flipper")]
+    flips = [r.body["summary"] for r in receiver.arrivals if r.body["repo_id"].endswith("flipper")]
     assert ["fits again" in s for s in flips] == [False, True, False, True, False], flips

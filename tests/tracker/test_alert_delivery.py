@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +31,7 @@ from storage import (
     enqueue_delivery,
     update_subscription,
 )
+from tests.fixtures.receiver import Receiver, free_port
 from tracker.alerts import signing
 from tracker.alerts.channels import (
     AppriseSender,
@@ -60,89 +58,6 @@ class Clock:
 
     def __call__(self) -> datetime:
         return self.now
-
-
-@dataclass(frozen=True)
-class Arrival:
-    """One accepted request as the receiver saw it."""
-
-    path: str
-    headers: dict[str, str]
-    raw: bytes
-    body: dict[str, Any]
-
-
-@dataclass
-class Receiver:
-    """An HTTP receiver on 127.0.0.1:``port`` that can be down (nothing listening) or up.
-
-    With a ``secret`` it verifies every signature and answers 401 to a bad
-    one; ``status`` and ``delay_s`` make it misbehave on purpose.
-    """
-
-    port: int
-    secret: str | None = None
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
-    status: int = 204
-    delay_s: float = 0.0
-    arrivals: list[Arrival] = field(default_factory=list)
-    rejected: int = 0
-    _server: ThreadingHTTPServer | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hooks/neurarch"
-
-    def seen(self) -> list[tuple[str, int]]:
-        """(delivery id, sequence) of every accepted webhook, in arrival order."""
-        with self._lock:
-            return [(a.headers["X-Neurarch-Delivery"], a.body["sequence"]) for a in self.arrivals]
-
-    def start(self) -> Receiver:
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                if receiver.delay_s:
-                    time.sleep(receiver.delay_s)
-                ok = receiver.secret is None or signing.verify(
-                    receiver.secret,
-                    self.headers.get(signing.TIMESTAMP_HEADER),
-                    self.headers.get(signing.SIGNATURE_HEADER),
-                    raw,
-                    receiver.clock(),
-                )
-                with receiver._lock:
-                    if ok:
-                        headers = {k: v for k, v in self.headers.items()}
-                        receiver.arrivals.append(Arrival(self.path, headers, raw, json.loads(raw)))
-                    else:
-                        receiver.rejected += 1
-                self.send_response(receiver.status if ok else 401)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 @pytest.fixture
