@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 import estimator
 from estimator.errors import EstimateError
 from storage import Delivery, enqueue_delivery, get_blob, snapshot_at, subscriptions
-from storage.records import Change, JsonValue
+from storage.records import Change, JsonValue, Subscription
 from tracker.alerts.deliver import FEED_CHANNEL
 from tracker.alerts.message import FitFlip, FitState, changes_summary, fit_summary
 from tracker.alerts.spec import SubscriptionError, SubscriptionSpec
@@ -152,24 +152,16 @@ def enqueue_alerts(
         return []
     revision = processed.snapshot.revision
     repo_id, sha = revision.repo_id, revision.sha
+    matching = _matching_subscriptions(session, repo_id)
+    if not matching:  # the common case: read nothing more inside the revision's transaction
+        return []
     previous_texts = snapshot_at(session, repo_id, previous.sha).texts
     if CONFIG in processed.snapshot.texts and CONFIG not in previous_texts:
         return []
     new_config = cache(lambda: _config_from(session, processed.snapshot.texts))
     old_config = cache(lambda: _config_from(session, previous_texts))
     queued: list[Delivery] = []
-    for record in subscriptions(session):
-        try:
-            spec = SubscriptionSpec.from_record(record)
-        except SubscriptionError as exc:
-            log.warning(
-                json.dumps(
-                    {"event": "subscription_skipped", "name": record.name, "error": str(exc)}
-                )
-            )
-            continue
-        if not spec.matches(repo_id):
-            continue
+    for record, spec in matching:
         alerts = evaluate(
             spec,
             repo_id,
@@ -202,6 +194,27 @@ def enqueue_alerts(
                 if delivery is not None:
                     queued.append(delivery)
     return queued
+
+
+def _matching_subscriptions(
+    session: Session, repo_id: str
+) -> list[tuple[Subscription, SubscriptionSpec]]:
+    """Active subscriptions naming ``repo_id``; one whose stored spec no longer parses is
+    skipped with a warning."""
+    matching = []
+    for record in subscriptions(session):
+        try:
+            spec = SubscriptionSpec.from_record(record)
+        except SubscriptionError as exc:
+            log.warning(
+                json.dumps(
+                    {"event": "subscription_skipped", "name": record.name, "error": str(exc)}
+                )
+            )
+            continue
+        if spec.matches(repo_id):
+            matching.append((record, spec))
+    return matching
 
 
 def _fit_states(spec: SubscriptionSpec, config: Config) -> dict[str, tuple[int, FitState]]:
