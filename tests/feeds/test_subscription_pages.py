@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -12,7 +11,6 @@ import feedparser
 import httpx
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 from feeds import PublishSettings, create_app
@@ -24,9 +22,8 @@ from storage import (
     record_delivery_failure,
     remove_subscription,
 )
-from tests.feeds.conftest import ServerThread, Site
+from tests.feeds.conftest import ServerThread, Site, no_alert
 from tests.feeds.populate import HOSTILE, HOSTILE_REPO
-from tests.feeds.test_browser import CHROMEDRIVER, CHROMIUM, FLAGS, no_alert
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import parse_subscription
 
@@ -194,24 +191,8 @@ def test_unknown_and_removed_subscriptions_are_404(served: Served) -> None:
         assert response.json()["detail"] == "the subscription 'qlora-on-t4' was removed"
 
 
-@pytest.fixture(scope="module")
-def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
-    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
-        pytest.fail("chromium and chromium-driver are not installed (.ci/run installs them)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
 def test_subscription_page_in_chromium_shows_stored_alerts_as_text(
-    chromium: webdriver.Chrome, demo_site: Site
+    browser: webdriver.Chrome, demo_site: Site
 ) -> None:
     with demo_site.database.read_session() as session:
         head = latest_revision(session, HOSTILE_REPO)
@@ -227,19 +208,19 @@ def test_subscription_page_in_chromium_shows_stored_alerts_as_text(
         stored_sha=head.sha,
     )
     give_up_on_webhooks(demo_site.database, f"{HOSTILE} refused", NOW)
-    chromium.get(f"{demo_site.url}/subscriptions/browser-check")
-    assert no_alert(chromium)
-    assert chromium.execute_script("return document.querySelectorAll('body script').length") == 0
-    rows = chromium.find_elements(By.CSS_SELECTOR, "#alerts tbody tr")
+    browser.get(f"{demo_site.url}/subscriptions/browser-check")
+    assert no_alert(browser)
+    assert browser.execute_script("return document.querySelectorAll('body script').length") == 0
+    rows = browser.find_elements(By.CSS_SELECTOR, "#alerts tbody tr")
     cells = [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows]
     assert [c[1:4] for c in cells] == [
         [HOSTILE_REPO, head.sha[:12], f"{HOSTILE} no longer fits L4"]
     ]
-    dead = chromium.find_elements(By.CSS_SELECTOR, "#dead-letters tbody tr td")
+    dead = browser.find_elements(By.CSS_SELECTOR, "#dead-letters tbody tr td")
     assert [td.text for td in dead[:3]] == ["webhook", "1", f"{HOSTILE} refused"]
     workload = {
         row.find_element(By.TAG_NAME, "th").text: row.find_element(By.TAG_NAME, "td").text
-        for row in chromium.find_elements(By.CSS_SELECTOR, "#workload tr")
+        for row in browser.find_elements(By.CSS_SELECTOR, "#workload tr")
     }
     assert workload["method"] == "qlora" and workload["cards"] == "T4, L4"
-    assert HOOK not in chromium.page_source and SECRET not in chromium.page_source
+    assert HOOK not in browser.page_source and SECRET not in browser.page_source
