@@ -142,7 +142,7 @@ class AlertWorkload:
 
 @dataclass(frozen=True)
 class SubscriptionSpec:
-    """A validated subscription, ready to store (``to_record``) or evaluate."""
+    """A validated subscription, ready to store (``spec_json``, ``Channel.to_json``) or evaluate."""
 
     name: str
     repos: tuple[str, ...]
