@@ -120,7 +120,7 @@ def plan(
         if manifest is None
         else compare(manifest, split.total, arch.tie_word_embeddings, arch.declared_dtype, head)
     )
-    findings = verify(Context(config, arch, manifest, target, w.precision))
+    findings = verify(Context(config, arch, manifest, target, w.precision, w.seq_len))
     assumptions = _assumptions(models[w.method].assumptions, cost.assumptions, w)
     return Plan(
         schema_version=SCHEMA_VERSION,

@@ -27,6 +27,7 @@ class Context:
     manifest: WeightManifest | None
     card: Card
     precision: str
+    seq_len: int
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,37 @@ def _sliding_window(c: Context) -> Values | None:
     return None
 
 
+# Encoders whose position table starts after the padding index (RoBERTa's
+# create_position_ids_from_input_ids): pad_token_id + 1 rows are never a position.
+_PADDING_OFFSET_FAMILIES = frozenset({"roberta", "xlm-roberta"})
+
+
+def usable_positions(arch: Architecture, config: Mapping[str, object]) -> int | None:
+    """Longest sequence a learned position table can index (None: no such limit)."""
+    rows = arch.max_position_embeddings
+    if arch.position != "learned" or rows is None:
+        return None
+    if arch.family not in _PADDING_OFFSET_FAMILIES:
+        return rows
+    pad = _int(config, "pad_token_id")
+    return rows - (1 if pad is None else pad) - 1
+
+
+def _beyond_position_table(c: Context) -> Values | None:
+    """A learned table has no row past its end: the lookup fails, it does not degrade."""
+    usable = usable_positions(c.arch, c.config)
+    if usable is None or c.seq_len <= usable:
+        return None
+    return {"seq_len": c.seq_len, "usable": usable}
+
+
+def _beyond_trained_context(c: Context) -> Values | None:
+    max_pos = c.arch.max_position_embeddings
+    if c.arch.position not in ("rope", "alibi") or max_pos is None or c.seq_len <= max_pos:
+        return None
+    return {"seq_len": c.seq_len, "max_pos": max_pos}
+
+
 def _unsupported(c: Context) -> Values | None:
     return None if c.arch.supported else {"model_type": c.arch.model_type}
 
@@ -166,6 +198,8 @@ CHECKS: dict[str, Callable[[Context], Values | None]] = {
     "dtype-mismatch": _dtype,
     "tied-head-stored-separately": _tied_head,
     "sliding-window-beyond-context": _sliding_window,
+    "sequence-beyond-position-table": _beyond_position_table,
+    "sequence-beyond-trained-context": _beyond_trained_context,
     "unsupported-model-type": _unsupported,
     "no-bf16-on-card": _no_bf16,
 }

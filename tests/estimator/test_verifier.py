@@ -58,3 +58,29 @@ def test_manifest_dtype_and_tied_head_conflicts_are_found(corpus_dir) -> None:  
 def test_unknown_model_type_is_reported(corpus_dir) -> None:  # type: ignore[no-untyped-def]
     cfg = base(corpus_dir) | {"model_type": "rafale", "architectures": ["RafaleForCausalLM"]}
     assert "unsupported-model-type" in ids(cfg)
+
+
+def test_sequence_past_a_learned_position_table_is_an_error(corpus_dir) -> None:  # type: ignore[no-untyped-def]
+    path = sorted((corpus_dir / "openai-community/gpt2").glob("*/config.json"))[-1]
+    gpt2 = json.loads(path.read_text())
+    found = {f.id: f for f in plan(gpt2, Workload(seq_len=1025)).findings}
+    rule = found["sequence-beyond-position-table"]
+    assert rule.severity == "error" and "1024 positions" in rule.message
+    assert "sequence-beyond-position-table" not in ids(gpt2, workload=Workload(seq_len=1024))
+
+
+def test_roberta_positions_exclude_the_padding_offset(corpus_dir) -> None:  # type: ignore[no-untyped-def]
+    path = sorted((corpus_dir / "BAAI/bge-reranker-large").glob("*/config.json"))[-1]
+    xlmr = json.loads(path.read_text())
+    assert xlmr["model_type"] == "xlm-roberta" and xlmr["max_position_embeddings"] == 514
+    assert "sequence-beyond-position-table" not in ids(xlmr, workload=Workload(seq_len=512))
+    assert "sequence-beyond-position-table" in ids(xlmr, workload=Workload(seq_len=513))
+
+
+def test_rope_model_past_its_context_gets_a_warning_not_an_error(corpus_dir) -> None:  # type: ignore[no-untyped-def]
+    cfg = base(corpus_dir)
+    longer = cfg["max_position_embeddings"] + 1
+    found = {f.id: f.severity for f in plan(cfg, Workload(seq_len=longer)).findings}
+    assert found.get("sequence-beyond-trained-context") == "warning"
+    assert "sequence-beyond-position-table" not in found
+    assert "sequence-beyond-trained-context" not in ids(cfg)
