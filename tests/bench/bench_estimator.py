@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from estimator import EstimateError, Workload, card, plan  # noqa: E402
+from estimator.families import describe  # noqa: E402
+from estimator.verifier import usable_positions  # noqa: E402
 
 MEASURED = ROOT.parent / "shared" / "measured" / "measured-memory.csv"
 CORPUS = ROOT.parent / "shared" / "hub-corpus"
@@ -76,6 +78,17 @@ FUSED_ATTENTION = {
         "o_proj": "attn.c_proj",
     },
 }
+# LoRA dropout as the source's own configs set it: the MetaMathQA experiments'
+# adapter_config.json files and fms-acceleration's reference CSV (column
+# lora_dropout) say 0.0; peft's README and accelerate examples use 0.1.
+# Sources that do not say get 0.05, a common recipe value.
+LORA_DROPOUT_BY_SOURCE = {
+    "method_comparison/MetaMathQA": 0.0,
+    "fms-acceleration": 0.0,
+    "huggingface/peft:README": 0.1,
+    "huggingface/peft:docs/source/accelerate": 0.1,
+}
+UNSTATED_LORA_DROPOUT = 0.05
 PEFT_DEFAULT = {
     "t5": ("q", "v"),
     "mt5": ("q", "v"),
@@ -135,6 +148,24 @@ def _targets(method: str, model_type: str) -> tuple[str, ...]:
         names = [SHORT.get(n, n) for n in m.group(1).split(",")]
         return tuple(dict.fromkeys(fused.get(n, n) for n in names))
     return PEFT_DEFAULT.get(model_type, ("all-linear",))
+
+
+def _seq_len(text: str, config: dict[str, Any]) -> int:
+    """The row's sequence length, capped where a learned position table ends.
+
+    A longer sample cannot pass such a table (the embedding lookup fails), so
+    a run that finished truncated to it: fms-hf-tuning caps max_seq_length
+    at the tokenizer's model_max_length.
+    """
+    asked = 64 if "short" in text else _int(text, 64)
+    limit = usable_positions(describe(config), config)
+    return asked if limit is None else min(asked, limit)
+
+
+def _lora_dropout(source: str) -> float:
+    return next(
+        (p for key, p in LORA_DROPOUT_BY_SOURCE.items() if key in source), UNSTATED_LORA_DROPOUT
+    )
 
 
 def _gpu(text: str) -> tuple[int, int, int]:
@@ -199,7 +230,7 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
     w = Workload(
         method=kind,
         batch=_int(r["batch_size"], 8),
-        seq_len=_int(r["seq_len"], 64) if "short" not in r["seq_len"] else 64,
+        seq_len=_seq_len(r["seq_len"], config),
         precision=prec,
         pure_16bit=pure,
         optimizer=optimizer,
@@ -211,7 +242,7 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         if re.search(r"r(\d+)", method)
         else 8,
         lora_targets=_targets(method, str(config.get("model_type"))),
-        lora_dropout=0.05 if kind != "full" else 0.0,
+        lora_dropout=0.0 if kind == "full" else _lora_dropout(r["source"]),
         double_quant=kind == "qlora" and "gptq" not in lower,
         # fms-acceleration's accelerated-peft plugins and Unsloth skip peft's fp32 upcast.
         kbit_prepare="accelerated-peft" not in r["notes"] and "Unsloth" not in method,
