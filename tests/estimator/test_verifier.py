@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from estimator import WeightManifest, Workload, plan
 from estimator.verifier import CHECKS, rules
@@ -21,6 +22,16 @@ def test_every_rule_has_a_check_and_every_check_a_rule() -> None:
     assert set(CHECKS) == set(rules())
     for rule in rules().values():
         assert rule["severity"] in ("error", "warning", "info") and rule["fix"]
+
+
+def test_every_rule_is_documented_with_its_severity() -> None:
+    readme = (Path(__file__).parents[2] / "estimator" / "README.md").read_text()
+    documented = {
+        cells[1].strip("` "): cells[2].strip()
+        for line in readme.splitlines()
+        if line.startswith("| `") and len(cells := line.split("|")) > 3
+    }
+    assert documented == {rule_id: r["severity"] for rule_id, r in rules().items()}
 
 
 def test_kv_heads_not_dividing_heads_is_found(corpus_dir) -> None:  # type: ignore[no-untyped-def]
