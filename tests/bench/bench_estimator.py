@@ -355,11 +355,25 @@ def write_accuracy(median: float, p90: float, verdict: float, figures: int, verd
     ACCURACY.write_text(json.dumps(scores, indent=2) + "\n")
 
 
-def timing(used: list[tuple[str, str, float]]) -> None:
+def meta_model(config: dict[str, Any]) -> object:
+    """accelerate's way from the same dict: a transformers config, then the model on meta.
+
+    Building the PretrainedConfig is timed with it, as plan() parses the dict too.
+    """
     import torch  # noqa: F401  (imported here: the estimator itself never needs it)
     from accelerate import init_empty_weights
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
+    with warnings.catch_warnings(), init_empty_weights():
+        warnings.simplefilter("ignore")
+        cfg = AutoConfig.for_model(**config)
+        try:
+            return AutoModelForCausalLM.from_config(cfg)
+        except ValueError:
+            return AutoModel.from_config(cfg)
+
+
+def timing(used: list[tuple[str, str, float]]) -> None:
     seen: dict[str, dict[str, Any]] = {}
     for model, config_json, _ in used:
         seen.setdefault(model, json.loads(config_json))
@@ -376,17 +390,12 @@ def timing(used: list[tuple[str, str, float]]) -> None:
             plan(config).to_json()
             json_times.append(time.perf_counter() - t)
         try:
-            cfg = AutoConfig.for_model(**config)
+            meta_model(config)  # untimed: the first call imports the modeling module
         except (ValueError, KeyError, TypeError):
             continue
-        for _ in range(2):
+        for _ in range(3):
             t = time.perf_counter()
-            with warnings.catch_warnings(), init_empty_weights():
-                warnings.simplefilter("ignore")
-                try:
-                    AutoModelForCausalLM.from_config(cfg)
-                except ValueError:
-                    AutoModel.from_config(cfg)
+            meta_model(config)
             meta_times.append(time.perf_counter() - t)
     p = statistics.median(plan_times)
     m = statistics.median(meta_times)
