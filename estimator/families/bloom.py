@@ -5,12 +5,20 @@ from __future__ import annotations
 
 from estimator.architecture import Architecture
 from estimator.blocks import attention, mlp
-from estimator.blocks.embeddings import embedding
 from estimator.blocks.layer import LayerParts, template
 from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH, Config
-from estimator.families.common import assemble, causal_head, stack_model
 from estimator.families.decoder import DECODER_HEADS
 from estimator.families.family import Family, Request
+from estimator.families.gpt_style import GptStack, StackSizes, build_stack
+
+BLOOM_STACK = GptStack(
+    family="bloom",
+    base_model="transformer.",
+    token_embedding="word_embeddings",
+    embedding_norm="word_embeddings_layernorm",
+    final_norm="ln_f",
+    position="alibi",
+)
 
 
 def build(cfg: Config, req: Request) -> Architecture:
@@ -41,34 +49,8 @@ def build(cfg: Config, req: Request) -> Architecture:
     spec = attention.spec(heads, heads, hidden // heads, causal=True)
     layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
 
-    top = LayerParts()
-    embedding(top, "word_embeddings", vocab, hidden)
-    top.norm("word_embeddings_layernorm", hidden, True)
-    tail = LayerParts()
-    tail.norm("ln_f", hidden, True)
-    model = stack_model(
-        prefix="" if req.head == "base" else "transformer.",
-        top=top,
-        layers_prefix="h.",
-        layers=[layer] * n_layers,
-        tail=tail,
-        head=causal_head(cfg, req.head, hidden, vocab, tied=tied),
-    )
-    return assemble(
-        cfg,
-        model,
-        model_type=req.model_type,
-        family="bloom",
-        architecture=req.architecture,
-        head=req.head,
-        hidden_size=hidden,
-        vocab_size=vocab,
-        max_position_embeddings=None,
-        tie_word_embeddings=tied,
-        norm="layernorm",
-        position="alibi",
-        supported=req.supported,
-    )
+    sizes = StackSizes(hidden, vocab, n_layers, None, tied)
+    return build_stack(cfg, req, BLOOM_STACK, sizes, layer)
 
 
 FAMILY = Family("bloom", "Bloom", "BloomForCausalLM", DECODER_HEADS, build)

@@ -4,14 +4,23 @@ The pre-transformers ``RefinedWeb`` configs describe the same model."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from estimator.architecture import Architecture
 from estimator.blocks import attention, mlp
-from estimator.blocks.embeddings import embedding
 from estimator.blocks.layer import LayerParts, template
 from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
-from estimator.families.common import assemble, causal_head, stack_model
 from estimator.families.decoder import DECODER_HEADS
 from estimator.families.family import Family, Request
+from estimator.families.gpt_style import GptStack, StackSizes, build_stack
+
+FALCON_STACK = GptStack(
+    family="falcon",
+    base_model="transformer.",
+    token_embedding="word_embeddings",
+    final_norm="ln_f",
+)
+FALCON_ALIBI_STACK = replace(FALCON_STACK, position="alibi")
 
 
 def _kv_heads(cfg: Config, heads: int, new_arch: bool) -> int:
@@ -71,33 +80,8 @@ def build(cfg: Config, req: Request) -> Architecture:
     spec = attention.spec(heads, kv_heads, head_dim, causal=True)
     layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
 
-    top = LayerParts()
-    embedding(top, "word_embeddings", vocab, hidden)
-    tail = LayerParts()
-    tail.norm("ln_f", hidden, True)
-    model = stack_model(
-        prefix="" if req.head == "base" else "transformer.",
-        top=top,
-        layers_prefix="h.",
-        layers=[layer] * n_layers,
-        tail=tail,
-        head=causal_head(cfg, req.head, hidden, vocab, tied=tied),
-    )
-    return assemble(
-        cfg,
-        model,
-        model_type=req.model_type,
-        family="falcon",
-        architecture=req.architecture,
-        head=req.head,
-        hidden_size=hidden,
-        vocab_size=vocab,
-        max_position_embeddings=positions,
-        tie_word_embeddings=tied,
-        norm="layernorm",
-        position="alibi" if alibi else "rope",
-        supported=req.supported,
-    )
+    sizes = StackSizes(hidden, vocab, n_layers, positions, tied)
+    return build_stack(cfg, req, FALCON_ALIBI_STACK if alibi else FALCON_STACK, sizes, layer)
 
 
 FAMILY = Family("falcon", "Falcon", "FalconForCausalLM", DECODER_HEADS, build)

@@ -6,14 +6,24 @@ same layer with nn.Linear projections and optionally one shared K/V head.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from estimator.architecture import Architecture
 from estimator.blocks import attention, mlp
-from estimator.blocks.embeddings import embedding
 from estimator.blocks.layer import LayerParts, template
 from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
-from estimator.families.common import assemble, causal_head, stack_model
 from estimator.families.decoder import DECODER_HEADS
 from estimator.families.family import Family, Request
+from estimator.families.gpt_style import GptStack, StackSizes, build_stack
+
+GPT2_STACK = GptStack(
+    family="gpt2",
+    base_model="transformer.",
+    token_embedding="wte",
+    position_embedding="wpe",
+    final_norm="ln_f",
+    position="learned",
+)
 
 
 def build(cfg: Config, req: Request) -> Architecture:
@@ -69,35 +79,8 @@ def build_gpt_style(
     )
     layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
 
-    top = LayerParts()
-    embedding(top, "wte", vocab, hidden)
-    embedding(top, "wpe", positions, hidden, role="position")
-    tail = LayerParts()
-    tail.norm("ln_f", hidden, True)
-    model = stack_model(
-        prefix="" if req.head == "base" else "transformer.",
-        top=top,
-        layers_prefix="h.",
-        layers=[layer] * n_layers,
-        tail=tail,
-        head=causal_head(cfg, req.head, hidden, vocab, tied=tied),
-    )
-    return assemble(
-        cfg,
-        model,
-        model_type=req.model_type,
-        family=family,
-        architecture=req.architecture,
-        head=req.head,
-        hidden_size=hidden,
-        vocab_size=vocab,
-        max_position_embeddings=positions,
-        tie_word_embeddings=tied,
-        norm="layernorm",
-        position="learned",
-        hidden_dropout=dropout,
-        supported=req.supported,
-    )
+    sizes = StackSizes(hidden, vocab, n_layers, positions, tied, hidden_dropout=dropout)
+    return build_stack(cfg, req, replace(GPT2_STACK, family=family), sizes, layer)
 
 
 FAMILY = Family("gpt2", "GPT2", "GPT2LMHeadModel", DECODER_HEADS, build)

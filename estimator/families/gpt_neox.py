@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from estimator.architecture import Architecture
 from estimator.blocks import attention, mlp
-from estimator.blocks.embeddings import embedding
 from estimator.blocks.layer import LayerParts, template
 from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
-from estimator.families.common import assemble, causal_head, stack_model
 from estimator.families.decoder import DECODER_HEADS
 from estimator.families.family import Family, Request
+from estimator.families.gpt_style import GptStack, StackSizes, build_stack
+
+NEOX_STACK = GptStack(
+    family="gpt_neox",
+    base_model="gpt_neox.",
+    token_embedding="embed_in",
+    layers="layers.",
+    final_norm="final_layer_norm",
+)
 
 
 def build(cfg: Config, req: Request) -> Architecture:
@@ -49,33 +56,8 @@ def build(cfg: Config, req: Request) -> Architecture:
     spec = attention.spec(heads, heads, hidden // heads, causal=True)
     layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
 
-    top = LayerParts()
-    embedding(top, "embed_in", vocab, hidden)
-    tail = LayerParts()
-    tail.norm("final_layer_norm", hidden, True)
-    model = stack_model(
-        prefix="" if req.head == "base" else "gpt_neox.",
-        top=top,
-        layers_prefix="layers.",
-        layers=[layer] * n_layers,
-        tail=tail,
-        head=causal_head(cfg, req.head, hidden, vocab, tied=tied),
-    )
-    return assemble(
-        cfg,
-        model,
-        model_type=req.model_type,
-        family="gpt_neox",
-        architecture=req.architecture,
-        head=req.head,
-        hidden_size=hidden,
-        vocab_size=vocab,
-        max_position_embeddings=positions,
-        tie_word_embeddings=tied,
-        norm="layernorm",
-        position="rope",
-        supported=req.supported,
-    )
+    sizes = StackSizes(hidden, vocab, n_layers, positions, tied)
+    return build_stack(cfg, req, NEOX_STACK, sizes, layer)
 
 
 FAMILY = Family("gpt_neox", "GPTNeoX", "GPTNeoXForCausalLM", DECODER_HEADS, build)

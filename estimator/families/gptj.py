@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from estimator.architecture import Architecture
 from estimator.blocks import attention, mlp
-from estimator.blocks.embeddings import embedding
 from estimator.blocks.layer import LayerParts, template
 from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
-from estimator.families.common import assemble, causal_head, stack_model
 from estimator.families.decoder import DECODER_HEADS
 from estimator.families.family import Family, Request
+from estimator.families.gpt_style import GptStack, StackSizes, build_stack
 
 GPTJ_ATTENTION = attention.Projections("attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.out_proj")
+
+GPTJ_STACK = GptStack(
+    family="gptj",
+    base_model="transformer.",
+    token_embedding="wte",
+    final_norm="ln_f",
+    head_bias=True,
+)
 
 
 def build(cfg: Config, req: Request) -> Architecture:
@@ -50,33 +57,8 @@ def build(cfg: Config, req: Request) -> Architecture:
     spec = attention.spec(heads, heads, hidden // heads, causal=True)
     layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
 
-    top = LayerParts()
-    embedding(top, "wte", vocab, hidden)
-    tail = LayerParts()
-    tail.norm("ln_f", hidden, True)
-    model = stack_model(
-        prefix="" if req.head == "base" else "transformer.",
-        top=top,
-        layers_prefix="h.",
-        layers=[layer] * n_layers,
-        tail=tail,
-        head=causal_head(cfg, req.head, hidden, vocab, tied=tied, bias=True),
-    )
-    return assemble(
-        cfg,
-        model,
-        model_type=req.model_type,
-        family="gptj",
-        architecture=req.architecture,
-        head=req.head,
-        hidden_size=hidden,
-        vocab_size=vocab,
-        max_position_embeddings=positions,
-        tie_word_embeddings=tied,
-        norm="layernorm",
-        position="rope",
-        supported=req.supported,
-    )
+    sizes = StackSizes(hidden, vocab, n_layers, positions, tied)
+    return build_stack(cfg, req, GPTJ_STACK, sizes, layer)
 
 
 FAMILY = Family("gptj", "GPTJ", "GPTJForCausalLM", DECODER_HEADS, build)

@@ -8,14 +8,23 @@ from estimator.blocks import attention, mlp
 from estimator.blocks.embeddings import embedding
 from estimator.blocks.layer import LayerParts, template
 from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
-from estimator.families.common import assemble, causal_head, stack_model
 from estimator.families.decoder import DECODER_HEADS
 from estimator.families.family import Family, Request
+from estimator.families.gpt_style import GptStack, StackSizes, build_stack
 
 OPT_ATTENTION = attention.Projections(
     "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj"
 )
 POSITION_OFFSET = 2
+OPT_STACK = GptStack(
+    family="opt",
+    base_model="model.",
+    decoder="decoder.",
+    token_embedding="embed_tokens",
+    layers="layers.",
+    final_norm="final_layer_norm",
+    position="learned",
+)
 
 
 def build(cfg: Config, req: Request) -> Architecture:
@@ -60,39 +69,23 @@ def build(cfg: Config, req: Request) -> Architecture:
     )
     layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
 
+    sizes = StackSizes(hidden, vocab, n_layers, positions, tied, hidden_dropout=dropout)
+    top = _embeddings(vocab, hidden, proj, positions)
+    tail = LayerParts()
+    if final_norm:
+        tail.norm(OPT_STACK.final_norm, hidden, True, affine=affine)
+    return build_stack(cfg, req, OPT_STACK, sizes, layer, top=top, tail=tail, head_width=proj)
+
+
+def _embeddings(vocab: int, hidden: int, proj: int, positions: int) -> LayerParts:
+    """Word embeddings ``proj`` wide, projected to and from ``hidden`` when the widths differ."""
     top = LayerParts()
-    embedding(top, "embed_tokens", vocab, proj)
+    embedding(top, OPT_STACK.token_embedding, vocab, proj)
     embedding(top, "embed_positions", positions + POSITION_OFFSET, hidden, role="position")
     if proj != hidden:
         top.linear("project_out", hidden, proj, False, "other")
         top.linear("project_in", proj, hidden, False, "other")
-    tail = LayerParts()
-    if final_norm:
-        tail.norm("final_layer_norm", hidden, True, affine=affine)
-    model = stack_model(
-        prefix="decoder." if req.head == "base" else "model.decoder.",
-        top=top,
-        layers_prefix="layers.",
-        layers=[layer] * n_layers,
-        tail=tail,
-        head=causal_head(cfg, req.head, proj, vocab, tied=tied),
-    )
-    return assemble(
-        cfg,
-        model,
-        model_type=req.model_type,
-        family="opt",
-        architecture=req.architecture,
-        head=req.head,
-        hidden_size=hidden,
-        vocab_size=vocab,
-        max_position_embeddings=positions,
-        tie_word_embeddings=tied,
-        norm="layernorm",
-        position="learned",
-        hidden_dropout=dropout,
-        supported=req.supported,
-    )
+    return top
 
 
 FAMILY = Family("opt", "OPT", "OPTForCausalLM", DECODER_HEADS, build)

@@ -5,15 +5,23 @@ from __future__ import annotations
 
 from estimator.architecture import Architecture
 from estimator.blocks import attention, mlp
-from estimator.blocks.embeddings import embedding
 from estimator.blocks.layer import LayerParts, template
 from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
-from estimator.families.common import assemble, causal_head, stack_model
 from estimator.families.decoder import DECODER_HEADS
 from estimator.families.family import Family, Request
+from estimator.families.gpt_style import GptStack, StackSizes, build_stack
 
 PHI_ATTENTION = attention.Projections(
     "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.dense"
+)
+
+PHI_STACK = GptStack(
+    family="phi",
+    base_model="model.",
+    token_embedding="embed_tokens",
+    layers="layers.",
+    final_norm="final_layernorm",
+    head_bias=True,
 )
 
 
@@ -44,33 +52,8 @@ def build(cfg: Config, req: Request) -> Architecture:
     spec = attention.spec(heads, kv_heads, head_dim, causal=True)
     layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
 
-    top = LayerParts()
-    embedding(top, "embed_tokens", vocab, hidden)
-    tail = LayerParts()
-    tail.norm("final_layernorm", hidden, True)
-    model = stack_model(
-        prefix="" if req.head == "base" else "model.",
-        top=top,
-        layers_prefix="layers.",
-        layers=[layer] * n_layers,
-        tail=tail,
-        head=causal_head(cfg, req.head, hidden, vocab, tied=tied, bias=True),
-    )
-    return assemble(
-        cfg,
-        model,
-        model_type=req.model_type,
-        family="phi",
-        architecture=req.architecture,
-        head=req.head,
-        hidden_size=hidden,
-        vocab_size=vocab,
-        max_position_embeddings=positions,
-        tie_word_embeddings=tied,
-        norm="layernorm",
-        position="rope",
-        supported=req.supported,
-    )
+    sizes = StackSizes(hidden, vocab, n_layers, positions, tied)
+    return build_stack(cfg, req, PHI_STACK, sizes, layer)
 
 
 FAMILY = Family("phi", "Phi", "PhiForCausalLM", DECODER_HEADS, build)
