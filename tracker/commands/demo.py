@@ -17,13 +17,14 @@ import logging
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from storage import Database
-from tracker.alerts.registry import sync_configured
 from tracker.commands import UsageError
-from tracker.config_file import ConfigFileError, DaemonConfig, RepoConfig, load_daemon_config
 from tracker.demo import HISTORIES
 from tracker.settings import Settings
+
+if TYPE_CHECKING:
+    from storage import Database
 
 NAME = "demo"
 HELP = "replay demo histories through a local Hub, backfill them and serve the pages"
@@ -50,6 +51,9 @@ def demo_settings(settings: Settings, endpoint: str) -> Settings:
 
 def store_demo_subscriptions(database: Database, path: Path = DEMO_SUBSCRIPTIONS) -> list[str]:
     """Store the shipped demo subscriptions; their names, in file order."""
+    from tracker.alerts.registry import sync_configured
+    from tracker.config_file import ConfigFileError, load_daemon_config
+
     try:
         specs = load_daemon_config(path).subscriptions
     except ConfigFileError as exc:
@@ -60,6 +64,7 @@ def store_demo_subscriptions(database: Database, path: Path = DEMO_SUBSCRIPTIONS
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.config_file import DaemonConfig, RepoConfig
     from tracker.daemon import Daemon, publisher
     from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
 

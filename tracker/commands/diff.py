@@ -4,19 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from storage import plan_at
-from tracker.backfill import stored_content
-from tracker.commands.common import (
-    open_storage,
-    print_changes,
-    print_json,
-    resolve_sha,
-    user_errors,
-)
-from tracker.diff.common import by_severity, change_json
-from tracker.diff.plan_delta import diff_plans
-from tracker.diff.revision import diff_revisions
-from tracker.repo_id import validate_repo_id
 from tracker.settings import Settings
 
 NAME = "diff"
@@ -31,6 +18,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from storage import plan_at
+    from tracker.backfill import stored_content
+    from tracker.commands.common import (
+        open_storage,
+        print_changes,
+        print_json,
+        resolve_sha,
+        user_errors,
+    )
+    from tracker.diff.common import by_severity, change_json
+    from tracker.diff.plan_delta import diff_plans
+    from tracker.diff.revision import diff_revisions
+    from tracker.repo_id import validate_repo_id
+
     with user_errors():
         repo_id = validate_repo_id(args.repo)
         with open_storage(settings) as database:

@@ -4,16 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from storage import changes_of, revision_log
-from tracker.commands.common import (
-    open_storage,
-    print_changes,
-    print_json,
-    user_errors,
-)
-from tracker.diff.common import change_json
-from tracker.errors import NotTracked
-from tracker.repo_id import validate_repo_id
 from tracker.settings import Settings
 
 NAME = "history"
@@ -26,6 +16,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from storage import changes_of, revision_log
+    from tracker.commands.common import (
+        open_storage,
+        print_changes,
+        print_json,
+        user_errors,
+    )
+    from tracker.diff.common import change_json
+    from tracker.errors import NotTracked
+    from tracker.repo_id import validate_repo_id
+
     with user_errors():
         repo_id = validate_repo_id(args.repo)
         with open_storage(settings) as database, database.read_session() as session:

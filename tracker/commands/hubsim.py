@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from tracker.commands import UsageError
-from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
 from tracker.settings import Settings
 
 NAME = "hubsim"
@@ -20,6 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
+
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: must be between 0 and 65535")
     try:

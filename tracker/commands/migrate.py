@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 
-from tracker.commands.common import open_storage, user_errors
 from tracker.settings import Settings
 
 NAME = "migrate"
@@ -20,6 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.commands.common import open_storage, user_errors
+
     del args
     with user_errors(), open_storage(settings) as database:
         revision = database.schema_revision()

@@ -12,12 +12,13 @@ import json
 import struct
 import sys
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from estimator import EstimateError, Plan, WeightManifest, Workload, plan
-from estimator.report import render_markdown, render_terminal
 from tracker.commands import UsageError
 from tracker.settings import Settings
+
+if TYPE_CHECKING:
+    from estimator import Plan, WeightManifest, Workload
 
 NAME = "plan"
 HELP = "estimate memory per method, card fits and cost from a config.json"
@@ -77,6 +78,8 @@ def _safetensors_header(path: Path) -> Any:
 
 def load_source(source: Path) -> tuple[Any, WeightManifest | None]:
     """The parsed config and the weight manifest found beside it, if any."""
+    from estimator import WeightManifest
+
     if not source.is_dir():
         return _read_json(source), None
     config = _read_json(source / "config.json")
@@ -90,6 +93,8 @@ def load_source(source: Path) -> tuple[Any, WeightManifest | None]:
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
+    from estimator import Workload
+
     targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
     return Workload(
         method=args.method,
@@ -107,6 +112,8 @@ def workload_from(args: argparse.Namespace) -> Workload:
 
 
 def render(result: Plan, args: argparse.Namespace) -> str:
+    from estimator.report import render_markdown, render_terminal
+
     if args.json:
         return json.dumps(result.to_json(), indent=2) + "\n"
     if args.markdown:
@@ -115,6 +122,8 @@ def render(result: Plan, args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from estimator import EstimateError, plan
+
     del settings  # planning reads only SOURCE
     try:
         config, manifest = load_source(args.source)

@@ -10,11 +10,7 @@ import argparse
 import logging
 from dataclasses import replace
 
-from storage import StorageError
 from tracker.commands import UsageError
-from tracker.config_file import ConfigFileError, RepoConfig, load_daemon_config
-from tracker.errors import RepoIdError
-from tracker.repo_id import validate_repo_id
 from tracker.settings import Settings
 
 NAME = "serve"
@@ -31,7 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from storage import StorageError
+    from tracker.config_file import ConfigFileError, RepoConfig, load_daemon_config
     from tracker.daemon import Daemon, publisher
+    from tracker.errors import RepoIdError
+    from tracker.repo_id import validate_repo_id
 
     try:
         config = load_daemon_config(args.config)

@@ -21,18 +21,33 @@ import argparse
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
-from tracker.alerts.registry import find, save_subscription
-from tracker.alerts.spec import CONTEXT, WATCHABLE, SubscriptionSpec, parse_subscription
 from tracker.commands import UsageError
-from tracker.commands.common import open_storage, print_json, user_errors
-from tracker.config_file import load_daemon_config
 from tracker.settings import Settings
+
+if TYPE_CHECKING:
+    from tracker.alerts.spec import SubscriptionSpec
 
 NAME = "subscribe"
 HELP = "get alerts when a revision of matching repos no longer fits or changes what you watch"
-_ALERT_ON = ", ".join(("fit", *WATCHABLE))
+ALERT_ON: Final = (
+    "fit",
+    "config",
+    "generation_config",
+    "tokenizer",
+    "chat_template",
+    "weights",
+    "code",
+    "card",
+    "estimate",
+    "repo",
+)
+"""What --alert-on may name: "fit" and the keys of tracker.alerts.spec.WATCHABLE.
+
+Spelled out for the help text, so building the parser does not import the alerts
+room and storage with it; a test holds the two equal.
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,8 +101,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="LIST",
         help=(
-            f"comma-separated, repeatable: {_ALERT_ON}. 'fit' alerts when the workload stops "
-            "(or starts) fitting a card; the others on changes to those files (default fit)"
+            f"comma-separated, repeatable: {', '.join(ALERT_ON)}. 'fit' alerts when the "
+            "workload stops (or starts) fitting a card; the others on changes to those files "
+            "(default fit)"
         ),
     )
     alerts.add_argument(
@@ -129,6 +145,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_document(args: argparse.Namespace) -> dict[str, Any]:
     """The subscription document the flags describe; unset flags keep the spec's defaults."""
+    from tracker.alerts.spec import CONTEXT
+
     if not args.repo:
         raise UsageError("subscribe: give at least one --repo ORG/NAME or glob such as 'org/*'")
     document: dict[str, Any] = {"name": args.name, "repos": list(args.repo)}
@@ -177,6 +195,8 @@ def _channels(args: argparse.Namespace) -> list[dict[str, str]]:
 
 def public_base(args: argparse.Namespace) -> str:
     """Where the daemon serves pages: [server].public_url, else http://host:port."""
+    from tracker.config_file import load_daemon_config
+
     path = args.config or (
         Path(os.environ["NEURARCH_CONFIG"]) if os.environ.get("NEURARCH_CONFIG") else None
     )
@@ -219,6 +239,10 @@ def describe(spec: SubscriptionSpec) -> list[str]:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.alerts.registry import find, save_subscription
+    from tracker.alerts.spec import parse_subscription
+    from tracker.commands.common import open_storage, print_json, user_errors
+
     with user_errors():
         spec = parse_subscription(build_document(args))
         base = public_base(args)

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.orm import Session
-
-from storage import dead_letters, deliveries, get_subscription, subscriptions
-from storage.records import Delivery, DeliveryStatus, Subscription
-from tracker.alerts.spec import SubscriptionError, SubscriptionSpec
-from tracker.commands.common import open_storage, print_json, user_errors
 from tracker.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from storage.records import Delivery, Subscription
 
 NAME = "subscriptions"
 HELP = "list subscriptions with their delivery counts, or one subscription's deliveries"
@@ -42,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def subscription_json(record: Subscription, counts: Counter[str]) -> dict[str, Any]:
     """A stored subscription as its document, secrets masked, with its delivery counts."""
+    from storage.records import DeliveryStatus
+    from tracker.alerts.spec import SubscriptionError, SubscriptionSpec
+
     try:
         document: dict[str, Any] = dict(
             SubscriptionSpec.from_record(record).to_document(redact=True)
@@ -95,6 +97,8 @@ def summary(delivery: Delivery) -> str:
 
 
 def _listing(session: Session) -> list[dict[str, Any]]:
+    from storage import deliveries, subscriptions
+
     rows = []
     for record in subscriptions(session):
         counts = Counter(d.status.value for d in deliveries(session, record.id))
@@ -103,6 +107,9 @@ def _listing(session: Session) -> list[dict[str, Any]]:
 
 
 def _outbox(session: Session, name: str | None, dead: bool) -> list[dict[str, Any]]:
+    from storage import dead_letters, deliveries, get_subscription, subscriptions
+    from storage.records import DeliveryStatus
+
     if name is None:
         names = {s.id: s.name for s in subscriptions(session, include_inactive=True)}
         return [delivery_json(d, names[d.subscription_id]) for d in dead_letters(session)]
@@ -150,6 +157,8 @@ def print_outbox(rows: list[dict[str, Any]]) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.commands.common import open_storage, print_json, user_errors
+
     with user_errors(), open_storage(settings) as database, database.read_session() as session:
         outbox = args.deliveries is not None or args.dead
         rows = _outbox(session, args.deliveries, args.dead) if outbox else _listing(session)

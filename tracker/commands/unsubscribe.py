@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tracker.alerts.registry import remove
 from tracker.commands import UsageError
-from tracker.commands.common import open_storage, user_errors
 from tracker.settings import Settings
 
 NAME = "unsubscribe"
@@ -18,6 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.alerts.registry import remove
+    from tracker.commands.common import open_storage, user_errors
+
     with user_errors(), open_storage(settings) as database, database.session() as session:
         if not remove(session, args.name):
             raise UsageError(

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from storage import untrack
-from tracker.commands.common import open_storage, user_errors
-from tracker.errors import NotTracked
-from tracker.repo_id import validate_repo_id
 from tracker.settings import Settings
 
 NAME = "untrack"
@@ -19,6 +15,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from storage import untrack
+    from tracker.commands.common import open_storage, user_errors
+    from tracker.errors import NotTracked
+    from tracker.repo_id import validate_repo_id
+
     with user_errors():
         repo_id = validate_repo_id(args.repo)
         with open_storage(settings) as database:

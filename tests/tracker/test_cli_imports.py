@@ -1,0 +1,43 @@
+"""The CLI starts light: building the parser imports no command's room, only running it does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tracker.alerts.spec import FIT, WATCHABLE
+from tracker.commands.subscribe import ALERT_ON
+
+HEAVY = ("sqlalchemy", "fastapi", "huggingface_hub", "storage", "feeds", "estimator")
+
+
+def modules_loaded_by(code: str) -> set[str]:
+    """Top-level packages in ``sys.modules`` after ``code`` runs in a fresh interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    return {name.split(".")[0] for name in json.loads(result.stdout.splitlines()[-1])}
+
+
+def test_building_the_parser_imports_no_heavy_room() -> None:
+    loaded = modules_loaded_by("import tracker.cli\ntracker.cli.build_parser()")
+    assert sorted(loaded.intersection(HEAVY)) == []
+
+
+def test_plan_imports_the_estimator_but_not_storage_or_the_hub() -> None:
+    code = (
+        "import tracker.cli\n"
+        "try:\n"
+        "    tracker.cli.main(['plan', '/nonexistent/config.json'])\n"
+        "except SystemExit:\n"
+        "    pass"
+    )
+    loaded = modules_loaded_by(code)
+    assert "estimator" in loaded
+    assert sorted(loaded.intersection({"sqlalchemy", "fastapi", "huggingface_hub"})) == []
+
+
+def test_subscribe_help_names_every_watchable_artifact() -> None:
+    assert (FIT, *WATCHABLE) == ALERT_ON
