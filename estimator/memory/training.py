@@ -186,12 +186,28 @@ def _phases(st: _States, acts: Activations, layers: int, checkpointing: bool) ->
     )
 
 
-def _shard(st: _States, gpus: int, arch: Architecture, n: Numerics, full: bool) -> _States:
+def _gathered_layer_bytes(block: Block, n: Numerics, w: Workload, method: str) -> float:
+    """One layer's parameters as FSDP all-gathers them: as they are stored.
+
+    QLoRA's linears stay packed (bitsandbytes' quant_storage makes the 4-bit
+    data FSDP's flat parameters), so their gather moves 4-bit bytes.
+    """
+    if method != "qlora":
+        return block.parameters * n.compute
+    quantized = sum(lin.in_features * lin.out_features * lin.copies for lin in block.linears)
+    packed, constants = nf4_bytes(quantized, w.double_quant)
+    return packed + constants + (block.parameters - quantized) * n.compute
+
+
+def _shard(st: _States, arch: Architecture, n: Numerics, w: Workload, method: str) -> _States:
     """FSDP full shard: states split over devices, one layer gathered (+1 prefetched)."""
+    gpus = w.gpus
     if gpus == 1:
         return st
-    largest_layer = max((b.parameters for b, _ in arch.block_groups), default=0)
-    gathered = 2 * largest_layer * n.compute + (largest_layer * n.grad if full else 0)
+    layers = [b for b, _ in arch.block_groups]
+    gathered = max((2 * _gathered_layer_bytes(b, n, w, method) for b in layers), default=0.0)
+    if method == "full":
+        gathered += max((b.parameters for b in layers), default=0) * n.grad
     return _States(
         weights=st.weights / gpus,
         gradients=st.gradients / gpus,
@@ -234,7 +250,7 @@ def training_model(
         st = _full_states(arch, split, w, n)
     else:
         st = _adapter_states(split, w, n, _adapted_shapes(placed), method == "qlora")
-    st = _shard(st, w.gpus, arch, n, full)
+    st = _shard(st, arch, n, w, method)
     notes, assumptions = _explain(arch, w, method, n, acts)
     return MethodModel(
         method=method,
@@ -286,6 +302,7 @@ def _explain(
         assumptions.append(
             f"{w.gpus} GPUs: FSDP full shard of weights, gradients and optimizer state; "
             f"batch {w.batch} per device; one layer gathered plus one prefetched"
+            + (", its linears still packed in 4 bit" if method == "qlora" else "")
         )
     if w.grad_checkpointing:
         assumptions.append(

@@ -100,6 +100,18 @@ def test_qlora_stores_block_linears_in_nf4_with_double_quantised_absmax() -> Non
     assert b["quantization_overhead"] == round(absmax + dequant)
 
 
+def test_fsdp_gathers_a_qlora_layer_packed_and_a_lora_layer_in_16_bit() -> None:
+    block = ARCH.blocks[0]
+    linear = sum(lin.in_features * lin.out_features * lin.copies for lin in block.linears)
+    cublas = 32 * 2**20
+    lora = phase("lora", "optimizer step", gpus=2)["framework_overhead"] - cublas
+    qlora = phase("qlora", "optimizer step", gpus=2, kbit_prepare=False)["framework_overhead"]
+    # One layer gathered plus one prefetched, each as FSDP's flat parameters store it.
+    assert lora == 2 * block.parameters * 2
+    packed = linear / 2 + linear / 64 * (1 + 4 / 256)
+    assert qlora - cublas == round(2 * (packed + (block.parameters - linear) * 2))
+
+
 def test_kbit_preparation_keeps_every_parameter_that_is_not_4bit_in_fp32() -> None:
     b = phase("qlora", "optimizer step", kbit_prepare=True)
     split = split_parameters(ARCH)
