@@ -90,10 +90,12 @@ from storage.records import (
     TrackedRepo,
     WebhookEvent,
 )
+from storage.repo_ids import MAX_REPO_ID_LENGTH, InvalidRepoId, check_repo_id
 from storage.repos import ensure_repo, get_repo, set_repo_status, tracked_repos, untrack
 
 __all__ = [
     "MAX_BLOB_BYTES",
+    "MAX_REPO_ID_LENGTH",
     "PLAN_SCHEMA_VERSION",
     "Advisory",
     "BlobCorrupt",
@@ -108,6 +110,7 @@ __all__ = [
     "FileEntry",
     "IntegrityConflict",
     "InvalidRecord",
+    "InvalidRepoId",
     "NotFound",
     "PollState",
     "RepoNotFound",
@@ -127,6 +130,7 @@ __all__ = [
     "advisories_for_sha",
     "changes_between",
     "changes_of",
+    "check_repo_id",
     "claim_due_deliveries",
     "claim_due_repos",
     "dead_letters",

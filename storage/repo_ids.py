@@ -1,0 +1,70 @@
+"""Repo ids as the Hub names them, checked before one is stored or requested.
+
+The rules are huggingface_hub's ``validate_repo_id`` (huggingface_hub 2.4.0,
+``utils/_validators.py``: letters, digits, ``.``, ``_``, ``-``; no ``--`` or
+``..``; no leading or trailing ``.`` or ``-``; not ending in ``.git``; 96
+characters at most) plus the ``ORG/NAME`` shape the tracker needs (exactly one
+``/``). The rule lives in storage because every room receives repo ids from
+outside (the CLI, the configuration, Hub webhooks) and storage depends on no
+other room; a bad id fails here with the rule it breaks.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from storage.errors import InvalidRecord
+
+MAX_REPO_ID_LENGTH: Final = 96
+_PART: Final = re.compile(r"[A-Za-z0-9._-]+")
+_SHOWN: Final = 60
+
+
+class InvalidRepoId(InvalidRecord, ValueError):
+    """A repo id the Hub would reject; the message names the rule."""
+
+
+def check_repo_id(repo_id: str) -> str:
+    """Return ``repo_id`` unchanged if the Hub accepts it as ``ORG/NAME``; else InvalidRepoId."""
+    if not isinstance(repo_id, str):
+        raise InvalidRepoId(f"repo id must be a string, not {type(repo_id).__name__}")
+    if not repo_id:
+        raise InvalidRepoId("repo id is empty; expected ORG/NAME")
+    shown = _shown(repo_id)
+    if len(repo_id) > MAX_REPO_ID_LENGTH:
+        raise InvalidRepoId(
+            f"repo id {shown} is {len(repo_id)} characters; at most {MAX_REPO_ID_LENGTH}"
+        )
+    parts = repo_id.split("/")
+    if len(parts) != 2:
+        raise InvalidRepoId(f"repo id {shown} must have the form ORG/NAME (exactly one '/')")
+    for part in parts:
+        _check_part(shown, part)
+    if repo_id.endswith(".git"):
+        raise InvalidRepoId(f"repo id {shown} must not end with '.git'")
+    return repo_id
+
+
+def _check_part(shown: str, part: str) -> None:
+    if not part:
+        raise InvalidRepoId(f"repo id {shown} has an empty ORG or NAME")
+    if not _PART.fullmatch(part):
+        bad = sorted({c for c in part if not _PART.fullmatch(c)})
+        raise InvalidRepoId(
+            f"repo id {shown} contains {''.join(bad)!r}; only letters, digits, '.', '_', '-'"
+        )
+    if "--" in part or ".." in part:
+        raise InvalidRepoId(f"repo id {shown} must not contain '--' or '..'")
+    if part[0] in ".-" or part[-1] in ".-":
+        raise InvalidRepoId(f"repo id {shown}: ORG and NAME must not start or end with '.' or '-'")
+
+
+def _shown(repo_id: str) -> str:
+    """The id as a message quotes it: repr, cut short, so a 10 kB name stays one short line."""
+    if len(repo_id) <= _SHOWN:
+        return repr(repo_id)
+    return repr(repo_id[:_SHOWN]) + "..."
+
+
+__all__ = ["MAX_REPO_ID_LENGTH", "InvalidRepoId", "check_repo_id"]
