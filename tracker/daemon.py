@@ -3,7 +3,9 @@
 This is one of the two modules allowed to import ``feeds`` (the other is the
 CLI): it builds the app from ``feeds.app.create_app`` when the publishing
 side is installed, adds the webhook and ops routers, and serves it with
-uvicorn in the main thread while the check workers run on threads. One
+uvicorn (``serve_http``); the check workers run on threads
+(``start_background``). tracker.roles decides which of the two a process
+runs: ``serve --role all`` puts them in separate OS processes. One
 ``Daemon`` is one instance; several on one PostgreSQL share the work
 through row leases. SIGTERM (or SIGINT) stops the ticker, lets every worker
 finish the revision it is writing, hands back unstarted leases, and exits 0.
@@ -17,7 +19,7 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import FrameType
@@ -26,6 +28,7 @@ from typing import Any
 import requests
 import uvicorn
 from fastapi import APIRouter, FastAPI
+from prometheus_client import CollectorRegistry
 from sqlalchemy.orm import Session
 
 from storage import (
@@ -71,6 +74,10 @@ class Daemon:
     metrics: DaemonMetrics = field(default_factory=DaemonMetrics)
     instance: str = ""
     stop_event: threading.Event = field(default_factory=threading.Event)
+    role: str = "all"
+    """What this process runs: "web" (the app only), "worker" (checks only) or "all"."""
+    metrics_registry: CollectorRegistry | None = None
+    """What /metrics exports; None: this process's own ``metrics``."""
     _workers: list[threading.Thread] = field(default_factory=list)
     _ticker: Ticker | None = None
     _watermark: datetime | None = None
@@ -202,7 +209,11 @@ class Daemon:
             log.info(json.dumps({"event": "discovered", "moved": sorted(result.moved)}))
 
     def health(self) -> Mapping[str, Any]:
-        """The /healthz body: backfill is "done" once every tracked repo has been checked through."""
+        """The /healthz body, read from the database (so a web-only process tells the truth).
+
+        ``backfill`` is "done" once every active tracked repo has been checked
+        through; ``workers_alive`` is reported by processes that run workers.
+        """
         with self.database.read_session() as session:
             repos = {repo.repo_id: repo for repo in tracked_repos(session)}
             states = poll_states(session)
@@ -215,9 +226,9 @@ class Daemon:
         statuses: dict[str, int] = {}
         for repo in repos.values():
             statuses[repo.status.value] = statuses.get(repo.status.value, 0) + 1
-        alive = sum(1 for t in self._workers if t.is_alive())
-        return {
-            "status": "ok" if not self._workers or alive else "degraded",
+        body: dict[str, Any] = {
+            "status": "ok",
+            "role": self.role,
             "instance": self.instance,
             "database": self.database.dialect,
             "tracked": len(repos),
@@ -225,17 +236,36 @@ class Daemon:
             "backfill_pending": len(pending),
             "failing": failing,
             "repo_status": statuses,
-            "workers_alive": alive,
         }
+        if self.role != "web":
+            alive = self.workers_alive()
+            body["workers_alive"] = alive
+            body["status"] = "ok" if not self._workers or alive else "degraded"
+        return body
+
+    def workers_alive(self) -> int:
+        """How many of this process's check worker threads are running."""
+        return sum(1 for t in self._workers if t.is_alive())
 
     def serve(self, app: FastAPI) -> None:
-        """Serve ``app`` in this thread until SIGTERM/SIGINT, then stop everything."""
+        """Serve ``app`` in this thread beside the workers, until SIGTERM/SIGINT; then stop all."""
+        try:
+            self.serve_http(app)
+        finally:
+            self.stop()
+
+    def serve_http(
+        self,
+        app: FastAPI,
+        sock: socket.socket | None = None,
+        on_serving: Callable[[], None] | None = None,
+    ) -> None:
+        """Serve ``app`` (on ``sock`` if given, else host:port) until SIGTERM/SIGINT or
+        ``stop_serving``. ``on_serving`` runs once the server exists, before it starts."""
         previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
 
         def on_signal(signum: int, frame: FrameType | None) -> None:
-            self.stop_event.set()
-            if self._server is not None:
-                self._server.should_exit = True
+            self.stop_serving()
 
         for sig in previous:
             signal.signal(sig, on_signal)
@@ -244,13 +274,21 @@ class Daemon:
         )
         self._server = uvicorn.Server(config)
         try:
-            self._server.run()
+            if on_serving is not None:
+                on_serving()
+            if not self.stop_event.is_set():
+                self._server.run(sockets=None if sock is None else [sock])
         finally:
-            self.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        if not self._server.started:
+        if not self._server.started and not self.stop_event.is_set():
             raise OSError(f"cannot serve on {self.config.host}:{self.config.port}")
+
+    def stop_serving(self) -> None:
+        """Ask the HTTP server (and the workers) to finish; safe from any thread or handler."""
+        self.stop_event.set()
+        if self._server is not None:
+            self._server.should_exit = True
 
     def stop(self) -> None:
         """Finish or release the work in hand, stop ticking, close the database."""
@@ -270,7 +308,9 @@ class Daemon:
 
         return (
             create_webhook_router(self.database, secret=self.config.webhook_secret),
-            create_ops_router(health=self.health, registry=self.metrics.registry),
+            create_ops_router(
+                health=self.health, registry=self.metrics_registry or self.metrics.registry
+            ),
             create_subscriptions_router(
                 self.database,
                 token=self.settings.api_token,

@@ -2,12 +2,21 @@
 
 Repos come from the configuration file's ``[[repos]]`` and from ``--track``;
 several instances may share one PostgreSQL database (see README).
+
+--role all (the default) runs the check workers in this process and the HTTP
+app in a second one, so work never starves requests; --role web runs only the
+app (pages, feeds, OSV API, webhooks, /healthz, /metrics) over the shared
+database and takes no leases; --role worker runs only the scheduler, inbox,
+check workers and alert delivery, and binds no port. SIGTERM stops both
+processes and exits 0; if one of them dies the other is stopped and serve
+exits 1 with one line saying which.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from dataclasses import replace
 
 from tracker.commands import UsageError
@@ -15,6 +24,7 @@ from tracker.settings import Settings
 
 NAME = "serve"
 HELP = "run the daemon: checks, webhooks, /healthz, /metrics and the published pages"
+ROLES = ("all", "web", "worker")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,14 +34,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--track", action="append", default=[], metavar="REPO", help="also follow REPO (repeatable)"
     )
+    parser.add_argument(
+        "--role",
+        choices=ROLES,
+        default="all",
+        help=(
+            "all: workers here, the HTTP app in its own process (default); "
+            "web: the HTTP app only, no checks; worker: checks only, no port"
+        ),
+    )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from storage import StorageError
     from tracker.config_file import ConfigFileError, RepoConfig, load_daemon_config
-    from tracker.daemon import Daemon, publisher
+    from tracker.daemon import Daemon
     from tracker.errors import RepoIdError
     from tracker.repo_id import validate_repo_id
+    from tracker.roles import CannotListen, Role, ServeFailed, serve
 
     try:
         config = load_daemon_config(args.config)
@@ -55,18 +75,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         daemon = Daemon.open(settings, config)
-        daemon.track_configured()
+        if args.role != Role.WEB:
+            daemon.track_configured()
     except StorageError as exc:
         raise UsageError(str(exc)) from None
-    app = daemon.build_app()
-    daemon.start_background(publisher())
-    print(
-        f"neurarch-trace serving on http://{config.host}:{config.port} "
-        f"({daemon.database.dialect}, {config.workers} workers, instance {daemon.instance})",
-        flush=True,
-    )
     try:
-        daemon.serve(app)
-    except OSError as exc:
+        serve(daemon, Role(args.role))
+    except CannotListen as exc:
         raise UsageError(str(exc)) from None
+    except ServeFailed as exc:
+        print(f"neurarch-trace: {exc}", file=sys.stderr, flush=True)
+        return 1
     return 0
