@@ -2,7 +2,10 @@
 
 Every webhook receiver here checks every signature with ``tracker.alerts.signing``
 and answers 401 when it does not verify, as a subscriber's endpoint would. The
-clock is the test's, so backoff and leases are exact values, not sleeps.
+clock is the test's, so backoff and leases are exact values, not sleeps. The
+receivers listen on 127.0.0.1, which alerts may reach only because every sender
+here is given an allow-list naming it (``LOOPBACK``), as a deployment with an
+internal receiver would configure ``[alerts] allow``.
 """
 
 from __future__ import annotations
@@ -42,12 +45,14 @@ from tracker.alerts.channels import (
     webhook_body,
 )
 from tracker.alerts.deliver import DeliveryReport, DeliveryWorker, RetryPolicy
+from tracker.alerts.egress import AllowList, Egress
 from tracker.alerts.spec import Channel, parse_subscription
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 SECRET = "receiver-shared-secret-0123"
 SHA = "59187708e28f74d2a1074eae3e844f9a6d991ebd"
+LOOPBACK = Egress(AllowList.parse(["127.0.0.1"]))
 
 
 class Clock:
@@ -124,8 +129,8 @@ def worker(
     database: Database, clock: Clock, http: requests.Session, **senders: Sender
 ) -> DeliveryWorker:
     table: dict[str, Sender] = {
-        "webhook": WebhookSender(http, clock, timeout_s=5),
-        "apprise": AppriseSender(),
+        "webhook": WebhookSender(http, clock, timeout_s=5, egress=LOOPBACK),
+        "apprise": AppriseSender(LOOPBACK),
         "feed": FeedSender(),
     }
     return DeliveryWorker(database, {**table, **senders}, clock, RetryPolicy())
@@ -283,7 +288,7 @@ def test_crash_after_the_post_resends_under_the_same_delivery_id(
     subscription = subscribe(database, [{"type": "webhook", "url": receiver.url, "secret": SECRET}])
     enqueue(database, subscription, "webhook:0", 1)
 
-    sender = WebhookSender(http, clock, timeout_s=5)
+    sender = WebhookSender(http, clock, timeout_s=5, egress=LOOPBACK)
     with pytest.raises(WorkerDied):
         worker(database, clock, http, webhook=DiesAfterSending(sender)).run_once()
     clock.now = T0 + timedelta(seconds=61)
@@ -314,7 +319,7 @@ def test_rows_whose_lease_ran_low_wait_for_it_instead_of_racing_another_worker(
     subscription = subscribe(database, [hook, hook])
     enqueue(database, subscription, "webhook:0", 1)
     enqueue(database, subscription, "webhook:1", 1)
-    slow = SlowSender(WebhookSender(http, clock, timeout_s=5), clock)
+    slow = SlowSender(WebhookSender(http, clock, timeout_s=5, egress=LOOPBACK), clock)
 
     assert worker(database, clock, http, webhook=slow).run_once() == DeliveryReport(
         delivered=1, deferred=1
@@ -392,7 +397,7 @@ def test_webhook_status_decides_retry_or_dead_letter(
 ) -> None:
     receiver = Receiver(free_port(), SECRET, status=status).start()
     receivers.append(receiver)
-    sender = WebhookSender(http, lambda: datetime.now(UTC))
+    sender = WebhookSender(http, lambda: datetime.now(UTC), egress=LOOPBACK)
     with pytest.raises(DeliveryFailed) as failure:
         sender.send(a_delivery(), Channel("webhook", receiver.url, SECRET))
     assert (failure.value.message, failure.value.permanent) == (f"HTTP {status}", permanent)
@@ -402,7 +407,7 @@ def test_redirects_are_not_followed(receivers: list[Receiver], http: requests.Se
     receiver = Receiver(free_port(), SECRET, status=308).start()
     receivers.append(receiver)
     with pytest.raises(DeliveryFailed) as failure:
-        WebhookSender(http, lambda: datetime.now(UTC)).send(
+        WebhookSender(http, lambda: datetime.now(UTC), egress=LOOPBACK).send(
             a_delivery(), Channel("webhook", receiver.url, SECRET)
         )
     assert failure.value.permanent
@@ -415,7 +420,7 @@ def test_missing_apprise_is_a_permanent_failure_naming_the_extra(
 ) -> None:
     monkeypatch.setitem(sys.modules, "apprise", None)  # what an install without the extra sees
     with pytest.raises(DeliveryFailed) as failure:
-        AppriseSender().send(a_delivery(), Channel("apprise", "json://127.0.0.1:9/"))
+        AppriseSender(LOOPBACK).send(a_delivery(), Channel("apprise", "json://127.0.0.1:9/"))
     assert failure.value.permanent
     assert (
         failure.value.message == "apprise is not installed: pip install 'neurarch-trace[apprise]'"
@@ -427,7 +432,7 @@ def test_slow_receiver_times_out_without_naming_the_url(
 ) -> None:
     receiver = Receiver(free_port(), SECRET, delay_s=1.0).start()
     receivers.append(receiver)
-    sender = WebhookSender(http, lambda: datetime.now(UTC), timeout_s=0.2)
+    sender = WebhookSender(http, lambda: datetime.now(UTC), timeout_s=0.2, egress=LOOPBACK)
     with pytest.raises(DeliveryFailed) as failure:
         sender.send(a_delivery(), Channel("webhook", receiver.url + "?token=s3cr3t", SECRET))
     assert (failure.value.message, failure.value.permanent) == ("timed out after 0.2 s", False)
@@ -483,7 +488,7 @@ def test_readme_verification_snippet_accepts_what_the_sender_signed(
 ) -> None:
     receiver = Receiver(free_port(), SECRET).start()
     receivers.append(receiver)
-    WebhookSender(http, lambda: datetime.now(UTC)).send(
+    WebhookSender(http, lambda: datetime.now(UTC), egress=LOOPBACK).send(
         a_delivery(), Channel("webhook", receiver.url, SECRET)
     )
     [arrival] = receiver.arrivals

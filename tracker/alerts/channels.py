@@ -8,6 +8,11 @@
     TrackerError
     └── DeliveryFailed      the attempt failed; ``permanent`` says whether retrying can help
 
+Every push goes only where ``tracker.alerts.egress`` allows: the channel's host
+is checked before sending, and every socket the send opens (redirects and
+apprise's own requests included) at connect time (``tracker.alerts.guard``).
+A refused destination is a permanent failure naming the host and address.
+
 Only the top (the daemon) chooses and constructs senders; the delivery worker
 looks them up by channel kind. A failure's message is shown on public pages
 (the dead letters), so it never contains the channel's URL, which may carry
@@ -27,6 +32,15 @@ from typing import Any, Final, Protocol
 import requests
 
 from storage.records import Delivery, JsonValue
+from tracker.alerts.egress import (
+    Cleared,
+    ConnectRefused,
+    Egress,
+    EgressRefused,
+    Unresolvable,
+    channel_destination,
+)
+from tracker.alerts.guard import Guard, guarded
 from tracker.alerts.signing import signature_headers
 from tracker.alerts.spec import Channel
 from tracker.errors import TrackerError
@@ -113,10 +127,12 @@ class WebhookSender:
         http: requests.Session,
         clock: Callable[[], datetime],
         timeout_s: float = 10,
+        egress: Egress | None = None,
     ) -> None:
         self.http = http
         self.clock = clock
         self.timeout_s = timeout_s
+        self.egress = egress or Egress()
         self.agent = user_agent()
 
     def send(self, delivery: Delivery, channel: Channel | None) -> None:
@@ -132,28 +148,18 @@ class WebhookSender:
             "X-Neurarch-Delivery": delivery_key(delivery),
             **signature_headers(channel.secret, body, self.clock()),
         }
-        try:
-            response = self.http.post(
-                channel.url,
-                data=body,
-                headers=headers,
-                timeout=self.timeout_s,
-                allow_redirects=False,
-            )
-        except requests.Timeout:
-            raise DeliveryFailed(f"timed out after {self.timeout_s:g} s", permanent=False) from None
-        except requests.ConnectionError as exc:
-            raise DeliveryFailed(_connection_message(exc), permanent=False) from None
-        except (
-            requests.exceptions.InvalidURL,
-            requests.exceptions.InvalidSchema,
-            requests.exceptions.MissingSchema,
-        ) as exc:
-            raise DeliveryFailed("the webhook URL is not valid", permanent=True) from exc
-        except requests.RequestException as exc:
-            raise DeliveryFailed(
-                f"request failed ({type(exc).__name__})", permanent=False
-            ) from None
+        cleared = _clear(self.egress, channel)
+        with guarded(self.egress, *cleared) as guard:
+            try:
+                response = self.http.post(
+                    channel.url,
+                    data=body,
+                    headers=headers,
+                    timeout=self.timeout_s,
+                    allow_redirects=False,
+                )
+            except (requests.RequestException, ConnectRefused) as exc:
+                raise _refused(guard) or _request_failure(exc, self.timeout_s) from None
         with response:
             status = response.status_code
         if 200 <= status < 300:
@@ -164,6 +170,40 @@ class WebhookSender:
             )
         retryable = status in RETRYABLE_STATUS or status >= 500
         raise DeliveryFailed(f"HTTP {status}", permanent=not retryable)
+
+
+def _clear(egress: Egress, channel: Channel) -> tuple[Cleared, ...]:
+    """Check the channel's host now; a refusal is permanent, no address yet is retried."""
+    try:
+        destination = channel_destination(channel.kind, channel.url)
+        return () if destination is None else (egress.check_host(*destination),)
+    except Unresolvable:
+        raise DeliveryFailed("host name could not be resolved", permanent=False) from None
+    except EgressRefused as exc:
+        raise DeliveryFailed(exc.message, permanent=True) from None
+
+
+def _refused(guard: Guard) -> DeliveryFailed | None:
+    """The guard's first connect-time refusal as a permanent failure, if there was one."""
+    if guard.refused is None:
+        return None
+    return DeliveryFailed(guard.refused.message, permanent=True)
+
+
+def _request_failure(exc: BaseException, timeout_s: float) -> DeliveryFailed:
+    """requests' exception as a failure whose message names no host or URL."""
+    if isinstance(exc, requests.Timeout):
+        return DeliveryFailed(f"timed out after {timeout_s:g} s", permanent=False)
+    if isinstance(exc, requests.ConnectionError):
+        return DeliveryFailed(_connection_message(exc), permanent=False)
+    invalid = (
+        requests.exceptions.InvalidURL,
+        requests.exceptions.InvalidSchema,
+        requests.exceptions.MissingSchema,
+    )
+    if isinstance(exc, invalid):
+        return DeliveryFailed("the webhook URL is not valid", permanent=True)
+    return DeliveryFailed(f"request failed ({type(exc).__name__})", permanent=False)
 
 
 def _connection_message(exc: BaseException) -> str:
@@ -193,8 +233,12 @@ class AppriseSender:
 
     apprise reports success as a truth value and logs its reasons, so a
     falsy ``notify`` is retried, while a URL ``add`` refuses is a configuration
-    error no retry will fix.
+    error no retry will fix. apprise swallows a refused connect into a falsy
+    result, so the guard's record of it decides: refused is permanent.
     """
+
+    def __init__(self, egress: Egress | None = None) -> None:
+        self.egress = egress or Egress()
 
     def send(self, delivery: Delivery, channel: Channel | None) -> None:
         if channel is None or channel.kind != "apprise":
@@ -209,8 +253,13 @@ class AppriseSender:
                 "apprise does not understand this notification URL", permanent=True
             )
         title, body = notification_text(delivery.payload)
-        # a bool before apprise 2, an AppriseResult (truthy on success) since
-        if not notifier.notify(title=title, body=body):
+        with guarded(self.egress, *_clear(self.egress, channel)) as guard:
+            # a bool before apprise 2, an AppriseResult (truthy on success) since
+            accepted = notifier.notify(title=title, body=body)
+        failure = _refused(guard)
+        if failure is not None:
+            raise failure
+        if not accepted:
             raise DeliveryFailed("the notification service did not accept it", permanent=False)
 
 
