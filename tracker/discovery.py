@@ -29,6 +29,7 @@ from huggingface_hub.errors import (
 )
 
 from tracker.errors import Gated, HubError, HubUnavailable, RateLimited, RepoGone
+from tracker.retry import Retrying
 
 EXPAND = ["lastModified", "sha"]
 
@@ -100,12 +101,18 @@ class Discovery:
 class HeadProbe:
     """The one-request check of a single repo."""
 
-    def __init__(self, endpoint: str, token: str | None = None) -> None:
+    def __init__(
+        self, endpoint: str, token: str | None = None, *, retrying: Retrying | None = None
+    ) -> None:
         self._api = HfApi(endpoint=endpoint, token=token or False)
+        self.retrying = retrying or Retrying()
+        """A transient failure of the probe costs a retry, not the check (tracker.retry)."""
 
     def head(self, repo_id: str) -> HeadInfo:
         with _translated(repo_id):
-            info = self._api.model_info(repo_id, expand=["sha", "gated", "private"])
+            info = self.retrying.call(
+                lambda: self._api.model_info(repo_id, expand=["sha", "gated", "private"])
+            )
         if not info.sha:
             raise HubError(f"{repo_id}: the Hub sent no commit sha")
         return HeadInfo(

@@ -9,6 +9,12 @@ weight body is never fetched. ``HF_ENDPOINT``/``HF_TOKEN`` arrive through
 exceptions are translated into ``tracker.errors.HubError`` subclasses with
 ``raise ... from``. Nothing here writes to disk: file names from the Hub are
 only ever URL parts.
+
+Every request goes through one ``tracker.retry.Retrying``: a 5xx, a 429, a
+reset, a timeout or a body cut short costs that one request another try,
+never the whole check. The commit list is paged here, rather than by
+``HfApi.list_repo_commits``, so that its pages are retried the same way
+(huggingface_hub pages it through its own fixed 1-2-4-8 s ``http_backoff``).
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC
+from functools import partial
 from typing import Any
+from urllib.parse import quote
 
 import httpx2
 from huggingface_hub import HfApi, hf_hub_url
@@ -36,7 +44,7 @@ from huggingface_hub.utils import (  # type: ignore[attr-defined]  # lazily expo
     build_hf_headers,
     get_session,
     hf_raise_for_status,
-    http_backoff,
+    parse_datetime,
 )
 
 from storage.records import FileEntry, Revision
@@ -53,11 +61,11 @@ from tracker.errors import (
     RevisionGone,
 )
 from tracker.repo_id import validate_repo_id
+from tracker.retry import RETRY_STATUSES, Retrying, RetryPolicy
 from tracker.settings import Settings
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 """Largest safetensors header read; the Hub's own client stops at 25 MB."""
-BODY_ATTEMPTS = 3
 CHUNK = 64 * 1024
 
 
@@ -80,11 +88,13 @@ class Hub:
         *,
         max_retries: int = 5,
         timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
     ) -> None:
+        """``max_retries`` retries per request (``retry``, when given, says more: waits, budget)."""
         self.endpoint = endpoint.rstrip("/")
         self._token: str | bool = token or False
         self._api = HfApi(endpoint=self.endpoint, token=self._token)
-        self._max_retries = max_retries
+        self.retrying = Retrying(retry or RetryPolicy(attempts=max_retries + 1))
         self._timeout = timeout
 
     @classmethod
@@ -95,7 +105,15 @@ class Hub:
         """The commit ``revision`` points at now (one API request)."""
         validate_repo_id(repo_id)
         with _translated(f"{repo_id}@{revision}"):
-            info = self._api.model_info(repo_id, revision=revision, expand=["sha"])
+            info = self.retrying.call(
+                partial(
+                    self._api.model_info,
+                    repo_id,
+                    revision=revision,
+                    expand=["sha"],
+                    timeout=self._timeout,
+                )
+            )
         if not info.sha:
             raise HubError(f"{repo_id}@{revision}: the Hub sent no commit sha")
         return info.sha
@@ -103,21 +121,26 @@ class Hub:
     def commits(self, repo_id: str, revision: str = "main") -> list[Revision]:
         """The history of ``revision``, oldest first; parents follow the listed order."""
         validate_repo_id(repo_id)
-        with _translated(f"{repo_id}@{revision}"):
-            listed = self._api.list_repo_commits(repo_id, revision=revision)
-        oldest_first = list(reversed(listed))
+        where = f"{repo_id}@{revision}"
+        # The path HfApi.list_repo_commits pages (huggingface_hub 2.4.0, hf_api.py).
+        url: str | None = f"{self.endpoint}/api/models/{repo_id}/commits/{quote(revision, safe='')}"
+        listed: list[Any] = []
+        with _translated(where):
+            while url is not None:
+                page, url = self.retrying.call(partial(self._get_page, where, url))
+                listed.extend(page)
+        oldest_first = [_commit_fields(where, item) for item in reversed(listed)]
         revisions = []
-        for index, commit in enumerate(oldest_first):
-            parents = (oldest_first[index - 1].commit_id,) if index else ()
-            date = commit.created_at
+        for index, (sha, date, title, authors) in enumerate(oldest_first):
+            parents = (oldest_first[index - 1][0],) if index else ()
             revisions.append(
                 Revision(
                     repo_id=repo_id,
-                    sha=commit.commit_id,
+                    sha=sha,
                     parents=parents,
                     date=date if date.tzinfo else date.replace(tzinfo=UTC),
-                    title=commit.title or "",
-                    author=", ".join(commit.authors) or None,
+                    title=title,
+                    author=authors or None,
                 )
             )
         return revisions
@@ -126,7 +149,15 @@ class Hub:
         """Every file of the revision with size, git blob id and LFS sha256 (one request)."""
         validate_repo_id(repo_id)
         with _translated(f"{repo_id}@{sha}"):
-            info = self._api.model_info(repo_id, revision=sha, files_metadata=True)
+            info = self.retrying.call(
+                partial(
+                    self._api.model_info,
+                    repo_id,
+                    revision=sha,
+                    files_metadata=True,
+                    timeout=self._timeout,
+                )
+            )
         entries = []
         for sibling in info.siblings or []:
             if sibling.blob_id is None:
@@ -148,22 +179,24 @@ class Hub:
         Refuses with OversizedFile before reading if the listing or the
         response says it is over ``limit``, and stops reading at ``limit``
         if neither did. A body whose hash is not the listed key (truncated,
-        corrupted) is fetched again, up to BODY_ATTEMPTS times.
+        corrupted) is fetched again, as any transient failure is.
         """
         where = f"{repo_id}@{sha}:{entry.path}"
         if entry.size > limit:
             raise OversizedFile(f"{where} is {entry.size:,} bytes, over the limit of {limit:,}")
         url = hf_hub_url(repo_id, entry.path, revision=sha, endpoint=self.endpoint)
-        for attempt in range(1, BODY_ATTEMPTS + 1):
+
+        def fetch() -> bytes:
             data = self._get_body(where, url, limit)
-            if _content_key(entry, data) == entry.content_key:
-                return data
-            if attempt == BODY_ATTEMPTS:
+            if _content_key(entry, data) != entry.content_key:
                 raise HubUnavailable(
                     f"{where}: body of {len(data):,} bytes does not match its content key "
-                    f"{entry.content_key} after {BODY_ATTEMPTS} attempts (truncated?)"
+                    f"{entry.content_key} (truncated?)"
                 )
-        raise AssertionError("unreachable")  # pragma: no cover
+            return data
+
+        with _translated(where):
+            return self.retrying.call(fetch)
 
     def safetensors_header(
         self, repo_id: str, sha: str, entry: FileEntry, limit: int = MAX_HEADER_BYTES
@@ -199,13 +232,29 @@ class Hub:
         headers.update(extra or {})
         return headers
 
+    def _get_page(self, where: str, url: str) -> tuple[list[Any], str | None]:
+        """One page of a paged listing and the next page's URL (from ``Link``), if any."""
+        response = get_session().get(url, headers=self._headers(), timeout=self._timeout)
+        hf_raise_for_status(response)
+        try:
+            page = response.json()
+        except ValueError as exc:
+            raise HubUnavailable(f"{where}: the Hub's answer is not JSON: {exc}") from exc
+        if not isinstance(page, list):
+            raise HubError(f"{where}: the Hub sent a {type(page).__name__} where a list belongs")
+        next_url = response.links.get("next", {}).get("url")
+        return page, next_url if isinstance(next_url, str) else None
+
     def _get_range(self, where: str, url: str, start: int, end: int) -> bytes:
         headers = self._headers({"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"})
-        with _translated(where):
-            response = http_backoff(
-                "GET", url, headers=headers, max_retries=self._max_retries, timeout=self._timeout
-            )
+
+        def fetch() -> httpx2.Response:
+            response = get_session().get(url, headers=headers, timeout=self._timeout)
             hf_raise_for_status(response)
+            return response
+
+        with _translated(where):
+            response = self.retrying.call(fetch)
         data = response.content
         if response.status_code != 206 and len(data) > end - start + 1:
             # A server that ignores Range would send the whole body: keep only the slice.
@@ -213,9 +262,10 @@ class Hub:
         return data
 
     def _get_body(self, where: str, url: str, limit: int) -> bytes:
+        """One try at a body; errors stay huggingface_hub's and httpx's for the retry to sort."""
         headers = self._headers({"Accept-Encoding": "identity"})
         stream = get_session().stream("GET", url, headers=headers, timeout=self._timeout)
-        with _translated(where), stream as response:
+        with stream as response:
             if response.status_code >= 400:
                 response.read()
                 hf_raise_for_status(response)
@@ -234,6 +284,15 @@ def _read_capped(where: str, chunks: Iterator[bytes], limit: int) -> bytes:
             raise OversizedFile(f"{where} is over the limit of {limit:,} bytes; stopped reading")
         parts.append(chunk)
     return b"".join(parts)
+
+
+def _commit_fields(where: str, item: Any) -> tuple[str, Any, str, str]:
+    """(sha, date, title, authors) of one commit-list item, read as HfApi reads it."""
+    try:
+        authors = ", ".join(str(author["user"]) for author in item["authors"])
+        return str(item["id"]), parse_datetime(item["date"]), str(item["title"] or ""), authors
+    except (KeyError, TypeError, ValueError) as exc:
+        raise HubError(f"{where}: a commit in the Hub's list is malformed ({exc!r})") from exc
 
 
 def _content_key(entry: FileEntry, data: bytes) -> str:
@@ -272,7 +331,7 @@ def _from_status(where: str, exc: HfHubHTTPError) -> HubError:
         hint = response.headers.get("Retry-After") if response is not None else None
         retry_after = float(hint) if hint and hint.replace(".", "", 1).isdigit() else None
         return RateLimited(f"{where}: rate limited by the Hub (HTTP 429)", retry_after)
-    if status is not None and status >= 500:
+    if status is not None and (status >= 500 or status in RETRY_STATUSES):
         return HubUnavailable(f"{where}: the Hub answered HTTP {status}")
     return HubError(f"{where}: the Hub answered HTTP {status}: {exc}")
 

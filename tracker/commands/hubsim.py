@@ -16,6 +16,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", type=Path, required=True, help="directory with MANIFEST.json")
     parser.add_argument("--port", type=int, required=True, help="TCP port (0 picks a free one)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--faults",
+        type=float,
+        default=0.0,
+        metavar="RATE",
+        help="fail this share of requests (0-1) with 500, 503, 429, resets, cut bodies, 1-3 s delays",
+    )
+    parser.add_argument(
+        "--fault-seed", type=int, default=0, metavar="N", help="seed of the injected faults"
+    )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -23,14 +33,23 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: must be between 0 and 65535")
+    if not 0.0 <= args.faults <= 1.0:
+        raise UsageError(f"--faults {args.faults}: must be a share between 0 and 1")
     try:
         emulator = HubEmulator(args.corpus, tensor_shapes=estimator_tensor_shapes)
     except HubSimError as exc:
         raise UsageError(str(exc)) from None
     count = len(emulator.repo_ids())
+    faults = ""
+    if args.faults > 0:
+        emulator.faults.transient_mix(args.faults, seed=args.fault_seed)
+        faults = f", failing {args.faults:.0%} of requests (seed {args.fault_seed})"
 
     def announce(url: str) -> None:
-        print(f"serving {count} repos at {url} (HF_ENDPOINT={url}); Ctrl-C to stop", flush=True)
+        print(
+            f"serving {count} repos at {url} (HF_ENDPOINT={url}){faults}; Ctrl-C to stop",
+            flush=True,
+        )
 
     try:
         emulator.serve_forever(args.host, args.port, announce)

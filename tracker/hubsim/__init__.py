@@ -25,7 +25,8 @@ date=, branch=) -> sha``, ``force_push(repo, drop=1, replace=[Change(...)]) -> s
 ``delete_repo``, ``set_gated(repo, "auto"|"manual"|False, approved=[tokens])``,
 ``set_private(repo, True, tokens=[...])``, ``set_disabled``, ``move_repo(old, new)``.
 Faults: ``emu.faults`` (``FaultPlan``: error_rate, errors, rate_limit, latency, reset,
-truncate, hang, add(Fault), clear). Counters: ``emu.stats`` (``Stats``: requests(kind),
+truncate, hang, add(Fault), clear, and ``transient_mix(rate, seed=)`` -> ``TransientMix``,
+a seeded share of every request failing as a flaky network does). Counters: ``emu.stats`` (``Stats``: requests(kind),
 bytes_sent(kind), by_kind, by_status, by_path, bytes_by_path, records, reset).
 """
 
@@ -33,7 +34,7 @@ from tracker.hubsim.blobs import Blob, LfsInfo, git_blob_id
 from tracker.hubsim.corpus import RecordedCommit, load_corpus
 from tracker.hubsim.emulator import HubEmulator
 from tracker.hubsim.errors import CorpusError, HubSimError, ScriptError
-from tracker.hubsim.faults import Fault, FaultPlan
+from tracker.hubsim.faults import Fault, FaultPlan, Injection, TransientMix
 from tracker.hubsim.history import Commit, Repo
 from tracker.hubsim.shapes import estimator_tensor_shapes
 from tracker.hubsim.stats import RequestRecord, Stats
@@ -49,6 +50,7 @@ __all__ = [
     "FaultPlan",
     "HubEmulator",
     "HubSimError",
+    "Injection",
     "LfsInfo",
     "RecordedCommit",
     "Repo",
@@ -56,6 +58,7 @@ __all__ = [
     "ScriptError",
     "Stats",
     "TensorShapes",
+    "TransientMix",
     "estimator_tensor_shapes",
     "git_blob_id",
     "load_corpus",

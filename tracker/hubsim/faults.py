@@ -13,13 +13,22 @@ times. Actions:
   body, then close;
 - ``hang``: wait ``seconds`` (past the client's timeout), then close without answering;
 - ``latency``: wait ``seconds``, then answer normally (does not stop other faults).
+
+``TransientMix`` (``FaultPlan.transient_mix(rate, seed=...)``, ``hubsim --faults 0.25``)
+is the flaky network in one setting: a fraction ``rate`` of all requests fails with one
+of 500, 503, 429 with ``Retry-After``, a reset, a body cut to half its Content-Length,
+or answers after 1-3 s. Whether a request is hit depends only on the seed, the request
+(method, path with query, Range) and how many times that same request came before,
+never on which thread asked first, so a run is reproducible under any concurrency and
+a retried request draws afresh. ``injected`` lists what it did.
 """
 
 from __future__ import annotations
 
 import random
 import threading
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Literal
 
 Action = Literal["status", "rate_limit", "reset", "truncate", "hang", "latency"]
@@ -39,7 +48,15 @@ class Fault:
     retry_after: int = 1
     seconds: float = 0.0
     keep_bytes: int = 0
+    keep_fraction: float | None = None
+    """For ``truncate``: keep this share of the body instead of ``keep_bytes``."""
     hits: int = 0
+
+    def kept(self, size: int) -> int:
+        """Body bytes a ``truncate`` lets through of a ``size``-byte body."""
+        if self.keep_fraction is not None:
+            return int(size * self.keep_fraction)
+        return self.keep_bytes
 
     def matches(self, kind: str, path: str, method: str = "GET") -> bool:
         if self.times is not None and self.hits >= self.times:
@@ -51,6 +68,61 @@ class Fault:
         return self.path_contains is None or self.path_contains in path
 
 
+MixKind = Literal["500", "503", "429", "reset", "truncate", "slow"]
+MIX_KINDS: tuple[MixKind, ...] = ("500", "503", "429", "reset", "truncate", "slow")
+
+
+@dataclass(frozen=True)
+class Injection:
+    """One fault the mix dealt: to the ``occurrence``-th sending of ``request``."""
+
+    kind: MixKind
+    request: str
+    occurrence: int
+
+
+@dataclass
+class TransientMix:
+    """A seeded ``rate`` of every request fails transiently, each in one of ``kinds``."""
+
+    rate: float
+    seed: int = 0
+    retry_after: int = 1
+    slow_s: tuple[float, float] = (1.0, 3.0)
+    kinds: tuple[MixKind, ...] = MIX_KINDS
+    injected: list[Injection] = field(default_factory=list)
+    _seen: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"fault rate must be between 0 and 1, got {self.rate}")
+
+    def deal(self, request: str, method: str) -> tuple[float, Fault | None]:
+        """(delay, fault) for this sending of ``request``; the caller holds the plan's lock."""
+        occurrence = self._seen[request]
+        self._seen[request] += 1
+        # A str seed is hashed with SHA-512 by random.seed: the same in every process.
+        rng = random.Random(f"{self.seed}|{request}|{occurrence}")
+        if rng.random() >= self.rate:
+            return 0.0, None
+        kinds = [k for k in self.kinds if not (k == "truncate" and method == "HEAD")]
+        kind = rng.choice(kinds)
+        self.injected.append(Injection(kind, request, occurrence))
+        if kind == "slow":
+            return rng.uniform(*self.slow_s), None
+        if kind == "429":
+            return 0.0, Fault("rate_limit", status=429, retry_after=self.retry_after)
+        if kind == "reset":
+            return 0.0, Fault("reset")
+        if kind == "truncate":
+            return 0.0, Fault("truncate", keep_fraction=0.5)
+        return 0.0, Fault("status", status=int(kind))
+
+    def counts(self) -> Counter[str]:
+        """Faults dealt so far, by kind."""
+        return Counter(injection.kind for injection in list(self.injected))
+
+
 class FaultPlan:
     """The faults in force; thread-safe, changeable while the server runs."""
 
@@ -58,6 +130,7 @@ class FaultPlan:
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
         self._faults: list[Fault] = []
+        self._mixes: list[TransientMix] = []
 
     def add(self, fault: Fault) -> Fault:
         with self._lock:
@@ -67,6 +140,7 @@ class FaultPlan:
     def clear(self, seed: int | None = None) -> None:
         with self._lock:
             self._faults.clear()
+            self._mixes.clear()
             if seed is not None:
                 self._rng.seed(seed)
 
@@ -93,11 +167,36 @@ class FaultPlan:
     def hang(self, seconds: float, times: int = 1, endpoint: str | None = None) -> Fault:
         return self.add(Fault("hang", endpoint, times=times, seconds=seconds))
 
-    def draw(self, kind: str, path: str, method: str = "GET") -> tuple[float, Fault | None]:
-        """Latency to add, and the one fault (if any) this request suffers."""
+    def transient_mix(
+        self,
+        rate: float,
+        *,
+        seed: int = 0,
+        retry_after: int = 1,
+        slow_s: tuple[float, float] = (1.0, 3.0),
+    ) -> TransientMix:
+        """Fail ``rate`` of all requests transiently (see the module docstring)."""
+        mix = TransientMix(rate, seed, retry_after, slow_s)
+        with self._lock:
+            self._mixes.append(mix)
+        return mix
+
+    def draw(
+        self, kind: str, path: str, method: str = "GET", request: str | None = None
+    ) -> tuple[float, Fault | None]:
+        """Latency to add, and the one fault (if any) this request suffers.
+
+        ``request`` names the request exactly (method, path with query, Range) for the
+        transient mixes; without it they key on ``method`` and ``path``.
+        """
         delay = 0.0
         chosen: Fault | None = None
         with self._lock:
+            if kind != "other":
+                for mix in self._mixes:
+                    extra, dealt = mix.deal(request or f"{method} {path}", method)
+                    delay += extra
+                    chosen = chosen or dealt
             for fault in self._faults:
                 if not fault.matches(kind, path, method) or self._rng.random() >= fault.rate:
                     continue

@@ -103,7 +103,8 @@ class HubHandler(BaseHTTPRequestHandler):
             base_url=f"http://{self.headers.get('Host') or self._address()}",
         )
         kind, parts = classify(path)
-        delay, fault = self.server.faults.draw(kind, path, self.command)
+        exact = f"{self.command} {self.path} {self.headers.get('Range') or ''}"
+        delay, fault = self.server.faults.draw(kind, path, self.command, exact)
         if delay:
             self.server.stopping.wait(delay)
         if fault is not None and fault.action in ("reset", "hang"):
@@ -167,7 +168,9 @@ class HubHandler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.send_header("Content-Length", str(body.size))
         self.end_headers()
-        limit = fault.keep_bytes if fault is not None and fault.action == "truncate" else body.size
+        limit = (
+            fault.kept(body.size) if fault is not None and fault.action == "truncate" else body.size
+        )
         try:
             if self.command != "HEAD":
                 for chunk in body.chunks(0, min(limit, body.size)):

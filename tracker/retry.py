@@ -1,0 +1,146 @@
+"""Per-request retries for the Hub reads of a check, so a transient fault costs one request.
+
+Every read the tracker sends to the Hub (head probe, file list, commit pages,
+text bodies, safetensors ranges) is idempotent, so a check does not fail on
+one transient answer: ``Retrying.call`` runs the request again after an
+exponential backoff with full jitter (a uniform draw in ``[0, min(cap, base *
+2**n))``), waits at least what a 429's ``Retry-After`` or ``RateLimit`` header
+asks, and stops after ``attempts`` tries or when the next wait would pass the
+request's ``total_s`` budget. Then the last error goes up and the worker's own
+per-repo backoff takes over.
+
+Transient means what huggingface_hub's own ``http_backoff`` retries
+(huggingface_hub 2.4.0, ``utils/_http.py``: ``_DEFAULT_RETRY_ON_STATUS_CODES`` and
+``_DEFAULT_RETRY_ON_EXCEPTIONS``), plus our ``HubUnavailable`` raised for a body
+that came back short or not matching its content key. A 4xx other than 408 and
+429 (not found, gated, disabled, bad request) is an answer, never retried.
+
+The pause a 429 imposes on the whole process is the rate limiter's
+(``tracker.ratelimit``, which sees every response): each retry goes through the
+same client hooks, so it also waits for a pause another thread's 429 started.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import httpx2
+from huggingface_hub.errors import HfHubHTTPError
+
+from tracker.errors import HubUnavailable
+from tracker.ratelimit import MAX_PAUSE_S, pause_from_headers
+
+T = TypeVar("T")
+
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+"""huggingface_hub 2.4.0, utils/_http.py, ``_DEFAULT_RETRY_ON_STATUS_CODES``."""
+RETRY_EXCEPTIONS: tuple[type[Exception], ...] = (
+    httpx2.TimeoutException,
+    httpx2.NetworkError,
+    httpx2.RemoteProtocolError,
+)
+"""huggingface_hub 2.4.0, utils/_http.py, ``_DEFAULT_RETRY_ON_EXCEPTIONS`` (a reset is a
+NetworkError, a body cut short a RemoteProtocolError)."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard one request is tried before its check gives up on it."""
+
+    attempts: int = 6
+    """Tries in all: huggingface_hub's ``http_backoff`` makes 1 + max_retries (5)."""
+    base_s: float = 0.25
+    """The first backoff window; each retry doubles it."""
+    cap_s: float = 8.0
+    """The largest backoff window (huggingface_hub's ``max_wait_time``, 8 s)."""
+    total_s: float = 60.0
+    """Time one request may take with all its tries and waits."""
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"attempts must be at least 1, got {self.attempts}")
+        if self.base_s < 0 or self.cap_s < 0 or self.total_s <= 0:
+            raise ValueError("base_s and cap_s must not be negative and total_s must be positive")
+
+
+NO_RETRIES = RetryPolicy(attempts=1)
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds a 429 (or a 503 with Retry-After) asks the client to wait, if it says."""
+    response = exc.response if isinstance(exc, HfHubHTTPError) else None
+    if response is None:
+        return None
+    if response.status_code == 429:
+        return pause_from_headers(429, response.headers)
+    hint = response.headers.get("Retry-After", "").strip()
+    return min(float(hint), MAX_PAUSE_S) if hint.isdigit() else None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for an error that another try of the same request may not meet."""
+    if isinstance(exc, (HubUnavailable, *RETRY_EXCEPTIONS)):
+        return True
+    if isinstance(exc, HfHubHTTPError) and exc.response is not None:
+        return exc.response.status_code in RETRY_STATUSES
+    return False
+
+
+class Retrying:
+    """Runs one request with the policy's retries; shareable between threads."""
+
+    def __init__(
+        self,
+        policy: RetryPolicy | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.policy = policy or RetryPolicy()
+        self._sleep = sleep
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._lock = threading.Lock()
+        self.retries = 0
+        """Retries made so far, over every call (for tests and figures)."""
+
+    def call(self, request: Callable[[], T]) -> T:
+        """``request()``, tried again on a transient error while the policy allows."""
+        started = self._clock()
+        for attempt in range(1, self.policy.attempts + 1):
+            try:
+                return request()
+            except Exception as exc:
+                if attempt == self.policy.attempts or not is_transient(exc):
+                    raise
+                delay = self._delay(attempt, exc)
+                if self._clock() - started + delay > self.policy.total_s:
+                    raise
+            with self._lock:
+                self.retries += 1
+            self._sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _delay(self, attempt: int, exc: BaseException) -> float:
+        window = min(self.policy.cap_s, self.policy.base_s * 2 ** (attempt - 1))
+        with self._lock:
+            jitter = self._rng.uniform(0.0, window)
+        asked = retry_after(exc)
+        return jitter if asked is None else max(asked, jitter)
+
+
+__all__ = [
+    "NO_RETRIES",
+    "RETRY_EXCEPTIONS",
+    "RETRY_STATUSES",
+    "RetryPolicy",
+    "Retrying",
+    "is_transient",
+    "retry_after",
+]
