@@ -2,8 +2,11 @@
 
 ``create_app`` takes extra routers so the daemon can mount its own endpoints
 (webhooks, health, metrics) on the same app without feeds importing the
-tracker. OSV paths answer errors in OSV's gRPC-status shape; every other
-path answers FastAPI's ``{"detail": ...}``.
+tracker. OSV paths answer errors in OSV's gRPC-status shape; the webhook
+path ``{"error": ...}``; every other path answers FastAPI's ``{"detail": ...}``.
+Every request passes ``feeds.limits.BodyLimits`` first: bodies over their
+cap are refused with 413 and JSON nested past the depth cap with 400 before
+any route (or FastAPI's body parsing) sees them.
 """
 
 from __future__ import annotations
@@ -15,13 +18,17 @@ from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
-from feeds import feed_routes, osv_api, pages, plan_api, subscription_pages
+from feeds import feed_routes, osv_api, pages, plan_api, subscription_pages, webhooks
+from feeds.limits import BodyLimits, BodyTooLarge, RequestRefused, detail_response
 from feeds.osv_api import OsvError, error_response
 from feeds.settings import PublishSettings
 from feeds.state import AppState
 from storage import Database
 
 OSV_PREFIX = "/v1/"
+PLAN_PATH = "/api/v1/plan"
+# gRPC status codes (google.rpc.Code) for OSV-shaped refusals.
+_INVALID_ARGUMENT, _RESOURCE_EXHAUSTED = 3, 8
 
 
 def create_app(
@@ -55,7 +62,29 @@ def create_app(
             return error_response(OsvError("invalid query"))
         return await request_validation_exception_handler(request, exc)
 
+    app.add_middleware(
+        BodyLimits,
+        max_body_bytes=settings.max_body_bytes,
+        max_json_depth=settings.max_json_depth,
+        route_body_bytes=body_caps(settings),
+        respond=refusal,
+    )
     return app
+
+
+def body_caps(settings: PublishSettings) -> dict[str, int]:
+    """The paths with their own body cap: the plan API's, then any the settings add."""
+    return {PLAN_PATH: settings.max_plan_body_bytes, **dict(settings.route_body_bytes)}
+
+
+def refusal(path: str, refused: RequestRefused) -> Response:
+    """A refused body answered in the error shape of the path it was sent to."""
+    if path.startswith(OSV_PREFIX):
+        code = _RESOURCE_EXHAUSTED if isinstance(refused, BodyTooLarge) else _INVALID_ARGUMENT
+        return error_response(OsvError(refused.message, code=code, status=refused.status))
+    if path == webhooks.PATH:
+        return JSONResponse({"error": refused.message}, status_code=refused.status)
+    return detail_response(path, refused)
 
 
 __all__ = ["create_app"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import estimator
+from feeds.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_JSON_DEPTH
 
 DEFAULT_ACCURACY = Path(estimator.__file__).resolve().parent / "data" / "accuracy.json"
 
@@ -20,6 +21,12 @@ class PublishSettings:
     page shows it as the benchmark last scored it, or "not yet measured".
     ``log_poll_seconds`` bounds how late a new or withdrawn advisory reaches
     feeds and OSV query results (renders are reused in between).
+    ``max_body_bytes`` caps every request body (413 past it); 1 MiB holds a
+    Hub webhook (a few kB) and a full 1,000-query batch (~240 kB) with room
+    to spare. ``route_body_bytes`` gives exact paths their own cap where one
+    needs more; ``POST /api/v1/plan`` always gets ``max_plan_body_bytes``.
+    ``max_json_depth`` caps JSON nesting (400 past it): OSV queries, webhooks
+    and subscriptions nest under 10 levels.
     """
 
     base_url: str = "http://127.0.0.1:8080"
@@ -29,6 +36,9 @@ class PublishSettings:
     max_batch_queries: int = 1000
     feed_entries: int = 50
     max_plan_body_bytes: int = 1_000_000
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    route_body_bytes: tuple[tuple[str, int], ...] = ()
+    max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     accuracy_path: Path = DEFAULT_ACCURACY
     log_poll_seconds: float = 1.0
 

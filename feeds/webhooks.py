@@ -8,6 +8,15 @@ so a redelivery or a replay from the Hub's activity tab stores nothing new;
 then the endpoint answers 202 at once. The tracker drains the inbox: a
 delivery answered 2xx survives the daemon dying right after. ``headSha`` is
 read from the raw JSON (huggingface_hub's own payload model drops it).
+
+Nothing hostile reaches the inbox: the body is read no further than
+``max_body_bytes`` (413), parsed with ``feeds.limits.parse_json`` (400 for
+JSON nested past ``max_json_depth``, NaN/Infinity, bad UTF-8), and the repo
+names it carries (``repo.name``, ``movedTo.name``) must pass the Hub's own
+naming rule, ``storage.check_repo_id`` (400), and every string must be
+text (no NUL, no lone surrogate). The app's
+``BodyLimits`` middleware applies the same caps before this router runs;
+the router keeps them so it is safe mounted on its own.
 """
 
 from __future__ import annotations
@@ -23,7 +32,14 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from storage import Database, record_webhook_event
+from feeds.limits import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_JSON_DEPTH,
+    RequestRefused,
+    parse_json,
+    read_body,
+)
+from storage import Database, InvalidRecord, InvalidRepoId, check_repo_id, record_webhook_event
 
 PATH = "/webhooks/huggingface"
 
@@ -78,6 +94,17 @@ class WebhookPayload(BaseModel):
         }
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
+    def check_names(self) -> None:
+        """Raise InvalidRepoId (naming the field) unless every repo name is one the Hub allows."""
+        named = [("repo.name", self.repo.name)]
+        if self.moved_to is not None:
+            named.append(("movedTo.name", self.moved_to.name))
+        for field, name in named:
+            try:
+                check_repo_id(name)
+            except InvalidRepoId as exc:
+                raise InvalidRepoId(f"{field}: {exc}") from None
+
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": message})
@@ -88,6 +115,8 @@ def create_webhook_router(
     *,
     secret: str | None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
 ) -> APIRouter:
     """The webhook endpoint; with no secret configured every delivery is refused (401)."""
     router = APIRouter(tags=["webhooks"])
@@ -105,19 +134,50 @@ def create_webhook_router(
         given = x_webhook_secret.encode("utf-8", "surrogateescape")
         if not hmac.compare_digest(given, expected):
             return _error(401, "invalid webhook secret")
-        body = await request.body()
         try:
-            raw = json.loads(body)
+            raw = parse_json(await read_body(request, max_body_bytes), max_depth=max_json_depth)
+        except RequestRefused as refused:
+            return _error(refused.status, refused.message)
+        try:
             payload = WebhookPayload.model_validate(raw)
-        except (ValueError, ValidationError) as exc:
-            return _error(400, f"not a Hub webhook payload: {str(exc).splitlines()[0]}")
+        except ValidationError as exc:
+            return _error(400, f"not a Hub webhook payload: {_first_error(exc)}")
+        try:
+            payload.check_names()
+            _check_storable(raw)
+        except InvalidRecord as exc:
+            return _error(400, f"not a Hub webhook payload: {exc}")
         if not payload.event.scope.startswith("repo") or payload.repo.type != "model":
             return {"accepted": False, "reason": "only model repo events are tracked"}
         key = payload.delivery_key()
-        stored = _store(database, key, payload.repo.name, raw, clock())
+        try:
+            stored = _store(database, key, payload.repo.name, raw, clock())
+        except InvalidRecord as exc:
+            return _error(400, f"not a Hub webhook payload: {exc}")
         return {"accepted": True, "duplicate": not stored, "delivery_key": key}
 
     return router
+
+
+def _first_error(exc: ValidationError) -> str:
+    """Pydantic's first error as one line: where, and what is wrong."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "body"
+    return f"{where}: {first['msg']}"
+
+
+def _check_storable(raw: Any) -> None:
+    """Refuse lone surrogates: a string that cannot be encoded as UTF-8 would fail later in
+    whatever reads the event (logs, pages, a JSONB column), not here where it can be refused.
+
+    (NUL, the other such text, storage itself refuses with InvalidRecord.)
+    """
+    try:
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRecord(
+            "a string contains a lone UTF-16 surrogate, which cannot be stored"
+        ) from None
 
 
 def _store(database: Database, key: str, repo_id: str, raw: Any, now: datetime) -> bool:

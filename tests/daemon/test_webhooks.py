@@ -3,6 +3,8 @@ and a drained delivery makes its repo due at once."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -44,10 +46,12 @@ def payload(sha: str = SHA, repo: str = "acme/model") -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def server(database: Database) -> Iterator[str]:
+@contextlib.contextmanager
+def serving(database: Database, max_body_bytes: int = 1024 * 1024) -> Iterator[str]:
+    """The bare webhook router (no app middleware) on a real uvicorn server."""
     app = FastAPI()
-    app.include_router(create_webhook_router(database, secret=SECRET))
+    router = create_webhook_router(database, secret=SECRET, max_body_bytes=max_body_bytes)
+    app.include_router(router)
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
     instance = uvicorn.Server(config)
@@ -60,6 +64,12 @@ def server(database: Database) -> Iterator[str]:
     finally:
         instance.should_exit = True
         thread.join(10)
+
+
+@pytest.fixture
+def server(database: Database) -> Iterator[str]:
+    with serving(database) as url:
+        yield url
 
 
 def stored(database: Database) -> int:
@@ -116,3 +126,102 @@ def test_drained_delivery_makes_the_repo_due_now_and_drains_once(
     with database.read_session() as session:
         assert poll_state(session, "acme/model").next_check_at == now
     assert drain(database, now=now).deliveries == 0
+
+
+def post_raw(server: str, body: bytes) -> httpx.Response:
+    return httpx.post(
+        server,
+        content=body,
+        headers={"X-Webhook-Secret": SECRET, "Content-Type": "application/json"},
+    )
+
+
+def with_field(value: str) -> bytes:
+    """A valid delivery with one extra field spliced in as raw JSON text."""
+    text = json.dumps(payload())
+    return (text[:-1] + f', "extra": {value}}}').encode()
+
+
+HOSTILE_NAMES = [
+    "../../etc",
+    "a/b/c",
+    "acme/mo\x00del",
+    "acme/" + "n" * 10_000,
+    "<script>alert(1)</script>",
+    "acme/model.git",
+    "acme/..",
+    "acme\\model",
+    "acme/mödel",
+    "",
+    "acme/",
+    "acme/-model",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=range(len(HOSTILE_NAMES)))
+def test_hostile_repo_names_are_400_and_store_nothing(
+    database: Database, server: str, name: str
+) -> None:
+    response = httpx.post(server, json=payload(repo=name), headers={"X-Webhook-Secret": SECRET})
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("not a Hub webhook payload: repo.name: repo id")
+    assert len(response.json()["error"]) < 200
+    assert stored(database) == 0
+
+
+def test_a_move_to_a_hostile_name_is_400(database: Database, server: str) -> None:
+    body = {**payload(), "movedTo": {"name": "../../etc/passwd"}}
+    response = httpx.post(server, json=body, headers={"X-Webhook-Secret": SECRET})
+    assert response.status_code == 400
+    assert "movedTo.name" in response.json()["error"]
+    assert stored(database) == 0
+
+
+HOSTILE_BODIES = {
+    "deep arrays": (b"[" * 100_000 + b"]" * 100_000, "nests 100000 levels deep; at most 64"),
+    "deep objects": (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, "nests 100000 levels deep"),
+    "deep inside a valid delivery": (with_field("[" * 65 + "]" * 65), "nests 66 levels deep"),
+    "NaN": (with_field("NaN"), "NaN is not a JSON number"),
+    "Infinity": (with_field("-Infinity"), "-Infinity is not a JSON number"),
+    "5000-digit integer": (with_field("9" * 5000), "not JSON the server accepts"),
+    "lone surrogate": (with_field('"\\ud800"'), "lone UTF-16 surrogate"),
+    "NUL in a field": (with_field('"a\\u0000b"'), "NUL character"),
+    "invalid UTF-8": (b'{"event": "\xff\xfe"}', "not UTF-8 JSON"),
+    "not an object": (b"[1, 2, 3]", "not a Hub webhook payload"),
+    "truncated": (json.dumps(payload()).encode()[:-5], "not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE_BODIES)
+def test_hostile_bodies_are_400_and_store_nothing(
+    database: Database, server: str, case: str
+) -> None:
+    body, message = HOSTILE_BODIES[case]
+    response = post_raw(server, body)
+    assert response.status_code == 400
+    assert message in response.json()["error"]
+    assert stored(database) == 0
+
+
+def test_brackets_inside_strings_are_not_nesting(database: Database, server: str) -> None:
+    deep_text = json.dumps("[{" * 50_000 + '\\"' + "]}" * 50_000)
+    response = post_raw(server, with_field(deep_text))
+    assert response.status_code == 202
+    assert stored(database) == 1
+
+
+def test_nesting_at_the_cap_is_accepted(database: Database, server: str) -> None:
+    # payload() itself is 1 level deep at "extra"; 63 more make 64.
+    response = post_raw(server, with_field("[" * 63 + "]" * 63))
+    assert response.status_code == 202
+    assert stored(database) == 1
+
+
+def test_the_router_caps_its_body_even_without_the_app_middleware(database: Database) -> None:
+    with serving(database, max_body_bytes=4096) as url:
+        big = post_raw(url, with_field('"' + "x" * 5000 + '"'))
+        small = post_raw(url, json.dumps(payload()).encode())
+    assert big.status_code == 413
+    assert big.json() == {"error": "request body is over 4096 bytes"}
+    assert small.status_code == 202
+    assert stored(database) == 1
