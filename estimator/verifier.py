@@ -8,6 +8,7 @@ the rule's message, or None. ``CHECKS`` is the explicit table tying the two.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -41,10 +42,15 @@ class Finding:
         return dict(vars(self))
 
 
+PLAUSIBLE_INT = 1 << 63
+"""Rules read the raw config, including keys the family ignored: a value past this is no
+fact about a model (describe() refuses it where it is used) and is not checked or printed."""
+
+
 def _int(config: Mapping[str, object], *keys: str) -> int | None:
     for key in keys:
         value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) < PLAUSIBLE_INT:
             return value
     return None
 
@@ -87,15 +93,13 @@ def _rope_scaling(c: Context) -> Values | None:
     if not isinstance(scaling, Mapping) or max_pos is None:
         return None
     factor = scaling.get("factor")
-    original = scaling.get("original_max_position_embeddings")
-    if (
-        not isinstance(factor, (int, float))
-        or not isinstance(original, int)
-        or isinstance(factor, bool)
-    ):
+    original = _int(scaling, "original_max_position_embeddings")
+    if not isinstance(factor, (int, float)) or original is None or isinstance(factor, bool):
         return None
     if scaling.get("rope_type", scaling.get("type")) in ("llama3", "longrope", "dynamic"):
         return None  # these keep max_position_embeddings independent of the factor
+    if abs(factor) >= PLAUSIBLE_INT or not math.isfinite(factor * original):
+        return None  # families that use rope refuse such a factor; others ignore it
     product = round(factor * original)
     if product != max_pos:
         return {"factor": factor, "original": original, "product": product, "max_pos": max_pos}

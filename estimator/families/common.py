@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from estimator.architecture import Architecture, HeadKind, NormKind, PositionKind, TensorTable
 from estimator.blocks.embeddings import lm_head
 from estimator.blocks.layer import LayerParts, LayerTemplate, ModelParts
-from estimator.config import Config
+from estimator.config import MAX_POSITIONS, MAX_ROPE_FACTOR, Config, shown
+from estimator.errors import ConfigError
 from estimator.families.heads import num_labels
 
 
@@ -15,27 +16,57 @@ def declared_dtype(cfg: Config) -> str | None:
     return cfg.optional_text("torch_dtype") or cfg.optional_text("dtype")
 
 
-def _frozen(value: object) -> object:
+MAX_NESTING = 16
+"""Levels a rope_scaling object may nest; published ones are flat (long/short factor lists)."""
+
+
+def _frozen(value: object, where: str, depth: int = 0) -> object:
+    """``value`` hashable (tuples for objects and lists), refusing nesting past MAX_NESTING."""
+    if depth > MAX_NESTING:
+        raise ConfigError(
+            f"{where} is nested more than {MAX_NESTING} levels deep", field="rope_scaling"
+        )
     if isinstance(value, Mapping):
-        return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
+        return tuple(sorted((str(k), _frozen(v, where, depth + 1)) for k, v in value.items()))
     if isinstance(value, list):
-        return tuple(_frozen(v) for v in value)
+        return tuple(_frozen(v, where, depth + 1) for v in value)
     return value
 
 
-def rope_scaling(cfg: Config) -> tuple[tuple[str, object], ...] | None:
-    scaling = cfg.mapping("rope_scaling")
-    if scaling is None:
+def _rope_section(cfg: Config, key: str) -> Config | None:
+    """``rope_scaling`` / ``rope_parameters`` with its numbers checked: a factor of 1e308 or
+    NaN is refused here, before the verifier multiplies it by a context length."""
+    section = cfg.mapping(key)
+    if section is None:
         return None
-    return tuple(sorted((str(k), _frozen(v)) for k, v in scaling.items()))
+    nested = Config(section, source=f"{cfg.source}: {key}")
+    factor = nested.number("factor", None)
+    if factor is not None and not 0 < factor <= MAX_ROPE_FACTOR:
+        raise ConfigError(
+            f"{nested.source}: factor ({shown(factor)}) is not a plausible scaling factor "
+            f"(0 to {MAX_ROPE_FACTOR})",
+            field=key,
+        )
+    nested.number("rope_theta", None)
+    nested.optional_size("original_max_position_embeddings", limit=MAX_POSITIONS)
+    return nested
+
+
+def rope_scaling(cfg: Config) -> tuple[tuple[str, object], ...] | None:
+    nested = _rope_section(cfg, "rope_scaling")
+    if nested is None:
+        return None
+    frozen = _frozen(nested.raw, nested.source)
+    assert isinstance(frozen, tuple)
+    return frozen
 
 
 def rope_theta(cfg: Config) -> float | None:
     theta = cfg.number("rope_theta", None)
     if theta is not None:
         return theta
-    params = cfg.mapping("rope_parameters")
-    value = params.get("rope_theta") if params else None
+    params = _rope_section(cfg, "rope_parameters")
+    value = params.raw.get("rope_theta") if params else None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     return None
