@@ -20,7 +20,6 @@ never the whole check. The commit list is paged here, rather than by
 from __future__ import annotations
 
 import hashlib
-import json
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,6 +59,7 @@ from tracker.errors import (
     RepoGone,
     RevisionGone,
 )
+from tracker.json_input import JsonInputError, read_json
 from tracker.repo_id import validate_repo_id
 from tracker.retry import RETRY_STATUSES, Retrying, RetryPolicy
 from tracker.settings import Settings
@@ -220,8 +220,8 @@ class Hub:
         if len(raw) != length:
             raise HubUnavailable(f"{where}: header range returned {len(raw):,} of {length:,} bytes")
         try:
-            header = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            header = read_json(raw)
+        except JsonInputError as exc:
             raise HeaderInvalid(f"{where}: header is not JSON: {exc}") from exc
         if not isinstance(header, dict):
             raise HeaderInvalid(f"{where}: header is not a JSON object")

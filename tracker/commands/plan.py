@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from tracker.commands import UsageError
+from tracker.json_input import JsonInputError, JsonSyntaxError, read_json
 from tracker.settings import Settings
 
 if TYPE_CHECKING:
@@ -52,11 +53,13 @@ def _read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> Any:
     try:
         if path.stat().st_size > limit:
             raise UsageError(f"{path}: larger than {limit} bytes, not a config")
-        return json.loads(path.read_text(encoding="utf-8"))
+        return read_json(path.read_bytes())
     except FileNotFoundError as exc:
         raise UsageError(f"{path}: no such file") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except JsonSyntaxError as exc:
         raise UsageError(f"{path}: not valid JSON ({exc})") from exc
+    except JsonInputError as exc:
+        raise UsageError(f"{path}: {exc}") from exc
     except OSError as exc:
         raise UsageError(f"{path}: cannot read ({exc.strerror})") from exc
 
@@ -71,9 +74,9 @@ def _safetensors_header(path: Path) -> Any:
             raise UsageError(f"{path}: safetensors header of {length} bytes is implausible")
         raw = handle.read(length)
     try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path}: safetensors header is not JSON") from exc
+        return read_json(raw)
+    except JsonInputError as exc:
+        raise UsageError(f"{path}: safetensors header is not JSON ({exc})") from exc
 
 
 def load_source(source: Path) -> tuple[Any, WeightManifest | None]:
@@ -130,7 +133,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         result = plan(config, workload_from(args), manifest)
     except EstimateError as exc:
         raise UsageError(str(exc)) from exc
-    except RecursionError as exc:
-        raise UsageError(f"{args.source}: JSON nested too deeply") from exc
     sys.stdout.write(render(result, args))
     return 0
