@@ -186,11 +186,18 @@ webhook_secret = "{secret}"
 
 
 class DaemonProcess:
-    """``neurarch-trace serve`` in a child process, its log kept in a file."""
+    """``neurarch-trace serve [ARGS]`` in a child process, its log kept in a file."""
 
-    def __init__(self, config: Path, log: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        config: Path,
+        log: Path,
+        env: dict[str, str] | None = None,
+        args: Sequence[str] = (),
+    ) -> None:
         self.config = config
         self.log = log
+        self.args = tuple(args)
         self.env = {**os.environ, "HF_HUB_DISABLE_TELEMETRY": "1", **(env or {})}
         self.env.pop("HF_ENDPOINT", None)
         self.env.pop("NEURARCH_DATABASE_URL", None)
@@ -199,7 +206,15 @@ class DaemonProcess:
     def start(self) -> DaemonProcess:
         handle = self.log.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tracker.cli", "--config", str(self.config), "serve"],
+            [
+                sys.executable,
+                "-m",
+                "tracker.cli",
+                "--config",
+                str(self.config),
+                "serve",
+                *self.args,
+            ],
             cwd=REPO_ROOT,
             env=self.env,
             stdout=handle,

@@ -8,12 +8,15 @@ data directory, recreated on each run, so it never touches the database
 ``serve`` uses. /healthz reports ``"backfill": "done"`` when every repo is in.
 The subscriptions of tracker/demo/subscriptions.toml are stored before the
 backfill starts, so the alerts it raises show on their pages and feeds.
+As ``serve`` does by default, the demo runs the check workers (and the
+emulator) in this process and the HTTP app in a second one.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,8 +68,9 @@ def store_demo_subscriptions(database: Database, path: Path = DEMO_SUBSCRIPTIONS
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.config_file import DaemonConfig, RepoConfig
-    from tracker.daemon import Daemon, publisher
+    from tracker.daemon import Daemon
     from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
+    from tracker.roles import CannotListen, Role, ServeFailed, serve
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: must be between 0 and 65535")
@@ -86,22 +90,29 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         daemon = Daemon.open(local, config)
         daemon.track_configured()
         names = store_demo_subscriptions(daemon.database)
-        app = daemon.build_app()
-        daemon.start_background(publisher())
-        base = f"http://127.0.0.1:{args.port}"
-        print(f"Hub emulator: {endpoint} ({len(repos)} repos from {corpus})")
-        print(f"database:     {local.database_url}")
-        print(
-            f"open:         {base}/   (backfill progress: {base}/healthz, metrics: {base}/metrics)"
-        )
-        for repo in repos:
-            print(f"              {base}/models/{repo.repo_id}")
-        for name in names:
-            print(f"subscription: {base}/subscriptions/{name}   (alerts: .../{name}/alerts.atom)")
-        print("Ctrl-C to stop", flush=True)
-        daemon.serve(app)
-    except OSError as exc:
-        raise UsageError(f"cannot serve on 127.0.0.1:{args.port}: {exc}") from None
+
+        def announce(line: str) -> None:
+            base = line.split("serving on ", 1)[-1].split()[0]
+            print(f"Hub emulator: {endpoint} ({len(repos)} repos from {corpus})")
+            print(f"database:     {local.database_url}")
+            print(
+                f"open:         {base}/   (backfill progress: {base}/healthz, "
+                f"metrics: {base}/metrics)"
+            )
+            for repo in repos:
+                print(f"              {base}/models/{repo.repo_id}")
+            for name in names:
+                print(
+                    f"subscription: {base}/subscriptions/{name}   (alerts: .../{name}/alerts.atom)"
+                )
+            print("Ctrl-C to stop", flush=True)
+
+        serve(daemon, Role.ALL, announce)
+    except CannotListen as exc:
+        raise UsageError(str(exc)) from None
+    except ServeFailed as exc:
+        print(f"neurarch-trace: {exc}", file=sys.stderr, flush=True)
+        return 1
     finally:
         emulator.stop()
     return 0
