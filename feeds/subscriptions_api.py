@@ -5,10 +5,14 @@ time; a missing or wrong token, or a server with no token configured, gets
 401 before the body is read, so nothing changes. The daemon passes the
 tracker's document parser as ``parse`` (feeds never imports the tracker):
 it is the validator, and its ``ValueError`` becomes 422 with its message,
-which names the field. Webhook secrets go in and never come out: every
-stored channel is answered redacted (``"secret": "********"``), and a PUT
-that sends the mask back for an unchanged channel keeps the stored secret,
-so a GET, edit, PUT round trip works without re-typing it. A channel's
+which names the field. ``vet`` is the tracker's destination check (alerts
+go only to public addresses or the operator's allow-list); it runs after
+``parse`` on every POST and PUT, off the event loop since it resolves host
+names, and its ``ValueError`` is a 422 as well. Webhook secrets go in and
+never come out: every stored channel is answered redacted (``"secret":
+"********"``), and a PUT that sends the mask back for an unchanged channel
+keeps the stored secret, so a GET, edit, PUT round trip works without
+re-typing it. A channel's
 ``secret_env`` (a variable of the server's environment) is refused: that is
 the configuration file's feature, not an API caller's to read.
 
@@ -18,7 +22,7 @@ Errors answer FastAPI's ``{"detail": ...}``::
     404  no active subscription of that name
     409  POST of a name an active subscription has
     413  body over MAX_BODY_BYTES
-    422  body not UTF-8 JSON, not an object, or refused by ``parse``
+    422  body not UTF-8 JSON, not an object, or refused by ``parse`` or ``vet``
 """
 
 from __future__ import annotations
@@ -88,6 +92,8 @@ class SubscriptionDraft(Protocol):
 
 
 Parse = Callable[[Mapping[str, Any]], SubscriptionDraft]
+Vet = Callable[[SubscriptionDraft], None]
+"""Raises ValueError (naming the channel) if a draft's channels point where alerts may not go."""
 
 
 def bearer_guard(token: str | None) -> Callable[[str | None], None]:
@@ -118,6 +124,7 @@ def create_subscriptions_router(
     *,
     token: str | None,
     parse: Parse,
+    vet: Vet,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> APIRouter:
     """The subscriptions API and ``/api/v1/dead-letters``; with no ``token`` every call is 401."""
@@ -133,7 +140,7 @@ def create_subscriptions_router(
     @api.post(PREFIX, status_code=201, openapi_extra=_JSON_BODY)
     async def create(request: Request, response: Response) -> dict[str, Any]:
         """Store a new subscription (a removed one's name may be used again)."""
-        draft = _draft(parse, await _body(request))
+        draft = await run_in_threadpool(_draft, parse, await _body(request), vet)
         record = await run_in_threadpool(_create, database, draft, clock())
         response.headers["Location"] = f"{PREFIX}/{record.name}"
         return _answer(record, parse)
@@ -148,7 +155,7 @@ def create_subscriptions_router(
     async def replace(name: str, request: Request) -> dict[str, Any]:
         """Replace what a subscription asks for; its alert history stays."""
         document = await _body(request)
-        record = await run_in_threadpool(_replace, database, name, document, parse)
+        record = await run_in_threadpool(_replace, database, name, document, parse, vet)
         return _answer(record, parse)
 
     @api.delete(PREFIX + "/{name}", status_code=204)
@@ -258,7 +265,9 @@ def _create(database: Database, draft: SubscriptionDraft, now: datetime) -> Subs
         raise HTTPException(422, str(exc)) from None
 
 
-def _replace(database: Database, name: str, document: dict[str, Any], parse: Parse) -> Subscription:
+def _replace(
+    database: Database, name: str, document: dict[str, Any], parse: Parse, vet: Vet
+) -> Subscription:
     given = document.setdefault("name", name)
     if given != name:
         raise HTTPException(
@@ -269,7 +278,7 @@ def _replace(database: Database, name: str, document: dict[str, Any], parse: Par
     try:
         with database.session() as session:
             current = _active(session, name)
-            draft = _draft(parse, _keep_secrets(document, current))
+            draft = _draft(parse, _keep_secrets(document, current), vet)
             return update_subscription(session, name, **_fields(draft))
     except InvalidRecord as exc:
         raise HTTPException(422, str(exc)) from None
@@ -303,7 +312,7 @@ def _keep_secrets(document: dict[str, Any], current: Subscription) -> dict[str, 
     return {**document, "channels": kept}
 
 
-def _draft(parse: Parse, document: Mapping[str, Any]) -> SubscriptionDraft:
+def _draft(parse: Parse, document: Mapping[str, Any], vet: Vet) -> SubscriptionDraft:
     channels = document.get("channels")
     for i, channel in enumerate(channels if isinstance(channels, list) else []):
         if isinstance(channel, dict) and "secret_env" in channel:
@@ -314,9 +323,11 @@ def _draft(parse: Parse, document: Mapping[str, Any]) -> SubscriptionDraft:
                 "read from the configuration file; send the secret itself",
             )
     try:
-        return parse(document)
+        draft = parse(document)
+        vet(draft)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
+    return draft
 
 
 async def _body(request: Request) -> dict[str, Any]:
@@ -414,6 +425,7 @@ __all__ = [
     "ChannelDraft",
     "Parse",
     "SubscriptionDraft",
+    "Vet",
     "bearer_guard",
     "create_subscriptions_router",
     "delivery_json",

@@ -157,7 +157,9 @@ def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> 
 def parse_alerts(table: Mapping[str, Any], source: str) -> AlertsConfig:
     """The ``[alerts]`` table, every duration checked."""
     default = AlertsConfig()
-    unknown = sorted(set(table) - {"tick", "retry_base", "retry_max_delay", "give_up_after"})
+    # "allow" is read by Settings (tracker.settings), with NEURARCH_ALERTS_ALLOW over it
+    known = {"tick", "retry_base", "retry_max_delay", "give_up_after", "allow"}
+    unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigFileError(f"{source}: alerts.{unknown[0]} is not a setting")
     return AlertsConfig(

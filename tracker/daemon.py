@@ -42,6 +42,7 @@ from storage import (
 )
 from tracker.alerts.channels import AppriseSender, FeedSender, Sender, WebhookSender
 from tracker.alerts.deliver import DeliveryWorker, RetryPolicy
+from tracker.alerts.egress import Egress
 from tracker.alerts.evaluate import AlertLinks, enqueue_alerts
 from tracker.alerts.registry import sync_configured
 from tracker.alerts.spec import parse_subscription
@@ -93,7 +94,13 @@ class Daemon:
         self.instance = self.instance or self.config.instance or default_instance(self.config)
 
     def track_configured(self) -> None:
-        """Follow every repo of the config file and store its subscriptions."""
+        """Follow every repo of the config file and store its subscriptions.
+
+        A subscription whose channel points where alerts may not go stops the
+        start (EgressRefused naming it) before anything is stored.
+        """
+        for spec in self.config.subscriptions:
+            self.egress.vet(spec)
         now = utc_now()
         with self.database.session() as session:
             for repo in self.config.repos:
@@ -182,8 +189,8 @@ class Daemon:
             give_up_after_s=self.config.alerts.give_up_after_s,
         )
         senders: dict[str, Sender] = {
-            "webhook": WebhookSender(requests.Session(), utc_now),
-            "apprise": AppriseSender(),
+            "webhook": WebhookSender(requests.Session(), utc_now, egress=self.egress),
+            "apprise": AppriseSender(self.egress),
             "feed": FeedSender(),
         }
         return DeliveryWorker(self.database, senders, utc_now, policy)
@@ -315,6 +322,7 @@ class Daemon:
                 self.database,
                 token=self.settings.api_token,
                 parse=parse_subscription,
+                vet=self.egress.vet,
                 clock=utc_now,
             ),
         )
@@ -336,6 +344,11 @@ class Daemon:
         public = PublishSettings(base_url=self.public_url)
         created: FastAPI = create_app(self.database, settings=public, routers=self.routers())
         return created
+
+    @property
+    def egress(self) -> Egress:
+        """Where alerts may go: public addresses, and what [alerts] allow lists."""
+        return Egress(self.settings.alerts_allow)
 
     @property
     def local_url(self) -> str:

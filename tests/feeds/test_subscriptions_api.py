@@ -1,4 +1,8 @@
-"""The subscriptions API over a real server, on SQLite and PostgreSQL, with the tracker's parser."""
+"""The subscriptions API over a real server, on SQLite and PostgreSQL, with the tracker's parser.
+
+The router gets the tracker's destination check as ``vet`` with no allow-list,
+as the daemon builds it by default: channels must point at public addresses.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from storage import (
     subscriptions,
 )
 from tests.feeds.conftest import ServerThread
+from tracker.alerts.egress import Egress
 from tracker.alerts.spec import parse_subscription
 
 TOKEN = "api-token-for-the-tests-0123456789"
@@ -50,7 +55,7 @@ def document(name: str = "lora-on-t4", **override: Any) -> dict[str, Any]:
 def serve(database: Database, token: str | None) -> ServerThread:
     server = ServerThread()
     router = create_subscriptions_router(
-        database, token=token, parse=parse_subscription, clock=lambda: NOW
+        database, token=token, parse=parse_subscription, vet=Egress().vet, clock=lambda: NOW
     )
     app = create_app(database, settings=PublishSettings(base_url=server.url), routers=[router])
     return server.mount(app)

@@ -163,6 +163,7 @@ def test_secrets_never_appear_in_output(
     cli_env: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOOK_SECRET_FOR_TEST", SECRET)
+    monkeypatch.setenv("NEURARCH_ALERTS_ALLOW", "localhost")  # the apprise receiver below
     flags = ["--repo", "org/*", "--webhook", "https://hooks.example/in"]
     assert main(["subscribe", "a", *flags, "--secret-env", "HOOK_SECRET_FOR_TEST"]) == 0
     text = capsys.readouterr().out

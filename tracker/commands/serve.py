@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from storage import StorageError
     from tracker.config_file import ConfigFileError, RepoConfig, load_daemon_config
     from tracker.daemon import Daemon
-    from tracker.errors import RepoIdError
+    from tracker.errors import RepoIdError, TrackerError
     from tracker.repo_id import validate_repo_id
     from tracker.roles import CannotListen, Role, ServeFailed, serve
 
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         daemon = Daemon.open(settings, config)
         if args.role != Role.WEB:
             daemon.track_configured()
-    except StorageError as exc:
+    except (StorageError, TrackerError) as exc:
         raise UsageError(str(exc)) from None
     try:
         serve(daemon, Role(args.role))

@@ -3,8 +3,11 @@
 The flags build the same document a TOML ``[[subscriptions]]`` table holds
 (tracker.alerts.spec); it is validated by the estimator's own rules before
 anything is stored, so a card or workload the estimator would refuse is
-refused here, as one line, exit 2. Every subscription has a page and an Atom
-feed of its alerts, so channels (a signed webhook, apprise URLs) are optional.
+refused here, as one line, exit 2. So is a channel whose host is not a public
+address (loopback, private, link-local, cluster-internal names...) unless
+``[alerts] allow`` or NEURARCH_ALERTS_ALLOW lists it (tracker.alerts.egress).
+Every subscription has a page and an Atom feed of its alerts, so channels (a
+signed webhook, apprise URLs) are optional.
 
 Examples:
 
@@ -239,12 +242,14 @@ def describe(spec: SubscriptionSpec) -> list[str]:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.alerts.egress import Egress
     from tracker.alerts.registry import find, save_subscription
     from tracker.alerts.spec import parse_subscription
     from tracker.commands.common import open_storage, print_json, user_errors
 
     with user_errors():
         spec = parse_subscription(build_document(args))
+        Egress(settings.alerts_allow).vet(spec)
         base = public_base(args)
         with open_storage(settings) as database, database.session() as session:
             stored = find(session, spec.name)
