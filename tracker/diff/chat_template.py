@@ -7,6 +7,12 @@ them). A reformatted template that renders the same prompts is an INFO
 change; one that renders differently names the first probe that differs and
 shows both prompts around the difference; one that no longer renders is a
 HIGH change of its own.
+
+All probes of one template render in one call to an isolated worker
+(``tracker.isolation``), which is killed if it runs past its deadline. A
+template refused by a limit, stopped, or killed is recorded like any other
+that fails to render, with "template could not be rendered within limits
+(why)": a hostile template costs a few seconds of one worker, never the daemon.
 """
 
 from __future__ import annotations
@@ -20,10 +26,14 @@ from importlib import resources
 from typing import Any
 
 from storage.records import Change, Severity
-from tracker.diff.sandbox import RenderError, RenderTimeout, make_environment, render
+from tracker.diff.sandbox import RENDER_SECONDS, ProbeOutcome, render_prompts
+from tracker.isolation import LimitExceeded, RemoteError, default_pool
 
 ARTIFACT = "chat_template"
 CONTEXT_CHARS = 60
+RENDER_WALL_SECONDS = RENDER_SECONDS + 1.0
+"""Wall time one template's probes may take before its worker is killed."""
+LIMITED = "template could not be rendered within limits ({})"
 
 
 @dataclass(frozen=True)
@@ -66,30 +76,43 @@ def probes_for(template: str) -> tuple[Probe, ...]:
 
 
 def render_probes(template: str, special_tokens: Mapping[str, str]) -> dict[str, Rendering]:
-    """Every probe's rendered prompt (or its error) for one template."""
+    """Every probe's rendered prompt (or its error) for one template, in one isolated call.
+
+    Raises only if no worker can be had at all (tracker.isolation's
+    WorkerUnavailable, PoolClosed): then nothing about the template is known,
+    and the revision is retried rather than recorded wrongly.
+    """
     now, _ = _probe_data()
-    env = make_environment(now)
-    out: dict[str, Rendering] = {}
-    timed_out: str | None = None
-    for probe in probes_for(template):
-        if timed_out is not None:
-            out[probe.label] = Rendering(None, timed_out)
-            continue
-        variables: dict[str, Any] = {
-            **special_tokens,
-            "messages": [dict(m) for m in probe.messages],
-            "add_generation_prompt": probe.add_generation_prompt,
-        }
-        if probe.tools is not None:
-            variables["tools"] = [dict(t) for t in probe.tools]
-        try:
-            out[probe.label] = Rendering(render(env, template, variables))
-        except RenderTimeout as exc:
-            timed_out = str(exc)
-            out[probe.label] = Rendering(None, timed_out)
-        except RenderError as exc:
-            out[probe.label] = Rendering(None, str(exc))
-    return out
+    probes = probes_for(template)
+    variable_sets = [_variables(probe, special_tokens) for probe in probes]
+    try:
+        outcomes = default_pool().call(
+            render_prompts, template, now, variable_sets, wall_seconds=RENDER_WALL_SECONDS
+        )
+    except LimitExceeded as exc:
+        failed = Rendering(None, LIMITED.format(exc.reason))
+        return dict.fromkeys((p.label for p in probes), failed)
+    except RemoteError as exc:  # e.g. the worker's memory ran out sending the prompts back
+        failed = Rendering(None, LIMITED.format(exc))
+        return dict.fromkeys((p.label for p in probes), failed)
+    return {p.label: _rendering(o) for p, o in zip(probes, outcomes, strict=True)}
+
+
+def _variables(probe: Probe, special_tokens: Mapping[str, str]) -> dict[str, Any]:
+    variables: dict[str, Any] = {
+        **special_tokens,
+        "messages": [dict(m) for m in probe.messages],
+        "add_generation_prompt": probe.add_generation_prompt,
+    }
+    if probe.tools is not None:
+        variables["tools"] = [dict(t) for t in probe.tools]
+    return variables
+
+
+def _rendering(outcome: ProbeOutcome) -> Rendering:
+    if outcome.limited:
+        return Rendering(None, LIMITED.format(outcome.error))
+    return Rendering(outcome.text, outcome.error)
 
 
 def diff_chat_templates(
@@ -261,4 +284,4 @@ def _excerpt(old: str, new: str) -> str:
     )
 
 
-__all__ = ["Probe", "Rendering", "diff_chat_templates", "probes_for", "render_probes"]
+__all__ = ["LIMITED", "Probe", "Rendering", "diff_chat_templates", "probes_for", "render_probes"]

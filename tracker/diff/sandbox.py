@@ -1,60 +1,168 @@
-"""Rendering untrusted chat templates: jinja2's sandbox plus limits on time and size.
+"""Rendering untrusted chat templates: jinja2's sandbox, our limits, in an isolated worker.
 
 The environment matches the one transformers renders with (trim_blocks,
-lstrip_blocks, loopcontrols, ``raise_exception``, ``strftime_now``, a
-``tojson`` with ``indent``/``ensure_ascii``), so a rendered prompt here is the
-prompt a user got. jinja2's ImmutableSandboxedEnvironment stops attribute
-escapes and mutation; it does not stop a template that loops for hours or
-multiplies a string to gigabytes, so rendering also runs under a deadline
-(checked by a trace hook on the template's own frames), capped ``*``/``**``
-operands, and a cap on output length.
+lstrip_blocks, loopcontrols, the ``{% generation %}`` tag, ``raise_exception``,
+``strftime_now``, a ``tojson`` with ``indent``/``ensure_ascii``), so a rendered
+prompt here is the prompt a user got. jinja2's ImmutableSandboxedEnvironment
+stops attribute escapes and mutation. On top of it:
+
+* ``tracker.diff.sandbox_limits`` refuses, before computing, what would be
+  costly in C: big integer powers and products, sequence repeats, padding
+  and format widths (filters, ``str`` methods, ``str.format`` through the
+  sandbox's formatter, ``%``), strings and printed containers past a size;
+* a deadline, checked by a trace hook on the template's own frames, stops
+  templates that loop in Python, with a readable message;
+* ``render_prompts`` is the entry the isolated worker runs
+  (``tracker.isolation``): its address-space and CPU limits and the caller's
+  kill on a wall-clock deadline stop whatever the checks above miss.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from types import FrameType
+from types import BuiltinMethodType, FrameType, MethodType
 from typing import Any
 
 import jinja2
 import jinja2.ext
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+import jinja2.filters
+import jinja2.nodes
+import jinja2.parser
+from jinja2.filters import FILTERS
+from jinja2.runtime import Context, Macro
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
+from jinja2.utils import generate_lorem_ipsum
+from markupsafe import EscapeFormatter, Markup
 
-RENDER_SECONDS = 2.0
-MAX_OUTPUT_CHARS = 1_000_000
-MAX_REPEAT = 100_000
-MAX_EXPONENT = 64
+from tracker.diff import sandbox_limits as limits
+from tracker.diff.sandbox_limits import RenderError, RenderLimit
+
+RENDER_SECONDS = 1.5
+"""Python time all probes of one template may take in the worker (the trace-hook deadline)."""
 TEMPLATE_FILENAME = "<template>"
+MAX_LIPSUM_PARAGRAPHS = 100
+MAX_LIPSUM_WORDS = 1_000
 
 
-class RenderError(Exception):
-    """A template failed to render; the message says how (raised, timed out, too large)."""
-
-
-class RenderTimeout(RenderError):
+class RenderTimeout(RenderLimit):
     """The template ran past its time budget and was stopped."""
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """One probe's rendered prompt, or its error; ``limited`` if a limit stopped it."""
+
+    text: str | None
+    error: str | None = None
+    limited: bool = False
 
 
 class _Deadline(Exception):
     pass
 
 
-class _LimitedEnvironment(ImmutableSandboxedEnvironment):
-    intercepted_binops = frozenset({"*", "**"})
+class _CappedFormatter(SandboxedFormatter):
+    """The sandbox's ``str.format`` formatter, refusing widths and precisions above the cap."""
 
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "**" and isinstance(right, int) and abs(right) > MAX_EXPONENT:
-            raise RenderError(f"exponent {right} exceeds {MAX_EXPONENT}")
-        if operator == "*":
-            for seq, count in ((left, right), (right, left)):
-                sized = isinstance(seq, str | list | tuple) and isinstance(count, int)
-                if sized and len(seq) * count > MAX_REPEAT:
-                    raise RenderError(f"repeating a sequence to {len(seq) * count} items")
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        limits.check_format_spec(format_spec)
+        return super().format_field(value, format_spec)
+
+
+class _CappedEscapeFormatter(_CappedFormatter, EscapeFormatter):
+    pass
+
+
+# str methods whose result size the template controls through an argument.
+def _check_str_method(
+    text: str, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> None:
+    if name in {"center", "ljust", "rjust", "zfill"} and args:
+        limits.check_width(f"str.{name} width", args[0])
+    elif name == "expandtabs":
+        tabsize = args[0] if args else kwargs.get("tabsize", 8)
+        if isinstance(tabsize, int):
+            limits.check_size("str.expandtabs", len(text) + text.count("\t") * tabsize)
+    elif name == "replace" and len(args) >= 2:
+        limits.check_size("str.replace", limits.replaced_size(text, *args[:3]))
+    elif name == "join" and args:
+        limits.check_size("str.join", limits.joined_size(text, limits.materialized(args[0])))
+
+
+class _LimitedEnvironment(ImmutableSandboxedEnvironment):
+    intercepted_binops = frozenset({"*", "**", "%", "+"})
+
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**":
+            limits.check_power(left, right)
+        elif operator == "*":
+            limits.check_product(left, right)
+        elif operator == "+":
+            limits.check_sum(left, right)
+        elif operator == "%" and isinstance(left, str):
+            limits.check_printf(left, right)
+            limits.check_printable("%-formatting", right)
         return super().call_binop(context, operator, left, right)
+
+    def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+        bound_to = getattr(obj, "__self__", None)
+        if isinstance(obj, BuiltinMethodType | MethodType) and isinstance(bound_to, str):
+            if obj.__name__ == "join" and args:
+                args = (limits.materialized(args[0]), *args[1:])
+            _check_str_method(bound_to, obj.__name__, args, kwargs)
+        elif obj is pow and len(args) >= 2 and (len(args) < 3 or args[2] is None):
+            limits.check_power(args[0], args[1])
+        return super().call(context, obj, *args, **kwargs)
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        # As jinja2 3.1.6's SandboxedEnvironment.wrap_str_format (jinja2/sandbox.py), with
+        # formatters that check each field's spec before formatting it.
+        if super().wrap_str_format(value) is None:
+            return None
+        f_self: str = value.__self__
+        is_format_map = value.__name__ == "format_map"
+        formatter: SandboxedFormatter
+        if isinstance(f_self, Markup):
+            formatter = _CappedEscapeFormatter(self, escape=f_self.escape)
+        else:
+            formatter = _CappedFormatter(self)
+
+        def wrapper(*args: Any, **kwargs: Any) -> str:
+            if is_format_map:
+                if kwargs or len(args) != 1:
+                    raise TypeError("format_map() takes exactly one positional argument")
+                kwargs, args = args[0], ()
+            return type(f_self)(formatter.vformat(f_self, args, kwargs))
+
+        return functools.update_wrapper(wrapper, value)
+
+
+class GenerationTag(jinja2.ext.Extension):
+    """``{% generation %}...{% endgeneration %}``: renders its body unchanged.
+
+    transformers 5.24.0 (src/transformers/utils/chat_template_utils.py,
+    ``AssistantTracker``) parses the tag into a CallBlock that returns
+    ``caller()`` and, only when asked, records where the assistant's text
+    lies. The prompt is the same either way, which is all we compare.
+    """
+
+    tags = {"generation"}  # noqa: RUF012 (jinja reads this class attribute)
+
+    def parse(self, parser: jinja2.parser.Parser) -> jinja2.nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        call = self.call_method("_generation_support")
+        return jinja2.nodes.CallBlock(call, [], [], body).set_lineno(lineno)
+
+    def _generation_support(self, caller: Macro) -> str:
+        return str(caller())
 
 
 def _tojson(
@@ -64,6 +172,8 @@ def _tojson(
     separators: tuple[str, str] | None = None,
     sort_keys: bool = False,
 ) -> str:
+    limits.check_printable("tojson", value)
+    limits.check_width("tojson indent", indent)
     return json.dumps(
         value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
     )
@@ -73,25 +183,165 @@ def _raise_exception(message: str) -> None:
     raise jinja2.exceptions.TemplateError(message)
 
 
-def make_environment(now: datetime) -> jinja2.Environment:
-    """A sandbox with transformers' globals; ``strftime_now`` reads the given fixed clock."""
-    env = _LimitedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols]
+def _lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
+    if n > MAX_LIPSUM_PARAGRAPHS or max > MAX_LIPSUM_WORDS:
+        raise RenderLimit(
+            f"lipsum({n}, max={max}) exceeds {MAX_LIPSUM_PARAGRAPHS} paragraphs "
+            f"of {MAX_LIPSUM_WORDS} words"
+        )
+    return str(generate_lorem_ipsum(n, html, min, max))
+
+
+def _finalize(value: Any) -> Any:
+    """Applied to every ``{{ ... }}`` before it is printed: no container prints past the cap."""
+    limits.check_printable("printing a value", value)
+    return value
+
+
+# Filters whose size argument the template controls: name -> (argument, what it bounds).
+_SIZE_ARGUMENTS: dict[str, tuple[str, Callable[[str, Any], None]]] = {
+    "center": ("width", limits.check_width),
+    "indent": ("width", limits.check_width),
+    "wordwrap": ("width", limits.check_width),
+    "batch": ("linecount", limits.check_width),
+    "slice": ("slices", limits.check_width),
+    "truncate": ("length", lambda what, n: limits.check_size(what, n if isinstance(n, int) else 0)),
+}
+
+
+def _sized_filter(name: str) -> Callable[..., Any]:
+    # The synchronous variant where jinja has two: its signature is the one called.
+    original = getattr(jinja2.filters, f"sync_do_{name}", FILTERS[name])
+    signature = inspect.signature(original)
+    argument, check = _SIZE_ARGUMENTS[name]
+
+    @functools.wraps(original)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        check(f"|{name} {argument}", bound.arguments[argument])
+        _check_growth(name, bound.arguments)
+        return original(*args, **kwargs)
+
+    return checked
+
+
+def _check_growth(name: str, arguments: Mapping[str, Any]) -> None:
+    """Size checks for the filters that add text per line."""
+    text = str(arguments.get("s", ""))
+    lines = text.count("\n") + 1
+    if name == "indent":
+        width = arguments["width"]
+        prefix = width if isinstance(width, int) else len(str(width))
+        limits.check_size("|indent", len(text) + prefix * lines)
+    elif name == "wordwrap":
+        width = arguments["width"]
+        wrap = arguments.get("wrapstring") or "\n"
+        breaks = lines + (len(text) // width if isinstance(width, int) and width > 0 else len(text))
+        limits.check_size("|wordwrap", len(text) + breaks * len(str(wrap)))
+
+
+def _format_filter(value: Any, *args: Any, **kwargs: Any) -> str:
+    limits.check_printf(str(value), tuple(kwargs.values()) or args)
+    return str(FILTERS["format"](value, *args, **kwargs))
+
+
+def _replace_filter(eval_ctx: Any, s: Any, old: Any, new: Any, count: Any = None) -> str:
+    limits.check_size(
+        "|replace", limits.replaced_size(str(s), old, new, -1 if count is None else count)
     )
+    return str(FILTERS["replace"](eval_ctx, s, old, new, count))
+
+
+def _join_filter(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) -> str:
+    items = limits.materialized(value)
+    if attribute is None:
+        limits.check_size("|join", limits.joined_size(str(d), items))
+    return str(jinja2.filters.sync_do_join(eval_ctx, items, d, attribute))
+
+
+def _printed_filter(name: str) -> Callable[..., Any]:
+    original = FILTERS[name]
+
+    @functools.wraps(original)
+    def checked(value: Any, *args: Any, **kwargs: Any) -> Any:
+        limits.check_printable(f"|{name}", value)
+        return original(value, *args, **kwargs)
+
+    return checked
+
+
+def make_environment(now: datetime) -> jinja2.Environment:
+    """A sandbox with transformers' tags and globals; ``strftime_now`` reads a fixed clock."""
+    env = _LimitedEnvironment(
+        trim_blocks=True,
+        lstrip_blocks=True,
+        extensions=[GenerationTag, jinja2.ext.loopcontrols],
+        finalize=_finalize,
+    )
+    env.filters.update({name: _sized_filter(name) for name in _SIZE_ARGUMENTS})
+    env.filters.update({name: _printed_filter(name) for name in ("string", "pprint")})
+    env.filters["format"] = _format_filter
+    env.filters["replace"] = jinja2.pass_eval_context(_replace_filter)
+    env.filters["join"] = jinja2.pass_eval_context(_join_filter)
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = now.strftime
+    env.globals["lipsum"] = _lipsum
     return env
 
 
-def render(
-    env: jinja2.Environment,
+def render_prompts(
     source: str,
-    variables: Mapping[str, Any],
+    now: datetime,
+    variable_sets: Sequence[Mapping[str, Any]],
     seconds: float = RENDER_SECONDS,
-) -> str:
-    """Render ``source`` or raise RenderError; never runs past ``seconds``."""
+) -> list[ProbeOutcome]:
+    """Compile ``source`` once and render it with each variable set, sharing one deadline.
+
+    Runs in the isolated worker; returns plain data, never raises for the
+    template's sake. Once the deadline passes, the remaining probes carry the
+    same timeout.
+    """
+    env = make_environment(now)
+    try:
+        template = env.from_string(source)
+    except Exception as exc:  # a template that does not compile fails every probe the same way
+        outcome = _failure(exc)
+        return [outcome] * len(variable_sets)
     deadline = time.monotonic() + seconds
+    outcomes: list[ProbeOutcome] = []
+    timed_out: ProbeOutcome | None = None
+    for variables in variable_sets:
+        if timed_out is not None:
+            outcomes.append(timed_out)
+            continue
+        try:
+            outcomes.append(ProbeOutcome(_render(template, variables, deadline, seconds)))
+        except RenderTimeout as exc:
+            timed_out = _failure(exc)
+            outcomes.append(timed_out)
+        except Exception as exc:  # any failure of untrusted template code is a finding
+            outcomes.append(_failure(exc))
+    return outcomes
+
+
+def _failure(exc: BaseException) -> ProbeOutcome:
+    if isinstance(exc, RenderLimit):
+        return ProbeOutcome(None, str(exc), limited=True)
+    if isinstance(exc, RecursionError):
+        return ProbeOutcome(None, "template recursed too deeply", limited=True)
+    if isinstance(exc, MemoryError):
+        return ProbeOutcome(None, "ran out of memory", limited=True)
+    if isinstance(exc, OverflowError):  # jinja's range cap, float overflow
+        return ProbeOutcome(None, f"OverflowError: {exc}", limited=True)
+    return ProbeOutcome(None, f"{type(exc).__name__}: {exc}")
+
+
+def _render(
+    template: jinja2.Template, variables: Mapping[str, Any], deadline: float, seconds: float
+) -> str:
+    """One prompt, traced so a Python-level loop stops at ``deadline``."""
 
     def local(frame: FrameType, event: str, arg: Any) -> Any:
         if time.monotonic() > deadline:
@@ -106,25 +356,25 @@ def render(
     previous = sys.gettrace()
     sys.settrace(global_)
     try:
-        template = env.from_string(source)
         size = 0
         parts = []
         for part in template.generate(**variables):
             size += len(part)
-            if size > MAX_OUTPUT_CHARS:
-                raise RenderError(f"rendered prompt exceeds {MAX_OUTPUT_CHARS} characters")
+            limits.check_size("the rendered prompt", size)
             parts.append(part)
         return "".join(parts)
     except _Deadline:
         raise RenderTimeout(f"rendering took longer than {seconds:g}s (stopped)") from None
-    except RenderError:
-        raise
-    except RecursionError:
-        raise RenderError("template recursed too deeply") from None
-    except Exception as exc:  # any failure of untrusted template code is a finding
-        raise RenderError(f"{type(exc).__name__}: {exc}") from exc
     finally:
         sys.settrace(previous)
 
 
-__all__ = ["RenderError", "RenderTimeout", "make_environment", "render"]
+__all__ = [
+    "GenerationTag",
+    "ProbeOutcome",
+    "RenderError",
+    "RenderLimit",
+    "RenderTimeout",
+    "make_environment",
+    "render_prompts",
+]

@@ -5,6 +5,11 @@ the JSON; nothing is executed) and encode the fixed texts in
 ``data/probe_texts.json``. The differ reports the vocabulary size, special
 tokens added or removed, and each probe text whose ids changed: a model
 fine-tuned on the old ids no longer matches the new tokenizer.
+
+Loading runs in an isolated worker (``tracker.isolation``) under its memory,
+CPU and wall-clock limits: the file is upstream input, and a native parser
+given a hostile one may allocate without bound or crash. Only the summary
+(``TokenizerFacts``) comes back.
 """
 
 from __future__ import annotations
@@ -19,8 +24,11 @@ from tokenizers import Tokenizer
 
 from storage.records import Change, Severity
 from tracker.diff.common import format_value
+from tracker.isolation import LimitExceeded, RemoteError, default_pool
 
 ARTIFACT = "tokenizer"
+PARSE_WALL_SECONDS = 30.0
+"""Wall time to load one tokenizer.json (the largest real ones, ~35 MB, take ~2 s)."""
 
 
 @dataclass(frozen=True)
@@ -43,19 +51,40 @@ def probe_texts() -> tuple[str, ...]:
 
 
 def parse_tokenizer(data: bytes) -> TokenizerFacts:
-    """Load tokenizer.json and encode the probe texts; TokenizerParseError if it will not load."""
+    """Load tokenizer.json and encode the probe texts; TokenizerParseError if it will not load.
+
+    A file that makes the worker pass a limit (or crash) will not load either,
+    and says so.
+    """
+    try:
+        facts = default_pool().call(
+            summarize_tokenizer,
+            data,
+            probe_texts(),
+            wall_seconds=PARSE_WALL_SECONDS,
+            cpu_seconds=round(PARSE_WALL_SECONDS),
+        )
+    except (LimitExceeded, RemoteError) as exc:
+        raise TokenizerParseError(f"tokenizers could not load it within limits ({exc})") from exc
+    if isinstance(facts, str):
+        raise TokenizerParseError(f"tokenizers cannot load it: {facts}")
+    return facts
+
+
+def summarize_tokenizer(data: bytes, texts: tuple[str, ...]) -> TokenizerFacts | str:
+    """The facts of one tokenizer.json, or why it does not load (runs in the isolated worker)."""
     try:
         tokenizer = Tokenizer.from_str(data.decode("utf-8"))
-    except (UnicodeDecodeError, Exception) as exc:  # the library raises bare Exception
-        raise TokenizerParseError(f"tokenizers cannot load it: {exc}") from exc
+    except MemoryError:  # a limit, not a property of the file: the caller says so
+        raise
+    except Exception as exc:  # the library raises bare Exception
+        return str(exc)
     special = {
         token.content: token_id
         for token_id, token in tokenizer.get_added_tokens_decoder().items()
         if token.special
     }
-    encodings = tuple(
-        tuple(tokenizer.encode(text, add_special_tokens=False).ids) for text in probe_texts()
-    )
+    encodings = tuple(tuple(tokenizer.encode(text, add_special_tokens=False).ids) for text in texts)
     return TokenizerFacts(tokenizer.get_vocab_size(with_added_tokens=True), special, encodings)
 
 
@@ -167,4 +196,5 @@ __all__ = [
     "diff_tokenizers",
     "parse_tokenizer",
     "probe_texts",
+    "summarize_tokenizer",
 ]

@@ -1,0 +1,211 @@
+"""What a chat template may ask for: checks that refuse a costly operation before it runs.
+
+jinja2's sandbox keeps a template away from Python's internals; it does not
+bound what the allowed operations cost. Several run in C, where neither a
+trace hook nor a signal handler can stop them until they finish:
+``((9**64)**64)**64`` is a multi-megabit power, ``'x'|center(900000000)`` and
+``'{:>900000000}'.format(1)`` allocate a gigabyte. Each check here estimates
+the size of the result from the operands (cheaply) and raises RenderLimit
+when it would pass its cap. The isolated worker's address-space and time
+limits stay as the backstop for whatever no check foresees.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MAX_OUTPUT_CHARS = 1_000_000
+"""A rendered prompt, or any string a template builds, longer than this is refused."""
+MAX_REPEAT = 100_000
+"""Items a sequence may be repeated to with ``*``."""
+MAX_WIDTH = 10_000
+"""Padding, format width and precision, indent, wrap width, batch and slice counts."""
+# Python 3.11 refuses to print an int of more than sys.int_info.default_max_str_digits
+# (4300) decimal digits, so a larger one can never reach a prompt: 4300 * log2(10) bits.
+MAX_INT_BITS = int(sys.int_info.default_max_str_digits * math.log2(10))
+# printf-style conversion specs (Python's "printf-style String Formatting"): the
+# optional mapping key, flags, width and precision, then the conversion type.
+_PRINTF_SPEC = re.compile(
+    r"%(?:\([^)]*\))?[#0\- +]*(?P<width>\*|\d+)?(?:\.(?P<precision>\*|\d*))?[hlL]?[a-zA-Z%]"
+)
+_DIGITS = re.compile(r"\d+")
+
+
+class RenderError(Exception):
+    """A template failed to render; the message says how."""
+
+
+class RenderLimit(RenderError):
+    """The template asked for more than a limit allows (refused, stopped or out of memory)."""
+
+
+def check_power(left: Any, right: Any) -> None:
+    """Refuse an integer power whose result would pass MAX_INT_BITS (estimated, not computed)."""
+    if not (isinstance(left, int) and isinstance(right, int)) or right <= 0 or abs(left) <= 1:
+        return
+    bits = right * math.log2(abs(left))
+    if bits > MAX_INT_BITS:
+        raise RenderLimit(
+            f"integer power {_short(left)}**{_short(right)} would have ~{bits:,.0f} bits "
+            f"(limit {MAX_INT_BITS:,})"
+        )
+
+
+def check_product(left: Any, right: Any) -> None:
+    """Refuse ``*`` that repeats a sequence past MAX_REPEAT or multiplies past MAX_INT_BITS."""
+    if isinstance(left, int) and isinstance(right, int):
+        bits = left.bit_length() + right.bit_length()
+        if bits > MAX_INT_BITS:
+            raise RenderLimit(f"integer product of ~{bits:,} bits (limit {MAX_INT_BITS:,})")
+        return
+    for seq, count in ((left, right), (right, left)):
+        sized = isinstance(seq, str | list | tuple) and isinstance(count, int)
+        if sized and len(seq) * count > MAX_REPEAT:
+            raise RenderLimit(
+                f"repeating a sequence to {len(seq) * count:,} items (limit {MAX_REPEAT:,})"
+            )
+
+
+def check_sum(left: Any, right: Any) -> None:
+    """Refuse ``+`` that concatenates strings or sequences past MAX_OUTPUT_CHARS."""
+    sized = (str, list, tuple)
+    if isinstance(left, sized) and isinstance(right, sized):
+        check_size("concatenation", len(left) + len(right))
+
+
+def check_printf(template: Any, values: Any) -> None:
+    """Refuse ``'%900000000d' % 1`` (and ``*`` widths fed a huge number) before formatting."""
+    if not isinstance(template, str):
+        return
+    starred = False
+    for spec in _PRINTF_SPEC.finditer(template):
+        for part in ("width", "precision"):
+            given = spec.group(part)
+            if given == "*":
+                starred = True
+            elif given:
+                check_width(f"%-format {part}", int(given))
+    if starred:
+        given_values = values if isinstance(values, tuple) else (values,)
+        for value in given_values:
+            if isinstance(value, int):
+                check_width("%-format * width", abs(value))
+
+
+def check_format_spec(spec: str) -> None:
+    """Refuse a ``str.format`` spec with a width or precision above MAX_WIDTH.
+
+    Every digit run counts (a fill character may be a digit): that can only
+    over-estimate, and no real template pads past a few hundred columns.
+    """
+    for digits in _DIGITS.findall(spec):
+        check_width("format width/precision", _bounded_int(digits))
+
+
+def check_width(what: str, width: Any) -> None:
+    """Refuse a padding/format width (an int) above MAX_WIDTH; other types are not ours."""
+    if isinstance(width, int) and width > MAX_WIDTH:
+        raise RenderLimit(f"{what} {_short(width)} exceeds {MAX_WIDTH:,}")
+
+
+def check_size(what: str, size: int) -> None:
+    """Refuse a string or sequence that would grow past MAX_OUTPUT_CHARS."""
+    if size > MAX_OUTPUT_CHARS:
+        raise RenderLimit(f"{what} would make {size:,} characters (limit {MAX_OUTPUT_CHARS:,})")
+
+
+def replaced_size(text: str, old: Any, new: Any, count: Any = -1) -> int:
+    """Length of ``text.replace(old, new, count)`` without building it."""
+    if not (isinstance(old, str) and isinstance(new, str)):
+        return len(text)
+    hits = len(text) + 1 if old == "" else text.count(old)
+    if isinstance(count, int) and count >= 0:
+        hits = min(hits, count)
+    return len(text) + hits * (len(new) - len(old))
+
+
+def joined_size(separator: str, items: list[Any]) -> int:
+    """Length of ``separator.join(items)`` (non-strings as their printed size)."""
+    budget = MAX_OUTPUT_CHARS + 1
+    total = len(separator) * max(0, len(items) - 1)
+    for item in items:
+        if total > budget:
+            break
+        total += len(item) if isinstance(item, str) else printed_size(item, budget - total)
+    return total
+
+
+def printed_size(value: Any, budget: int = MAX_OUTPUT_CHARS + 1) -> int:
+    """About how many characters ``str(value)`` or JSON of it would be; stops past ``budget``.
+
+    A template can build a list that holds one list twice, 40 levels deep:
+    a few KB of memory that prints as 2**40 items. This walks shared parts
+    again (as printing does) but stops as soon as the budget is spent.
+    """
+    total = 0
+    stack = [value]
+    while stack and total <= budget:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, bool) or item is None:
+            total += 5
+        elif isinstance(item, int):
+            total += item.bit_length() * 3 // 10 + 2
+        elif isinstance(item, Mapping):
+            total += 2 + 4 * len(item)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            total += 2 + 2 * len(item)
+            stack.extend(item)
+        else:
+            total += 24
+    return total
+
+
+def check_printable(what: str, value: Any) -> None:
+    """Refuse printing or serialising a container whose text would pass MAX_OUTPUT_CHARS."""
+    if isinstance(value, Mapping | list | tuple | set | frozenset):
+        check_size(what, printed_size(value))
+
+
+def materialized(items: Iterable[Any]) -> list[Any]:
+    """An iterable as a list (jinja's ranges are capped, so this is bounded)."""
+    return items if isinstance(items, list) else list(items)
+
+
+def _bounded_int(digits: str) -> int:
+    # Longer digit strings than Python will parse are certainly above every cap.
+    return int(digits) if len(digits) < 20 else MAX_WIDTH + 1
+
+
+def _short(number: int) -> str:
+    text = str(number) if number.bit_length() < 64 else f"<{number.bit_length()}-bit int>"
+    return text
+
+
+__all__ = [
+    "MAX_INT_BITS",
+    "MAX_OUTPUT_CHARS",
+    "MAX_REPEAT",
+    "MAX_WIDTH",
+    "RenderError",
+    "RenderLimit",
+    "check_format_spec",
+    "check_power",
+    "check_printable",
+    "check_printf",
+    "check_product",
+    "check_size",
+    "check_sum",
+    "check_width",
+    "joined_size",
+    "materialized",
+    "printed_size",
+    "replaced_size",
+]
