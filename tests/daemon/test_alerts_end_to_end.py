@@ -3,7 +3,9 @@
 The receiver is down while the daemon records the revisions, so every alert
 is committed to the outbox and none is delivered; the daemon is then killed
 with SIGKILL, the receiver comes up, and a fresh daemon drains the outbox.
-Every alert must arrive once, with a valid signature, in sequence order.
+Every alert must arrive once, with a valid signature, in sequence order. The
+receiver is on loopback, so the configuration's ``[alerts] allow`` names its
+port: without that the daemon would refuse to start with this subscription.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def subscription_toml(receiver: Receiver) -> str:
 tick = 0.3
 retry_base = "1s"
 retry_max_delay = "2s"
+allow = ["127.0.0.1:{receiver.port}"]  # the loopback receiver; alerts go nowhere else
 
 [[subscriptions]]
 name = "serve-full-context"
