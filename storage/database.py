@@ -28,6 +28,7 @@ from storage.errors import (
     SchemaError,
     StorageError,
 )
+from storage.json_text import dumps, dumps_for_sqlite
 
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 POSTGRES_CONNECT_TIMEOUT_S = 10
@@ -189,7 +190,10 @@ def _sqlite_engine(url: URL) -> Engine:
                 f"{exc.strerror}"
             ) from exc
         url = url.set(database=str(path))
-    options: dict[str, Any] = {"connect_args": {"check_same_thread": False}}
+    options: dict[str, Any] = {
+        "connect_args": {"check_same_thread": False},
+        "json_serializer": dumps_for_sqlite,  # storage.json_text: bare numbers as BLOBs
+    }
     if in_memory:
         # One shared connection, or every session would see its own empty database.
         options["poolclass"] = StaticPool
@@ -225,6 +229,7 @@ def _pg_engine(url: URL) -> Engine:
         max_overflow=10,
         pool_recycle=1800,
         connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
+        json_serializer=dumps,  # storage.json_text: standard JSON, as SQLite gets it
     )
 
 

@@ -1,0 +1,73 @@
+"""How JSON columns are written, so SQLite and PostgreSQL hand back the same value.
+
+Three things differ between the backends when the defaults are left alone:
+
+- SQLite gives a column declared ``JSON`` NUMERIC affinity (sqlite.org/datatype3.html,
+  3.1 rule 5), so a document that is a bare number is converted on the way in: a text
+  ``2567...`` past 2**63 - 1 becomes the REAL 2.567016670937576e+71, and ``1.0`` becomes
+  the INTEGER 1. PostgreSQL's ``json`` keeps the text. Such documents are bound as a
+  BLOB, which SQLite stores byte for byte under any affinity (datatype3.html, 3:
+  "A column with NUMERIC affinity ... BLOB ... stored as is"); ``json.loads`` reads the
+  bytes back. Objects, lists and strings start with ``{`` ``[`` ``"`` and stay TEXT.
+- Python writes NaN and the infinities as the bare tokens ``NaN`` / ``Infinity``, which
+  PostgreSQL refuses ("Token "NaN" is invalid") and SQLite keeps: the same revision
+  would be stored on one backend and fail on the other. Both store them as the strings
+  ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, the spelling of the file they came from.
+- An integer longer than CPython's int-to-str limit (4,300 digits) cannot be written by
+  ``json.dumps`` at all; it is stored as the string of its digits (``decimal`` converts
+  without that limit), so the row is written and reads back the same everywhere.
+
+Nothing queries inside JSON columns, so a BLOB row is invisible to every reader but
+``json.loads``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from typing import Any, Final
+
+NON_FINITE: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def dumps(value: Any) -> str:
+    """``value`` as standard JSON (RFC 8259), as both backends store it."""
+    try:
+        # The common case costs one dumps: only a value JSON cannot carry is rewritten.
+        return json.dumps(value, allow_nan=False)
+    except ValueError:
+        return json.dumps(standard(value), allow_nan=False)
+
+
+def dumps_for_sqlite(value: Any) -> str | bytes:
+    """``dumps``, as bytes when the document is a bare number (see the module docstring)."""
+    text = dumps(value)
+    return text.encode() if text[:1] in _NUMBER_START else text
+
+
+_NUMBER_START: Final = frozenset("-0123456789")
+
+
+def standard(value: Any) -> Any:
+    """``value`` with every number JSON cannot carry portably replaced by its text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return NON_FINITE[repr(value)]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if _writable(value) else format(Decimal(value), "f")
+    if isinstance(value, dict):
+        return {key: standard(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [standard(item) for item in value]
+    return value
+
+
+def _writable(value: int) -> bool:
+    try:
+        repr(value)
+    except ValueError:  # past sys.get_int_max_str_digits()
+        return False
+    return True
+
+
+__all__ = ["NON_FINITE", "dumps", "dumps_for_sqlite", "standard"]
