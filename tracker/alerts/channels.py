@@ -247,13 +247,14 @@ class AppriseSender:
             apprise = importlib.import_module("apprise")
         except ImportError:
             raise DeliveryFailed(APPRISE_MISSING, permanent=True) from None
+        cleared = _clear(self.egress, channel)
         notifier = apprise.Apprise()
         if not notifier.add(channel.url):
             raise DeliveryFailed(
                 "apprise does not understand this notification URL", permanent=True
             )
         title, body = notification_text(delivery.payload)
-        with guarded(self.egress, *_clear(self.egress, channel)) as guard:
+        with guarded(self.egress, *cleared) as guard:
             # a bool before apprise 2, an AppriseResult (truthy on success) since
             accepted = notifier.notify(title=title, body=body)
         failure = _refused(guard)

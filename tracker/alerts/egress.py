@@ -450,8 +450,8 @@ def _rule(entry: str, where: str) -> NetworkRule | HostRule:
 def _split_port(entry: str, bad: AllowListError) -> tuple[str, int | None]:
     """``[::1]:8080`` -> ("::1", 8080); ``::1`` -> ("::1", None); ``host:80`` -> ("host", 80)."""
     if entry.startswith("["):
-        host, _, rest = entry[1:].partition("]")
-        if rest and not rest.startswith(":"):
+        host, bracket, rest = entry[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
             raise bad
         return host, _port(rest[1:], bad) if rest else None
     if entry.count(":") == 1:
