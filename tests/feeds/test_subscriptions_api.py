@@ -24,7 +24,8 @@ from storage import (
     subscriptions,
 )
 from tests.feeds.conftest import ServerThread
-from tracker.alerts.egress import Egress
+from tests.fixtures.hostile_hosts import REFUSED_HOSTS
+from tracker.alerts.egress import AllowList, Egress
 from tracker.alerts.spec import parse_subscription
 
 TOKEN = "api-token-for-the-tests-0123456789"
@@ -308,3 +309,45 @@ def test_the_openapi_document_lists_the_subscription_paths(client: httpx.Client)
     assert {"get", "put", "delete"} <= set(paths[BASE + "/{name}"])
     assert "requestBody" in paths[BASE]["post"]
     assert "/api/v1/dead-letters" in paths and "/subscriptions/{name}/alerts.atom" in paths
+
+
+def test_every_internal_host_is_422_on_post_and_put(
+    client: httpx.Client, database: Database
+) -> None:
+    """POST refuses each host as a webhook and as an apprise URL; PUT (the same vet) as a webhook."""
+    assert client.post(BASE, json=document()).status_code == 201
+    before = stored(database)
+    outcomes = []
+    for host, words in REFUSED_HOSTS:
+        webhook = {"type": "webhook", "url": f"https://{host}/alerts", "secret": SECRET}
+        apprise = {"type": "apprise", "url": f"jsons://{host}/alerts"}
+        answers = [
+            client.post(BASE, json=document("other", channels=[webhook])),
+            client.post(BASE, json=document("other", channels=[apprise])),
+            client.put(f"{BASE}/lora-on-t4", json=document(channels=[webhook])),
+        ]
+        details = [answer.json()["detail"] for answer in answers]
+        outcomes.append(
+            (
+                host,
+                [answer.status_code for answer in answers],
+                all(d.startswith("subscription ") and words in d for d in details),
+            )
+        )
+    assert outcomes == [(host, [422, 422, 422], True) for host, _ in REFUSED_HOSTS]
+    assert stored(database) == before
+
+
+def test_a_loopback_receiver_the_allow_list_names_is_accepted(database: Database) -> None:
+    server = ServerThread()
+    allow = Egress(AllowList.parse(["127.0.0.1:9100"]))
+    router = create_subscriptions_router(
+        database, token=TOKEN, parse=parse_subscription, vet=allow.vet, clock=lambda: NOW
+    )
+    app = create_app(database, settings=PublishSettings(base_url=server.url), routers=[router])
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with server.mount(app) as running, httpx.Client(base_url=running.url, headers=headers) as api:
+        for port, status in ((9101, 422), (9100, 201)):
+            hook = {"type": "webhook", "url": f"http://127.0.0.1:{port}/in", "secret": SECRET}
+            answer = api.post(BASE, json=document(channels=[hook]))
+            assert answer.status_code == status, answer.text
