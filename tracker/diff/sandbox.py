@@ -35,6 +35,7 @@ import jinja2.ext
 import jinja2.filters
 import jinja2.nodes
 import jinja2.parser
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.filters import FILTERS
 from jinja2.runtime import Context, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
@@ -96,8 +97,34 @@ def _check_str_method(
         limits.check_size("str.join", limits.joined_size(text, limits.materialized(args[0])))
 
 
+class _CheckedCodeGenerator(CodeGenerator):
+    """Compiles ``a ~ b`` so the parts' total size is checked before they are joined."""
+
+    def visit_Concat(self, node: jinja2.nodes.Concat, frame: Frame) -> None:
+        # As jinja2 3.1.6's CodeGenerator.visit_Concat (jinja2/compiler.py), with the
+        # parts passed through environment.checked_parts on their way to the join.
+        if frame.eval_ctx.volatile:
+            func_name = "(markup_join if context.eval_ctx.volatile else str_join)"
+        elif frame.eval_ctx.autoescape:
+            func_name = "markup_join"
+        else:
+            func_name = "str_join"
+        self.write(f"{func_name}(environment.checked_parts((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write(")))")
+
+
 class _LimitedEnvironment(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"*", "**", "%", "+"})
+    code_generator_class = _CheckedCodeGenerator
+
+    def checked_parts(self, parts: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The parts of a ``~`` concatenation, once their joined size is known to fit."""
+        size = sum(len(p) if isinstance(p, str) else limits.printed_size(p) for p in parts)
+        limits.check_size("~ concatenation", size)
+        return parts
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         if operator == "**":

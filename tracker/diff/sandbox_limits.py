@@ -115,7 +115,7 @@ def check_width(what: str, width: Any) -> None:
 def check_size(what: str, size: int) -> None:
     """Refuse a string or sequence that would grow past MAX_OUTPUT_CHARS."""
     if size > MAX_OUTPUT_CHARS:
-        raise RenderLimit(f"{what} would make {size:,} characters (limit {MAX_OUTPUT_CHARS:,})")
+        raise RenderLimit(f"{what} would pass the {MAX_OUTPUT_CHARS:,}-character limit")
 
 
 def replaced_size(text: str, old: Any, new: Any, count: Any = -1) -> int:
@@ -140,32 +140,61 @@ def joined_size(separator: str, items: list[Any]) -> int:
 
 
 def printed_size(value: Any, budget: int = MAX_OUTPUT_CHARS + 1) -> int:
-    """About how many characters ``str(value)`` or JSON of it would be; stops past ``budget``.
+    """About how many characters ``str(value)`` or JSON of it would be (at most ``budget + 1``).
 
-    A template can build a list that holds one list twice, 40 levels deep:
-    a few KB of memory that prints as 2**40 items. This walks shared parts
-    again (as printing does) but stops as soon as the budget is spent.
+    A template can build a list that holds one list twice, 64 levels deep: a
+    few hundred bytes of memory that print as 2**64 items. Each distinct
+    container is sized once (its size remembered by identity), so this costs
+    the number of objects, not the length of their text; a container met again
+    on its own path (a cycle) counts as its placeholder.
     """
-    total = 0
+    if not _is_container(value):
+        return _leaf_size(value)
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
     stack = [value]
-    while stack and total <= budget:
-        item = stack.pop()
-        if isinstance(item, str):
-            total += len(item) + 2
-        elif isinstance(item, bool) or item is None:
-            total += 5
-        elif isinstance(item, int):
-            total += item.bit_length() * 3 // 10 + 2
-        elif isinstance(item, Mapping):
-            total += 2 + 4 * len(item)
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple | set | frozenset):
-            total += 2 + 2 * len(item)
-            stack.extend(item)
-        else:
-            total += 24
-    return total
+    while stack:
+        item = stack[-1]
+        key = id(item)
+        if key in sizes:
+            stack.pop()
+            continue
+        children = _children(item)
+        if key not in open_:
+            open_.add(key)
+            stack.extend(
+                c
+                for c in children
+                if _is_container(c) and id(c) not in sizes and id(c) not in open_
+            )
+            continue
+        total = 2 + 2 * len(children)
+        for child in children:
+            total += sizes.get(id(child), 5) if _is_container(child) else _leaf_size(child)
+        sizes[key] = min(total, budget + 1)
+        open_.discard(key)
+        stack.pop()
+    return sizes[id(value)]
+
+
+def _is_container(value: Any) -> bool:
+    return isinstance(value, list | tuple | dict | set | frozenset | Mapping)
+
+
+def _children(value: Any) -> list[Any]:
+    if isinstance(value, Mapping):
+        return [*value.keys(), *value.values()]
+    return list(value)
+
+
+def _leaf_size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, bool) or value is None:
+        return 5
+    if isinstance(value, int):
+        return value.bit_length() * 3 // 10 + 2
+    return 24
 
 
 def check_printable(what: str, value: Any) -> None:
