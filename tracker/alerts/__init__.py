@@ -2,5 +2,6 @@
 
 ``spec`` parses what a subscription asks for; ``evaluate`` turns a new
 revision into alerts inside the revision's transaction; ``deliver`` drains
-the outbox to webhooks and notification URLs with retries.
+the outbox to webhooks and notification URLs with retries; ``egress`` and
+``guard`` keep every push to public addresses or the operator's allow-list.
 """

@@ -29,7 +29,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final, NoReturn
 
-from tracker.alerts.egress import ALLOW_HINT, Cleared, ConnectRefused, Egress, parse_address
+from tracker.alerts.addresses import ConnectRefused, parse_address
+from tracker.alerts.egress import ALLOW_HINT, Cleared, Egress
 
 EVENT: Final = "socket.connect"
 _CURRENT: ContextVar[Guard | None] = ContextVar("neurarch_egress_guard", default=None)
