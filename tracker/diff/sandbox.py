@@ -6,7 +6,8 @@ lstrip_blocks, loopcontrols, the ``{% generation %}`` tag, ``raise_exception``,
 prompt here is the prompt a user got. jinja2's ImmutableSandboxedEnvironment
 stops attribute escapes and mutation. On top of it:
 
-* ``tracker.diff.sandbox_limits`` refuses, before computing, what would be
+* ``tracker.diff.sandbox_limits`` (with the checked filters of
+  ``tracker.diff.sandbox_filters``) refuses, before computing, what would be
   costly in C: big integer powers and products, sequence repeats, padding
   and format widths (filters, ``str`` methods, ``str.format`` through the
   sandbox's formatter, ``%``), strings and printed containers past a size;
@@ -20,8 +21,6 @@ stops attribute escapes and mutation. On top of it:
 from __future__ import annotations
 
 import functools
-import inspect
-import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -36,20 +35,17 @@ import jinja2.filters
 import jinja2.nodes
 import jinja2.parser
 from jinja2.compiler import CodeGenerator, Frame
-from jinja2.filters import FILTERS
 from jinja2.runtime import Context, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
-from jinja2.utils import generate_lorem_ipsum
 from markupsafe import EscapeFormatter, Markup
 
 from tracker.diff import sandbox_limits as limits
+from tracker.diff.sandbox_filters import limited_filters, lipsum
 from tracker.diff.sandbox_limits import RenderError, RenderLimit
 
 RENDER_SECONDS = 1.5
 """Python time all probes of one template may take in the worker (the trace-hook deadline)."""
 TEMPLATE_FILENAME = "<template>"
-MAX_LIPSUM_PARAGRAPHS = 100
-MAX_LIPSUM_WORDS = 1_000
 
 
 class RenderTimeout(RenderLimit):
@@ -192,110 +188,14 @@ class GenerationTag(jinja2.ext.Extension):
         return str(caller())
 
 
-def _tojson(
-    value: Any,
-    ensure_ascii: bool = False,
-    indent: int | None = None,
-    separators: tuple[str, str] | None = None,
-    sort_keys: bool = False,
-) -> str:
-    limits.check_printable("tojson", value)
-    limits.check_width("tojson indent", indent)
-    return json.dumps(
-        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
-    )
-
-
 def _raise_exception(message: str) -> None:
     raise jinja2.exceptions.TemplateError(message)
-
-
-def _lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
-    if n > MAX_LIPSUM_PARAGRAPHS or max > MAX_LIPSUM_WORDS:
-        raise RenderLimit(
-            f"lipsum({n}, max={max}) exceeds {MAX_LIPSUM_PARAGRAPHS} paragraphs "
-            f"of {MAX_LIPSUM_WORDS} words"
-        )
-    return str(generate_lorem_ipsum(n, html, min, max))
 
 
 def _finalize(value: Any) -> Any:
     """Applied to every ``{{ ... }}`` before it is printed: no container prints past the cap."""
     limits.check_printable("printing a value", value)
     return value
-
-
-# Filters whose size argument the template controls: name -> (argument, what it bounds).
-_SIZE_ARGUMENTS: dict[str, tuple[str, Callable[[str, Any], None]]] = {
-    "center": ("width", limits.check_width),
-    "indent": ("width", limits.check_width),
-    "wordwrap": ("width", limits.check_width),
-    "batch": ("linecount", limits.check_width),
-    "slice": ("slices", limits.check_width),
-    "truncate": ("length", lambda what, n: limits.check_size(what, n if isinstance(n, int) else 0)),
-}
-
-
-def _sized_filter(name: str) -> Callable[..., Any]:
-    # The synchronous variant where jinja has two: its signature is the one called.
-    original = getattr(jinja2.filters, f"sync_do_{name}", FILTERS[name])
-    signature = inspect.signature(original)
-    argument, check = _SIZE_ARGUMENTS[name]
-
-    @functools.wraps(original)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        check(f"|{name} {argument}", bound.arguments[argument])
-        _check_growth(name, bound.arguments)
-        return original(*args, **kwargs)
-
-    return checked
-
-
-def _check_growth(name: str, arguments: Mapping[str, Any]) -> None:
-    """Size checks for the filters that add text per line."""
-    text = str(arguments.get("s", ""))
-    lines = text.count("\n") + 1
-    if name == "indent":
-        width = arguments["width"]
-        prefix = width if isinstance(width, int) else len(str(width))
-        limits.check_size("|indent", len(text) + prefix * lines)
-    elif name == "wordwrap":
-        width = arguments["width"]
-        wrap = arguments.get("wrapstring") or "\n"
-        breaks = lines + (len(text) // width if isinstance(width, int) and width > 0 else len(text))
-        limits.check_size("|wordwrap", len(text) + breaks * len(str(wrap)))
-
-
-def _format_filter(value: Any, *args: Any, **kwargs: Any) -> str:
-    limits.check_printf(str(value), tuple(kwargs.values()) or args)
-    return str(FILTERS["format"](value, *args, **kwargs))
-
-
-def _replace_filter(eval_ctx: Any, s: Any, old: Any, new: Any, count: Any = None) -> str:
-    limits.check_size(
-        "|replace", limits.replaced_size(str(s), old, new, -1 if count is None else count)
-    )
-    return str(FILTERS["replace"](eval_ctx, s, old, new, count))
-
-
-def _join_filter(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) -> str:
-    items = limits.materialized(value)
-    if attribute is None:
-        limits.check_size("|join", limits.joined_size(str(d), items))
-    return str(jinja2.filters.sync_do_join(eval_ctx, items, d, attribute))
-
-
-def _printed_filter(name: str) -> Callable[..., Any]:
-    original = FILTERS[name]
-
-    @functools.wraps(original)
-    def checked(value: Any, *args: Any, **kwargs: Any) -> Any:
-        limits.check_printable(f"|{name}", value)
-        return original(value, *args, **kwargs)
-
-    return checked
 
 
 def make_environment(now: datetime) -> jinja2.Environment:
@@ -306,15 +206,10 @@ def make_environment(now: datetime) -> jinja2.Environment:
         extensions=[GenerationTag, jinja2.ext.loopcontrols],
         finalize=_finalize,
     )
-    env.filters.update({name: _sized_filter(name) for name in _SIZE_ARGUMENTS})
-    env.filters.update({name: _printed_filter(name) for name in ("string", "pprint")})
-    env.filters["format"] = _format_filter
-    env.filters["replace"] = jinja2.pass_eval_context(_replace_filter)
-    env.filters["join"] = jinja2.pass_eval_context(_join_filter)
-    env.filters["tojson"] = _tojson
+    env.filters.update(limited_filters())
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = now.strftime
-    env.globals["lipsum"] = _lipsum
+    env.globals["lipsum"] = lipsum
     return env
 
 
