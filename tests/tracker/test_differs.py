@@ -18,7 +18,13 @@ from tracker.diff.files import diff_files, is_unsafe_path
 from tracker.diff.json_diff import diff_json
 from tracker.diff.manifest import diff_manifests, total_scalars
 from tracker.diff.plan_delta import diff_plans
-from tracker.diff.tokenizer import diff_tokenizers, parse_tokenizer
+from tracker.diff.tokenizer import (
+    TokenizerParseError,
+    diff_tokenizers,
+    parse_tokenizer,
+    probe_texts,
+    summarize_tokenizer,
+)
 
 
 def corpus_json(corpus_dir: Path, repo: str, revision: str, path: str) -> object:
@@ -194,8 +200,15 @@ def test_looping_template_is_stopped_and_recorded_as_render_error() -> None:
     (change,) = diff_chat_templates(
         {"default": "{{ messages[0].content }}"}, {"default": looping}, {}, {}, {}
     )
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 3
     assert change.kind == "render_error" and "took longer than" in change.message
+    assert "template could not be rendered within limits (rendering took longer" in change.message
+
+
+def test_a_template_that_used_to_fail_on_the_generation_tag_now_renders(corpus_dir: Path) -> None:
+    template = (corpus_dir / "HuggingFaceTB/SmolLM3-3B/unknown/chat_template.jinja").read_text()
+    changes = diff_chat_templates({}, {"default": template}, {}, {}, {})
+    assert [(c.kind, c.severity) for c in changes] == [("added", Severity.MODERATE)]
 
 
 @pytest.mark.parametrize(
@@ -231,6 +244,31 @@ def test_tokenizer_diff_reports_vocab_special_tokens_and_changed_ids() -> None:
     assert (changes["special_token_moved"].old, changes["special_token_moved"].new) == (7, 8)
     assert changes["encoding_changed"].old["Hello, world!"] == [1, 2, 3, 4]
     assert changes["encoding_changed"].new["Hello, world!"] == [2, 3, 1, 4]
+
+
+def test_tokenizer_loaded_in_the_worker_has_the_facts_of_one_loaded_here() -> None:
+    data = make_tokenizer(["[UNK]", "Hello", ",", "world", "!"], ["<s>", "<|eot_id|>"])
+    here = summarize_tokenizer(data, probe_texts())
+    assert parse_tokenizer(data) == here
+    assert not isinstance(here, str) and here.special_tokens == {"<s>": 5, "<|eot_id|>": 6}
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"\xff\xfe", "can't decode byte 0xff"),
+        (b"[" * 100_000, "invalid type: sequence"),
+        (b'{"model": 1e999999}', "number out of range"),
+        (b"{}", "Model missing"),
+    ],
+    ids=["not utf-8", "deep nesting", "huge number", "no model"],
+)
+def test_hostile_tokenizer_files_are_parse_errors_naming_the_reason(
+    data: bytes, reason: str
+) -> None:
+    with pytest.raises(TokenizerParseError, match="tokenizers cannot load it") as caught:
+        parse_tokenizer(data)
+    assert reason in str(caught.value)
 
 
 def test_identical_tokenizers_have_no_changes() -> None:
