@@ -180,3 +180,28 @@ def test_close_stops_every_worker_and_refuses_new_calls() -> None:
     assert not any(alive(pid) for pid in pids)
     with pytest.raises(PoolClosed):
         pool.call(worker_pid)
+
+
+def test_the_calling_process_stays_responsive_while_a_worker_computes_in_c(
+    pool: IsolatedPool,
+) -> None:
+    pool.call(worker_pid)
+    outcomes: list[str] = []
+
+    def compute() -> None:
+        try:
+            pool.call(c_bound_power)
+        except DeadlineExceeded as exc:
+            outcomes.append(exc.reason)
+
+    hostile = threading.Thread(target=compute)
+    hostile.start()
+    worst = 0.0
+    while hostile.is_alive():
+        started = time.monotonic()
+        time.sleep(0.01)
+        worst = max(worst, time.monotonic() - started)
+    hostile.join()
+    assert outcomes == ["killed after 1s"]
+    # In this process the same power would hold the GIL for its whole run (seconds).
+    assert worst < 0.1
