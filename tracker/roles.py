@@ -36,6 +36,7 @@ import itertools
 import json
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import sys
@@ -66,6 +67,11 @@ BRIDGE_TIMEOUT_S = 5.0
 """How long the child's /metrics waits for the parent's registry before answering without it."""
 WATCH_S = 0.5
 """How often the parent looks at its child and its worker threads."""
+BACKLOG = 2048
+"""Pending connections the kernel queues for us (uvicorn's default backlog)."""
+WORKER_NICENESS = 10
+"""How much lower the worker process's CPU priority is than the web child's, under ``all``:
+on a machine with few cores the kernel then runs a waiting request before more check work."""
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
 
@@ -86,14 +92,30 @@ class CannotListen(ServeFailed):
 
 
 def bind_listener(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on host:port (port 0: any free one), or ServeFailed."""
+    """A listening TCP socket on host:port (port 0: any free one), or CannotListen.
+
+    Made from getaddrinfo's (family, type, proto) as asyncio's own
+    create_server does: asyncio (CPython 3.11 Lib/asyncio/base_events.py, _set_nodelay)
+    turns Nagle off (TCP_NODELAY) only on sockets whose proto is
+    IPPROTO_TCP, and a response written in two parts would otherwise wait
+    for the client's delayed ACK (40 ms on Linux).
+    """
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        # socket.create_server sets SO_REUSEADDR on POSIX, as uvicorn's own bind does.
-        return socket.create_server((host, port), family=family, backlog=2048)
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+        )[0]
+        sock = socket.socket(family, kind, proto)
     except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise CannotListen(f"cannot serve on {host}:{port}: {reason}") from None
+        raise CannotListen(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        # As uvicorn's Config.bind_socket (uvicorn 0.55 uvicorn/config.py): restart without waiting.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise CannotListen(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
 
 
 def listening_url(sock: socket.socket) -> str:
@@ -153,6 +175,7 @@ def run_all(daemon: Daemon, sock: socket.socket) -> None:
     daemon.role = Role.ALL.value
     child, control, bridge = spawn_web(daemon.settings, daemon.config, sock, daemon.instance)
     sock.close()  # the child holds it now: if the child dies, the port must not stay open here
+    lower_priority()
     answering = threading.Thread(
         target=answer_metrics, args=(bridge, daemon), name="metrics-bridge", daemon=True
     )
@@ -168,6 +191,14 @@ def run_all(daemon: Daemon, sock: socket.socket) -> None:
         daemon.stop()
     if failure:
         raise ServeFailed(failure)
+
+
+def lower_priority() -> None:
+    """Yield the CPU to the web child (spawned before, so it keeps the normal priority)."""
+    try:
+        os.nice(WORKER_NICENESS)
+    except (AttributeError, OSError) as exc:  # no nice() on this platform, or not permitted
+        log.warning(json.dumps({"event": "nice_failed", "error": str(exc)}))
 
 
 def watch(daemon: Daemon, child: BaseProcess) -> str | None:
