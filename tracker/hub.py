@@ -88,13 +88,13 @@ class Hub:
         *,
         max_retries: int = 5,
         timeout: float = 30.0,
-        retry: RetryPolicy | None = None,
+        retrying: Retrying | None = None,
     ) -> None:
-        """``max_retries`` retries per request (``retry``, when given, says more: waits, budget)."""
+        """``max_retries`` retries per request; ``retrying``, when given, replaces that policy."""
         self.endpoint = endpoint.rstrip("/")
         self._token: str | bool = token or False
         self._api = HfApi(endpoint=self.endpoint, token=self._token)
-        self.retrying = Retrying(retry or RetryPolicy(attempts=max_retries + 1))
+        self.retrying = retrying or Retrying(RetryPolicy(attempts=max_retries + 1))
         self._timeout = timeout
 
     @classmethod

@@ -118,6 +118,10 @@ class TransientMix:
             return 0.0, Fault("truncate", keep_fraction=0.5)
         return 0.0, Fault("status", status=int(kind))
 
+    def sent(self, request: str) -> int:
+        """How many times ``request`` (as ``draw`` names it) reached the emulator."""
+        return self._seen[request]
+
     def counts(self) -> Counter[str]:
         """Faults dealt so far, by kind."""
         return Counter(injection.kind for injection in list(self.injected))
