@@ -149,12 +149,17 @@ class _Worker:
     process: BaseProcess
     conn: Connection
     calls: int = 0
+    gone: bool = False
 
     @property
     def pid(self) -> int:
         return cast(int, self.process.pid)
 
     def kill(self) -> None:
+        """SIGKILL, reap, release; a worker already disposed of is left as it is."""
+        if self.gone:
+            return
+        self.gone = True
         if self.process.is_alive():
             os.kill(self.pid, signal.SIGKILL)
         self.process.join()
@@ -217,17 +222,23 @@ class IsolatedPool:
         """``function(*args)`` in a worker; raises IsolationError if no value comes back."""
         wall = self.limits.wall_seconds if wall_seconds is None else wall_seconds
         cpu = self.limits.cpu_seconds if cpu_seconds is None else cpu_seconds
+        request = (function, args, cpu)
         self._slots.acquire()
         try:
             worker = self._checkout()
             try:
-                worker.conn.send((function, args, cpu))
-            except (BrokenPipeError, ConnectionResetError):
-                # It died while idle (killed from outside): one fresh worker, one more try.
-                worker.kill()
-                worker = self._start()
-                worker.conn.send((function, args, cpu))
-            reply = self._wait(worker, wall)
+                try:
+                    worker.conn.send(request)
+                except (BrokenPipeError, ConnectionResetError):
+                    # It died while idle (killed from outside): one fresh worker, one more try.
+                    worker.kill()
+                    worker = self._start()
+                    worker.conn.send(request)
+                reply = self._wait(worker, wall)
+            except BaseException:
+                worker.kill()  # in an unknown state (or already gone): never reused
+                raise
+            self._checkin(worker)
         finally:
             self._slots.release()
         if reply[0] == "ok":
@@ -238,16 +249,15 @@ class IsolatedPool:
         """The worker's reply, or a LimitExceeded after the worker has been disposed of."""
         if not worker.conn.poll(wall):
             worker.kill()
-            self.killed += 1
+            with self._lock:
+                self.killed += 1
             raise DeadlineExceeded(f"killed after {wall:g}s")
         try:
-            reply = cast(tuple[Any, ...], worker.conn.recv())
+            return cast(tuple[Any, ...], worker.conn.recv())
         except (EOFError, OSError):
             reason = worker.death()
             worker.kill()
             raise WorkerDied(reason) from None
-        self._checkin(worker)
-        return reply
 
     def _checkout(self) -> _Worker:
         with self._lock:
@@ -282,7 +292,8 @@ class IsolatedPool:
         process.start()
         child.close()
         worker = _Worker(process, parent)
-        self.started += 1
+        with self._lock:
+            self.started += 1
         if not parent.poll(START_SECONDS):
             worker.kill()
             raise WorkerUnavailable(f"worker did not start within {START_SECONDS:g}s")

@@ -203,5 +203,6 @@ def test_the_calling_process_stays_responsive_while_a_worker_computes_in_c(
         worst = max(worst, time.monotonic() - started)
     hostile.join()
     assert outcomes == ["killed after 1s"]
-    # In this process the same power would hold the GIL for its whole run (seconds).
-    assert worst < 0.1
+    # In this process the same power would hold the GIL for its whole run (seconds);
+    # the margin is for a loaded machine, where a 10 ms sleep may take 100 ms.
+    assert worst < 0.5
