@@ -78,7 +78,7 @@ def test_a_call_stuck_in_c_is_killed_at_its_deadline_and_the_pool_recovers(
     started = time.monotonic()
     with pytest.raises(DeadlineExceeded, match=r"killed after 1s"):
         pool.call(c_bound_power)
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 2.0
     assert not alive(first)
     replacement = pool.call(worker_pid)
     assert replacement != first and pool.killed == 1
@@ -89,7 +89,7 @@ def test_cpu_limit_kills_a_runaway_call_even_with_a_generous_deadline() -> None:
         started = time.monotonic()
         with pytest.raises(WorkerDied, match="CPU time limit reached"):
             pool.call(c_bound_power)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 10  # well before the 30 s deadline
         assert pool.killed == 0 and isinstance(pool.call(worker_pid), int)
 
 
