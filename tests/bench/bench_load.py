@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python tests/bench/bench_load.py [--clients 4] [--requests 150]``.
 
 The Hub emulator (``neurarch-trace hubsim``) serves the recorded corpus
-(../shared/hub-corpus) from its own process. For each layout a fresh SQLite
+(../shared/hub-corpus) from its own process, at nice 10: it stands in for
+the remote Hub, whose CPU is not the daemon's. For each layout a fresh SQLite
 file is populated with a few repos (the queried one among them, so both
 endpoints answer with real content from the first request), then the daemon
 is started on it with every corpus repo configured, which starts the
@@ -247,6 +248,7 @@ def main() -> int:
         ],
         cwd=REPO_ROOT,
         stdout=subprocess.DEVNULL,
+        preexec_fn=lambda: os.nice(10),
     )
     try:
         wait_http(f"{endpoint}/api/models")
