@@ -178,9 +178,10 @@ class FaultPlan:
         seed: int = 0,
         retry_after: int = 1,
         slow_s: tuple[float, float] = (1.0, 3.0),
+        kinds: tuple[MixKind, ...] = MIX_KINDS,
     ) -> TransientMix:
         """Fail ``rate`` of all requests transiently (see the module docstring)."""
-        mix = TransientMix(rate, seed, retry_after, slow_s)
+        mix = TransientMix(rate, seed, retry_after, slow_s, kinds)
         with self._lock:
             self._mixes.append(mix)
         return mix
