@@ -3,7 +3,7 @@
 Run: ``python tests/bench/bench_faults.py [--rate 0.25] [--seed 11] [--kills 20]``.
 
 1. Clean: the Hub emulator over the recorded corpus (../shared/hub-corpus), every
-   repo tracked by one ``neurarch-trace serve`` process (4 check workers, SQLite),
+   repo tracked by one ``neurarch-trace serve`` process (8 check workers, SQLite),
    timed from the daemon's start until every repo's stored head is the Hub's.
 2. Faulty: the same, with the emulator's transient mix failing ``--rate`` of all
    requests (500, 503, 429 with Retry-After: 1, resets, bodies cut to half their
@@ -45,6 +45,8 @@ from tracker.hubsim.faults import MIX_KINDS, MixKind  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "hub-corpus"
 WAIT_S = 1800
+WORKERS = 8
+"""Check workers of each serve: enough that 1-3 s answers overlap, as waits on I/O should."""
 
 
 @dataclass
@@ -82,7 +84,7 @@ interval = "1h"
 max_backoff = "2s"
 tick = 0.3
 discovery = "1h"
-workers = 4
+workers = {WORKERS}
 requests_per_second = 500
 hub_timeout = "10s"
 
