@@ -49,7 +49,7 @@ def _config_summary(tree: Mapping[str, Blob]) -> dict[str, Any] | None:
     blob = tree.get("config.json")
     try:
         config = json.loads(blob.text() or b"") if blob else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (ValueError, RecursionError):  # any upstream bytes: too deep, a 5,000-digit int
         return None
     if not isinstance(config, dict):
         return None

@@ -119,7 +119,7 @@ def _json_object(content: bytes | None) -> dict[str, Any] | None:
         return None
     try:
         document = json.loads(content)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (ValueError, RecursionError):  # not JSON, nested too deep, a 5,000-digit integer
         return None
     return document if isinstance(document, dict) else None
 
