@@ -82,6 +82,10 @@ def refusal(path: str, refused: RequestRefused) -> Response:
     if path.startswith(OSV_PREFIX):
         code = _RESOURCE_EXHAUSTED if isinstance(refused, BodyTooLarge) else _INVALID_ARGUMENT
         return error_response(OsvError(refused.message, code=code, status=refused.status))
+    if path == PLAN_PATH and isinstance(refused, BodyTooLarge):
+        # the plan API's own wording for the same limit (feeds.plan_api)
+        message = f"config.json body is over {refused.limit} bytes"
+        return JSONResponse({"detail": message}, status_code=refused.status)
     if path == webhooks.PATH:
         return JSONResponse({"error": refused.message}, status_code=refused.status)
     return detail_response(path, refused)

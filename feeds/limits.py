@@ -57,9 +57,13 @@ class RequestRefused(Exception):
 
 
 class BodyTooLarge(RequestRefused):
-    """The body is over its route's byte cap."""
+    """The body is over its route's byte cap, ``limit``."""
 
     status = 413
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"request body is over {limit} bytes")
+        self.limit = limit
 
 
 class JsonTooDeep(RequestRefused):
@@ -126,17 +130,13 @@ async def read_body(request: Request, limit: int) -> bytes:
     """The request's body, read no further than ``limit`` bytes (BodyTooLarge past it)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge(_too_large(limit))
+        raise BodyTooLarge(limit)
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
-            raise BodyTooLarge(_too_large(limit))
+            raise BodyTooLarge(limit)
     return bytes(body)
-
-
-def _too_large(limit: int) -> str:
-    return f"request body is over {limit} bytes"
 
 
 Respond = Callable[[str, RequestRefused], Response]
@@ -201,7 +201,7 @@ class BodyLimits:
 def _check_declared_length(scope: Scope, limit: int) -> None:
     for name, value in scope.get("headers", ()):
         if name == b"content-length" and value.isdigit() and int(value) > limit:
-            raise BodyTooLarge(_too_large(limit))
+            raise BodyTooLarge(limit)
 
 
 async def _read_capped(receive: Receive, limit: int) -> bytes | None:
@@ -213,7 +213,7 @@ async def _read_capped(receive: Receive, limit: int) -> bytes | None:
             return None
         body += message.get("body", b"")
         if len(body) > limit:
-            raise BodyTooLarge(_too_large(limit))
+            raise BodyTooLarge(limit)
         if not message.get("more_body", False):
             return bytes(body)
 

@@ -121,8 +121,12 @@ def test_content_length_over_the_cap_is_413_before_any_body_is_sent(
     answer = rawhttp.declare(site.port, path, HEADERS, 200_000_000, method=method)
     assert answer.status == 413
     assert answer.seconds < 1.0
-    cap = 1_000_000 if path == "/api/v1/plan" else MIB
-    assert message_of(_response(answer), shape) == f"request body is over {cap} bytes"
+    expected = (
+        "config.json body is over 1000000 bytes"
+        if path == "/api/v1/plan"
+        else f"request body is over {MIB} bytes"
+    )
+    assert message_of(_response(answer), shape) == expected
 
 
 @pytest.mark.parametrize(("method", "path", "shape"), BODY_ROUTES)
@@ -132,7 +136,7 @@ def test_a_chunked_body_is_cut_off_at_the_cap(
     answer = rawhttp.stream(site.port, path, HEADERS, b'{"pad": "', 50 * MIB, method=method)
     assert answer.status == 413
     assert answer.sent < 50 * MIB, "the server answered before the body ended"
-    assert message_of(_response(answer), shape).startswith("request body is over ")
+    assert " body is over " in message_of(_response(answer), shape)
 
 
 def _response(answer: rawhttp.Answer) -> httpx.Response:
