@@ -12,8 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from estimator.errors import ConfigError
+from estimator import plan
+from estimator.errors import ConfigError, EstimateError
 from estimator.families import describe
+from estimator.report import render_markdown, render_terminal
 from estimator.structure import structure
 
 LLAMA: dict[str, Any] = {
@@ -258,3 +260,157 @@ def test_text_config_errors_name_the_nested_field() -> None:
                 },
             }
         )
+
+
+# --- hostile numbers: huge, non-finite, beyond float range, overlong strings -----------------
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            with_(hidden_size=10**4999),
+            "config.json: hidden_size (a 5,000-digit integer) is not a plausible size "
+            "(limit 1048576)",
+        ),
+        (
+            with_(vocab_size=-(10**4999)),
+            "config.json: vocab_size (a 5,000-digit negative integer) must be at least 1",
+        ),
+        (
+            with_(num_hidden_layers=2**70),
+            "config.json: num_hidden_layers (1180591620717411303424) is implausibly large",
+        ),
+        (
+            with_(hidden_size=float("inf")),
+            "config.json: hidden_size must be an integer, got Infinity",
+        ),
+        (with_(vocab_size=float("nan")), "config.json: vocab_size must be an integer, got NaN"),
+        (
+            with_(num_attention_heads=float("-inf")),
+            "config.json: num_attention_heads must be an integer, got -Infinity",
+        ),
+        (with_(hidden_size=1e300), "config.json: hidden_size (1e+300) is implausibly large"),
+        (
+            with_(rope_theta=10**400),
+            "config.json: rope_theta (a 401-digit integer) is beyond the range of a number",
+        ),
+        (
+            with_(rope_theta=float("nan")),
+            "config.json: rope_theta must be a finite number, got NaN",
+        ),
+        (
+            with_(rope_scaling={"rope_type": "linear", "factor": 1e308}),
+            "config.json: rope_scaling: factor (1e+308) is not a plausible scaling factor",
+        ),
+        (
+            with_(rope_scaling={"rope_type": "linear", "factor": -2.0}),
+            "config.json: rope_scaling: factor (-2.0) is not a plausible scaling factor",
+        ),
+        (
+            with_(rope_scaling={"factor": 2.0, "original_max_position_embeddings": 2**64}),
+            "config.json: rope_scaling: original_max_position_embeddings (18446744073709551616)",
+        ),
+        (
+            with_(rope_parameters={"rope_theta": float("inf")}),
+            "config.json: rope_parameters: rope_theta must be a finite number, got Infinity",
+        ),
+        (
+            with_(model_type="x" * 10_000_000),
+            "config.json: model_type (a 10,000,000-character string) is not a plausible name",
+        ),
+        (
+            with_(architectures=["L" * 300]),
+            "config.json: architectures entry a 300-character string is not a plausible name",
+        ),
+    ],
+)
+def test_hostile_numbers_and_strings_raise_config_error_naming_the_key(
+    config: Any, message: str
+) -> None:
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as info:
+        plan(config)
+    assert str(info.value).startswith(message)
+    assert len(str(info.value)) < 200
+    assert time.perf_counter() - start < 0.5
+
+
+def test_rope_scaling_nested_past_the_limit_is_refused() -> None:
+    deep: Any = 1
+    for _ in range(900):
+        deep = [deep]
+    with pytest.raises(ConfigError, match=r"^config.json: rope_scaling is nested more than 16"):
+        describe(with_(rope_scaling={"rope_type": "linear", "factor": 2.0, "extra": deep}))
+
+
+HOSTILE_NUMBERS = st.one_of(
+    st.integers(),
+    st.integers(min_value=0, max_value=6000).map(lambda digits: 10**digits - 1),
+    st.integers(min_value=0, max_value=6000).map(lambda digits: -(10**digits)),
+    st.sampled_from([2**53 + 1, 2**63, 2**64 + 1, 10**71, 0, -1, 10**9]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([float("nan"), float("inf"), float("-inf"), 1e308, -1e308, 5e-324, 4.5]),
+)
+NUMERIC_KEYS = (
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "max_position_embeddings",
+    "sliding_window",
+    "rope_theta",
+    "num_local_experts",
+    "num_experts_per_tok",
+    "n_embd",
+    "n_layer",
+    "n_head",
+    "n_positions",
+    "d_model",
+    "num_layers",
+    "d_ff",
+    "pad_token_id",
+    "initializer_range",
+    "partial_rotary_factor",
+    "rope_scaling.factor",
+    "rope_scaling.original_max_position_embeddings",
+    "text_config.hidden_size",
+)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+@given(
+    index=st.integers(min_value=0),
+    placed=st.lists(
+        st.tuples(st.sampled_from(NUMERIC_KEYS), HOSTILE_NUMBERS), min_size=1, max_size=3
+    ),
+)
+def test_any_number_anywhere_in_a_real_config_is_a_plan_or_one_config_error(
+    corpus_configs: list[dict[str, Any]], index: int, placed: list[tuple[str, Any]]
+) -> None:
+    cfg = copy.deepcopy(corpus_configs[index % len(corpus_configs)])
+    for key, number in placed:
+        section, _, leaf = key.rpartition(".")
+        target = cfg.setdefault(section, {}) if section else cfg
+        if isinstance(target, dict):
+            target[leaf] = number
+    start = time.perf_counter()
+    try:
+        result = plan(cfg)
+    except EstimateError as exc:
+        assert str(exc).startswith("config.json: ")
+        assert len(str(exc)) < 300  # a 5,000-digit number is described, never printed
+        return
+    finally:
+        assert time.perf_counter() - start < 2.0
+    json.dumps(result.to_json(), allow_nan=False)  # the plan is standard JSON
+    render_terminal(result)
+    render_markdown(result)
