@@ -107,7 +107,13 @@ def test_plan_api_returns_the_estimators_plan(client: httpx.Client) -> None:
 def test_plan_api_refuses_bad_bodies_by_name(
     client: httpx.Client, body: bytes, status: int, message: str
 ) -> None:
-    response = client.post("/api/v1/plan", content=body)
+    try:
+        response = client.post("/api/v1/plan", content=body)
+    except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
+        # An oversized body is refused from its Content-Length, before it is read; the server
+        # may close while the client is still sending, which is a refusal too.
+        assert status == 413
+        return
     assert response.status_code == status, response.text
     assert response.json()["detail"].startswith(message)
 
