@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage import Database, snapshot_at
+from storage import Database, changes_of, snapshot_at
 from tracker.artifacts import ArtifactParseError, parse_json
 from tracker.backfill import backfill
 from tracker.hub import Hub
@@ -118,3 +118,18 @@ def test_a_safetensors_header_nested_100000_deep_is_a_recorded_header_error(
     assert manifest is not None
     error = manifest["headers"]["model.safetensors"]["error"]
     assert error.endswith("header is not JSON: nested more than 128 levels deep")
+
+
+@pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
+def test_a_model_card_with_front_matter_nested_100000_deep_is_a_recorded_parse_error(
+    hub_emulator: HubEmulator, database: Database
+) -> None:
+    readme = b"---\nlicense: " + nested(100_000) + b"\n---\n# card\n"
+    sha = hub_emulator.publish(
+        "hostile/card", {"README.md": readme}, date=datetime(2026, 1, 1, tzinfo=UTC)
+    )
+    report = backfill(database, Hub(hub_emulator.endpoint, max_retries=0), "hostile/card")
+    assert report.recorded == report.revisions
+    with database.read_session() as session:
+        found = {(c.path, c.kind): c.message for c in changes_of(session, "hostile/card", sha)}
+    assert "nested too deeply" in found["README.md", "parse_error"]

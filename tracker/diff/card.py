@@ -35,6 +35,8 @@ def parse_front_matter(data: bytes) -> dict[str, Any]:
         document = yaml.safe_load(text[3:end])
     except yaml.YAMLError as exc:
         raise FrontMatterError(f"front matter is not valid YAML: {exc}") from exc
+    except RecursionError:  # flow collections nested thousands deep
+        raise FrontMatterError("front matter is nested too deeply to read") from None
     if document is None:
         return {}
     if not isinstance(document, dict):

@@ -40,7 +40,7 @@ def card_data(tree: Mapping[str, Blob]) -> dict[str, Any] | None:
     parts = text.split(b"---", 2)
     try:
         data = yaml.safe_load(parts[1]) if len(parts) == 3 else None
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):  # front matter nested thousands deep
         return None
     return data if isinstance(data, dict) else None
 
