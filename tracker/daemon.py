@@ -328,19 +328,10 @@ class Daemon:
         )
 
     def build_app(self) -> FastAPI:
-        """The feeds app with our routers, or (feeds' app not installed) just our routers."""
-        try:
-            from feeds.app import create_app
-            from feeds.settings import PublishSettings
-        except ImportError as exc:
-            log.warning(
-                "feeds.app is not available (%s): serving only /healthz, /metrics and webhooks",
-                exc,
-            )
-            app = FastAPI(title="neurarch-trace")
-            for router in self.routers():
-                app.include_router(router)
-            return app
+        """The feeds app with our routers (webhooks, /healthz, /metrics, subscriptions API)."""
+        from feeds.app import create_app
+        from feeds.settings import PublishSettings
+
         public = PublishSettings(base_url=self.public_url)
         created: FastAPI = create_app(self.database, settings=public, routers=self.routers())
         return created
@@ -365,13 +356,10 @@ def default_instance(config: DaemonConfig) -> str:
     return f"{socket.gethostname()}:{config.port}"
 
 
-def publisher() -> Publisher | None:
-    """The advisory/outbox writer from feeds, if the publishing side is installed."""
-    try:
-        from feeds.publish import publish_revision
-    except ImportError:
-        log.warning("feeds.publish is not available: revisions are recorded without advisories")
-        return None
+def publisher() -> Publisher:
+    """The advisory writer from feeds (it always ships with the tracker)."""
+    from feeds.publish import publish_revision
+
     return publish_revision
 
 
