@@ -6,7 +6,13 @@ files, no network, no torch.
 
 from estimator.accuracy import Accuracy, measured_accuracy
 from estimator.cards import Card, all_cards, card
-from estimator.errors import ConfigError, EstimateError, ManifestError, WorkloadError
+from estimator.errors import (
+    ConfigError,
+    EstimateError,
+    ManifestError,
+    PlanJsonError,
+    WorkloadError,
+)
 from estimator.manifest import WeightManifest
 from estimator.memory import MemoryEstimate
 from estimator.plan import SCHEMA_VERSION, Plan, plan
@@ -23,6 +29,7 @@ __all__ = [
     "ManifestError",
     "MemoryEstimate",
     "Plan",
+    "PlanJsonError",
     "WeightManifest",
     "Workload",
     "WorkloadError",

@@ -4,6 +4,7 @@ EstimateError
 ├── ConfigError        config.json is unusable: not an object, a field missing,
 │                      of the wrong type, or outside sane bounds (names the field)
 ├── ManifestError      a weight manifest (safetensors header or index) is malformed
+├── PlanJsonError      a stored document is not Plan JSON (Plan.from_json refuses it)
 └── WorkloadError      the requested workload is impossible (batch 0, unknown card, ...)
 """
 
@@ -24,6 +25,10 @@ class ConfigError(EstimateError):
 
 class ManifestError(EstimateError):
     """A weight manifest is malformed."""
+
+
+class PlanJsonError(EstimateError):
+    """A document handed to ``Plan.from_json`` is not what ``Plan.to_json`` writes."""
 
 
 class WorkloadError(EstimateError):

@@ -8,7 +8,7 @@ batch on a card, adding the allocator reserve and the CUDA context.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from estimator.architecture import Architecture
 from estimator.memory.layers import block_slots
@@ -37,7 +37,9 @@ class MemoryEstimate:
     ``breakdown`` sums to ``peak_allocated_bytes`` (the tensors alive at
     ``peak_phase``); ``reserved_bytes`` adds the caching allocator's reserve
     (``max_memory_reserved``); ``device_bytes`` adds the CUDA context (what
-    nvidia-smi shows).
+    nvidia-smi shows). ``assumptions`` are not in the Plan JSON (the plan's
+    own list carries the selected method's), so they are not compared: a
+    Plan read back with ``Plan.from_json`` equals the one that was written.
     """
 
     method: str
@@ -50,7 +52,7 @@ class MemoryEstimate:
     peak_phase: str
     numerics: str
     notes: tuple[str, ...]
-    assumptions: tuple[str, ...]
+    assumptions: tuple[str, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, object]:
         return {
