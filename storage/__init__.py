@@ -48,18 +48,12 @@ from storage.inbox import (
     record_webhook_event,
 )
 from storage.outbox import (
-    add_subscription,
     claim_due_deliveries,
     dead_letters,
     deliveries,
     enqueue_delivery,
-    get_subscription,
     record_delivery_failure,
     record_delivery_success,
-    remove_subscription,
-    subscriptions,
-    subscriptions_by_id,
-    update_subscription,
 )
 from storage.polling import (
     claim_due_repos,
@@ -92,6 +86,14 @@ from storage.records import (
 )
 from storage.repo_ids import MAX_REPO_ID_LENGTH, InvalidRepoId, check_repo_id
 from storage.repos import ensure_repo, get_repo, set_repo_status, tracked_repos, untrack
+from storage.subscriptions import (
+    add_subscription,
+    get_subscription,
+    remove_subscription,
+    subscriptions,
+    subscriptions_by_id,
+    update_subscription,
+)
 
 __all__ = [
     "MAX_BLOB_BYTES",

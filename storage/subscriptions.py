@@ -1,0 +1,134 @@
+"""Stored subscriptions: add, read, replace and remove the records alerts are queued for.
+
+A name is a subscription's identity (it appears in URLs); removing one only
+deactivates it, so its outbox history (storage.outbox) stays on record and a
+later add of the name replaces what it asks for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from storage.errors import IntegrityConflict, InvalidRecord, NotFound
+from storage.models import SubscriptionRow
+from storage.records import JsonValue, Severity, Subscription
+from storage.values import require_aware, require_text
+
+
+def add_subscription(
+    session: Session,
+    name: str,
+    repo_patterns: Sequence[str],
+    spec: Mapping[str, JsonValue],
+    channels: Sequence[Mapping[str, JsonValue]],
+    *,
+    created_at: datetime,
+    min_severity: Severity = Severity.INFO,
+) -> Subscription:
+    """Store a new subscription; a name already in use (active or not) is a conflict."""
+    require_aware(created_at, "subscription created_at")
+    require_text([name, list(repo_patterns), dict(spec), [dict(c) for c in channels]], name)
+    if not name or not repo_patterns:
+        raise InvalidRecord("a subscription needs a name and at least one repo pattern")
+    if session.scalar(select(SubscriptionRow.id).where(SubscriptionRow.name == name)):
+        raise IntegrityConflict(f"a subscription named {name!r} exists; pick another name")
+    row = SubscriptionRow(
+        name=name,
+        repo_patterns=list(repo_patterns),
+        spec=dict(spec),
+        channels=[dict(channel) for channel in channels],
+        min_severity=int(min_severity),
+        created_at=created_at,
+        active=True,
+        next_sequence=1,
+    )
+    session.add(row)
+    session.flush()
+    return _subscription(row)
+
+
+def get_subscription(session: Session, name: str) -> Subscription:
+    """The subscription with that name."""
+    row = session.scalars(select(SubscriptionRow).where(SubscriptionRow.name == name)).first()
+    if row is None:
+        raise NotFound(f"no subscription is named {name!r}")
+    return _subscription(row)
+
+
+def subscriptions(session: Session, *, include_inactive: bool = False) -> list[Subscription]:
+    """Subscriptions by name; removed ones only if asked."""
+    query = select(SubscriptionRow).order_by(SubscriptionRow.name)
+    if not include_inactive:
+        query = query.where(SubscriptionRow.active)
+    return [_subscription(row) for row in session.scalars(query)]
+
+
+def update_subscription(
+    session: Session,
+    name: str,
+    repo_patterns: Sequence[str],
+    spec: Mapping[str, JsonValue],
+    channels: Sequence[Mapping[str, JsonValue]],
+    *,
+    min_severity: Severity = Severity.INFO,
+) -> Subscription:
+    """Replace what a subscription asks for (and reactivate it); its outbox history stays."""
+    require_text([name, list(repo_patterns), dict(spec), [dict(c) for c in channels]], name)
+    if not repo_patterns:
+        raise InvalidRecord("a subscription needs at least one repo pattern")
+    row = session.scalars(select(SubscriptionRow).where(SubscriptionRow.name == name)).first()
+    if row is None:
+        raise NotFound(f"no subscription is named {name!r}")
+    row.repo_patterns = list(repo_patterns)
+    row.spec = dict(spec)
+    row.channels = [dict(channel) for channel in channels]
+    row.min_severity = int(min_severity)
+    row.active = True
+    session.flush()
+    return _subscription(row)
+
+
+def subscriptions_by_id(session: Session, ids: Sequence[int]) -> dict[int, Subscription]:
+    """The subscriptions with these ids (removed ones too), keyed by id; unknown ids are absent."""
+    if not ids:
+        return {}
+    query = select(SubscriptionRow).where(SubscriptionRow.id.in_(sorted(set(ids))))
+    return {row.id: _subscription(row) for row in session.scalars(query)}
+
+
+def remove_subscription(session: Session, name: str) -> bool:
+    """Deactivate a subscription (its outbox history stays); False if none was active."""
+    result = session.execute(
+        update(SubscriptionRow)
+        .where(SubscriptionRow.name == name, SubscriptionRow.active)
+        .values(active=False)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+def _subscription(row: SubscriptionRow) -> Subscription:
+    return Subscription(
+        id=row.id,
+        name=row.name,
+        repo_patterns=tuple(row.repo_patterns),
+        spec=dict(row.spec),
+        channels=tuple(dict(channel) for channel in row.channels),
+        created_at=row.created_at,
+        min_severity=Severity(row.min_severity),
+        active=row.active,
+    )
+
+
+__all__ = [
+    "add_subscription",
+    "get_subscription",
+    "remove_subscription",
+    "subscriptions",
+    "subscriptions_by_id",
+    "update_subscription",
+]
