@@ -6,6 +6,7 @@ files, no network, no torch.
 
 from estimator.accuracy import Accuracy, measured_accuracy
 from estimator.cards import Card, all_cards, card
+from estimator.deltas import DeltaEntry, PlanDelta, delta
 from estimator.errors import (
     ConfigError,
     EstimateError,
@@ -24,17 +25,20 @@ __all__ = [
     "Accuracy",
     "Card",
     "ConfigError",
+    "DeltaEntry",
     "EstimateError",
     "Finding",
     "ManifestError",
     "MemoryEstimate",
     "Plan",
+    "PlanDelta",
     "PlanJsonError",
     "WeightManifest",
     "Workload",
     "WorkloadError",
     "all_cards",
     "card",
+    "delta",
     "measured_accuracy",
     "plan",
 ]
