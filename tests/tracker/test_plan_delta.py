@@ -1,0 +1,39 @@
+"""tracker.diff.plan_delta maps estimator.delta's entries onto stored changes, typed or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import estimator
+from storage.records import Severity
+from tracker.diff.plan_delta import diff_plans, typed_plan
+
+CONFIG = json.loads(
+    (Path(__file__).parents[1] / "data/configs/llama-3.2-1b/config.json").read_text()
+)
+
+
+def test_changes_word_parameters_memory_and_card_batches_with_numbers() -> None:
+    old = estimator.plan(CONFIG)
+    new = estimator.plan({**CONFIG, "num_hidden_layers": CONFIG["num_hidden_layers"] * 2})
+    changes = diff_plans(old.to_json(), new.to_json())
+    assert changes == diff_plans(old, new)
+    entries = estimator.delta(old, new).entries
+    assert [(c.kind, c.old, c.new, c.message) for c in changes] == [
+        (e.kind, e.old, e.new, e.message) for e in entries
+    ]
+    params = next(c for c in changes if c.kind == "parameters_changed")
+    assert params.severity is Severity.HIGH and params.artifact == "estimate"
+    assert params.message == f"parameters {params.old:,} -> {params.new:,}"
+    memory = [c for c in changes if c.kind == "memory_changed"]
+    assert len(memory) == 4 and all(c.severity is Severity.MODERATE for c in memory)
+    assert all(c.message.count(" GiB") == 2 for c in memory)
+    assert any(c.message.startswith("serving largest batch on T4:") for c in changes)
+
+
+def test_no_plan_or_a_document_that_is_not_a_plan_gives_no_changes() -> None:
+    plan = estimator.plan(CONFIG)
+    assert diff_plans(None, plan) == [] and diff_plans(plan.to_json(), {}) == []
+    assert diff_plans({"schema_version": "0.1"}, plan) == []
+    assert typed_plan(plan.to_json()) == plan and typed_plan(plan) is plan
