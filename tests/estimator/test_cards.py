@@ -20,10 +20,20 @@ NAMES = {
     "H100 80GB",
     "H200",
     "MI300X",
+    "RTX 3090",
+    "RTX 4060",
+    "RTX 4070",
+    "RTX 4080",
+    "RTX 6000 Ada",
+    "V100",
+    "A6000",
+    "L40",
+    "H20",
+    "B200",
 }
 
 
-def test_the_ten_cards_of_the_catalogue_are_present_with_sources() -> None:
+def test_the_cards_of_the_catalogue_are_present_with_sources() -> None:
     cards = all_cards()
     assert {c.name for c in cards} == NAMES
     for c in cards:
@@ -32,6 +42,18 @@ def test_the_ten_cards_of_the_catalogue_are_present_with_sources() -> None:
         assert c.price is None or (c.price.provider and c.price.date and c.price.source)
     assert card("t4").bf16 is False
     assert card("A100-80GB").name == "A100 80GB"
+    assert card("v100").bf16 is False
+    assert card("RTX 6000 Ada Generation").name == "RTX 6000 Ada"
+
+
+def test_memory_is_what_nvidia_smi_reports_in_mib() -> None:
+    """The added cards carry nvidia-smi's memory.total (MiB) exactly, as their sources quote it."""
+    mib = {"RTX 3090": 24576, "RTX 4060": 8188, "RTX 4070": 12282, "RTX 4080": 16376}
+    mib |= {"RTX 6000 Ada": 49140, "V100": 32768, "A6000": 49140, "L40": 46068}
+    mib |= {"H20": 97871, "B200": 183359}
+    for name, value in mib.items():
+        assert card(name).usable_bytes == value * 2**20
+        assert f"{value}MiB" in card(name).spec_source
 
 
 def test_unknown_card_names_the_known_ones() -> None:

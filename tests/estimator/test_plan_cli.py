@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from estimator import all_cards
+
 EXE = str(Path(sys.executable).with_name("neurarch-trace"))
 
 
@@ -55,7 +57,10 @@ def test_json_output_carries_the_contract_keys(llama_dir: Path) -> None:
         assert {"peak_allocated_bytes", "device_bytes", "breakdown"} <= set(entry)
     assert data["memory"]["selected"] == "qlora"
     assert data["workload"]["lora_targets"] == ["q_proj", "v_proj"]
-    assert len(data["cards"]) == 10 and "largest_batch" in data["cards"][0]["methods"]["lora"]
+    assert (
+        len(data["cards"]) == len(all_cards())
+        and "largest_batch" in data["cards"][0]["methods"]["lora"]
+    )
     assert data["cost"]["card"] == "L4" and data["findings"] is not None and data["structure"]
 
 
