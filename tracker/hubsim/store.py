@@ -7,6 +7,7 @@ computed under the lock and streamed outside it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections.abc import Mapping, Sequence
@@ -18,7 +19,7 @@ from tracker.hubsim.blobs import Blob
 from tracker.hubsim.corpus import MAIN, load_corpus
 from tracker.hubsim.errors import ScriptError
 from tracker.hubsim.history import Commit, GatedMode, Repo, build_repo, initial_commit, make_commit
-from tracker.hubsim.weights import TensorShapes, WeightFiles
+from tracker.hubsim.weights import IndexShards, TensorShapes, WeightFiles, shard_files
 
 DEFAULT_TITLE = "Upload folder using huggingface_hub"
 
@@ -45,6 +46,12 @@ class HubStore:
         self.moved: dict[str, str] = {}
         self._weights = WeightFiles(tensor_shapes)
         self._trees: dict[str, dict[str, Blob]] = {}
+        self._shards: dict[str, IndexShards] = {}
+        self._commits: dict[str, Commit] = {}
+        self._repo_of: dict[str, Repo] = {}
+        for repo in self.repos.values():
+            for commit in repo.commits.values():
+                self._register(repo, commit)
 
     # -- reading ---------------------------------------------------------------------
     def tree(self, commit: Commit) -> dict[str, Blob]:
@@ -52,9 +59,42 @@ class HubStore:
         with self.lock:
             if commit.sha not in self._trees:
                 files = dict(commit.files)
-                files.update(self._weights.derive(commit.files))
+                files.update(shard_files(commit.files, self._index_shards(commit)))
                 self._trees[commit.sha] = dict(sorted(files.items()))
             return self._trees[commit.sha]
+
+    def _index_shards(self, commit: Commit) -> IndexShards:
+        """The commit's shards, carried down its first-parent line from the last upload.
+
+        Walked oldest first without recursion, so a history of any length is fine.
+        """
+        pending: list[Commit] = []
+        current: Commit | None = commit
+        while current is not None and current.sha not in self._shards:
+            pending.append(current)
+            parent = current.parents[0] if current.parents else None
+            current = self._commits.get(parent) if parent else None
+        for step in reversed(pending):
+            parent = step.parents[0] if step.parents else None
+            previous = self._shards.get(parent) if parent else None
+            later = functools.partial(self._later_trees, step)
+            self._shards[step.sha] = self._weights.carry(step.files, previous, later)
+        return self._shards[commit.sha]
+
+    def _later_trees(self, commit: Commit) -> list[Mapping[str, Blob]]:
+        """Committed files of the main commits after ``commit``, oldest first ([] off main)."""
+        repo = self._repo_of.get(commit.sha)
+        if repo is None or MAIN not in repo.branches:
+            return []
+        line = repo.main()
+        shas = [c.sha for c in line]
+        if commit.sha not in shas:
+            return []
+        return [c.files for c in reversed(line[: shas.index(commit.sha)])]
+
+    def _register(self, repo: Repo, commit: Commit) -> None:
+        self._commits[commit.sha] = commit
+        self._repo_of[commit.sha] = repo
 
     def entry_id(self, commit: Commit, path: str) -> str | None:
         """The blob id of a file, or a stable id of a folder's contents, at ``commit``."""
@@ -94,6 +134,7 @@ class HubStore:
                 self.repos[repo_id] = Repo(
                     repo_id, date, commits={first.sha: first}, branches={MAIN: first.sha}
                 )
+                self._register(self.repos[repo_id], first)
             repo = self.repos[repo_id]
             head = repo.commits[repo.branches.get(branch, repo.branches[MAIN])]
             commit = self._commit(repo, head, change, date)
@@ -130,6 +171,7 @@ class HubStore:
             message=change.message,
         )
         repo.commits[commit.sha] = commit
+        self._register(repo, commit)
         return commit
 
     def delete_repo(self, repo_id: str) -> None:

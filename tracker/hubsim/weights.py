@@ -14,6 +14,13 @@ named shard the emulator lists a file of the size the real one would have:
 The sha256 the Hub would report is the hash of the whole file; hashing gigabytes of
 zeros per listing would take minutes, so a stand-in is used: the sha256 of the header
 (or the tensor names) plus the size. It changes exactly when the shard's header would.
+
+Shards are derived only for an upload: the commit that first holds an index file, or one
+that commits that index file with new content (the corpus records weight uploads as index
+changes; it holds nothing else about weights). Every other commit carries its parent's
+shards unchanged, oid, size and header, whatever its config.json now says: a commit that
+edits only config.json did not touch the weights on the Hub, so it must not look as if it
+had (a dtype or shape read from an edited, or invalid, config is not the checkpoint's).
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from tracker.hubsim.blobs import Blob, HeaderThenZeros, lfs_blob
@@ -50,27 +58,82 @@ DEFAULT_DTYPE = "float32"
 """What transformers loads when a config names no dtype."""
 
 
+IndexShards = Mapping[str, tuple[str, Mapping[str, Blob]]]
+"""Index path -> (the index blob's oid when its shards were derived, shard path -> blob)."""
+
+
 class WeightFiles:
     """Derives the shard files a tree's index files name, caching by index and config blob."""
 
     def __init__(self, tensor_shapes: TensorShapes | None = None) -> None:
         self._tensor_shapes = tensor_shapes
         self._cache: dict[tuple[str, str, str | None], dict[str, Blob]] = {}
+        self._describable_cache: dict[str, bool] = {}
 
-    def derive(self, files: Mapping[str, Blob]) -> dict[str, Blob]:
-        """Shard path -> blob for every index file in ``files`` (committed files win)."""
-        shards: dict[str, Blob] = {}
+    def carry(
+        self,
+        files: Mapping[str, Blob],
+        previous: IndexShards | None,
+        later: Callable[[], Iterable[Mapping[str, Blob]]] = tuple,
+    ) -> IndexShards:
+        """The shards of ``files``: the parent's (``previous``) where an index is unchanged.
+
+        An index file whose oid is the one its shards were derived under keeps them as
+        they were; a new or re-committed index is an upload and gets shards derived from
+        the config the weights were made for (``_upload_config``; ``later`` gives the trees
+        of the commits after this one on its branch, oldest first). An index that is gone
+        takes its shards with it.
+        """
+        carried: dict[str, tuple[str, Mapping[str, Blob]]] = {}
         for path, blob in files.items():
             kind = _index_kind(path)
             if kind is None:
                 continue
+            kept = previous.get(path) if previous else None
+            if kept is not None and kept[0] == blob.oid:
+                carried[path] = kept
+                continue
             folder = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
-            config = files.get(folder + "config.json")
+            config = self._upload_config(path, blob.oid, folder + "config.json", files, later)
             key = (path, blob.oid, config.oid if config else None)
             if key not in self._cache:
                 self._cache[key] = self._shards(kind, folder, blob, config)
-            shards.update(self._cache[key])
-        return {path: blob for path, blob in shards.items() if path not in files}
+            carried[path] = (blob.oid, self._cache[key])
+        return carried
+
+    def _upload_config(
+        self,
+        index_path: str,
+        index_oid: str,
+        config_path: str,
+        files: Mapping[str, Blob],
+        later: Callable[[], Iterable[Mapping[str, Blob]]],
+    ) -> Blob | None:
+        """The config.json an upload's weights were made for.
+
+        The one beside the index, unless it cannot be read or described (invalid JSON,
+        a family the seam does not know): then the first describable one a later commit
+        holds while the index is still this upload. Llama-2-7b-chat-hf's squashed upload
+        committed an invalid config.json, fixed hours later without touching the
+        weights; the checkpoint's shapes and dtype are the fixed config's, not 1-D F32.
+        """
+        beside = files.get(config_path)
+        for tree in chain([files], later()):
+            index = tree.get(index_path)
+            if index is None or index.oid != index_oid:
+                break
+            config = tree.get(config_path)
+            if config is not None and self._describable(config):
+                return config
+        return beside
+
+    def _describable(self, config: Blob) -> bool:
+        if config.oid not in self._describable_cache:
+            document = _json_object(config.text())
+            self._describable_cache[config.oid] = document is not None and (
+                self._tensor_shapes is None or bool(self._tensor_shapes(document))
+            )
+        return self._describable_cache[config.oid]
 
     def _shards(self, kind: str, folder: str, index: Blob, config: Blob | None) -> dict[str, Blob]:
         document = _json_object(index.text())
@@ -105,6 +168,14 @@ class WeightFiles:
             for position, name in enumerate(unknown):
                 shapes[name] = [each + (1 if position < extra else 0)]
         return shapes
+
+
+def shard_files(files: Mapping[str, Blob], shards: IndexShards) -> dict[str, Blob]:
+    """Shard path -> blob over every index (committed files win over derived ones)."""
+    merged: dict[str, Blob] = {}
+    for _oid, named in shards.values():
+        merged.update(named)
+    return {path: blob for path, blob in merged.items() if path not in files}
 
 
 def _index_kind(path: str) -> str | None:
