@@ -1,8 +1,9 @@
-"""The daemon's TOML file: which repos to follow, how often, and where to serve.
+"""The daemon's sections of the TOML file: repos, intervals, the server and alerts.
 
-``Settings`` (tracker.settings) reads the same file for the database URL and
-the Hub endpoint; this module reads the rest, so one file configures a whole
-``neurarch-trace serve``. An annotated example lives in
+``Settings.load`` (tracker.settings) reads the file once and hands the parsed
+document here for the ``[daemon]``, ``[server]``, ``[alerts]``, ``[[repos]]``
+and ``[[subscriptions]]`` tables; the result is ``Settings.daemon``. An
+annotated example, naming every setting, lives in
 deploy/neurarch-trace.example.toml. Durations are seconds or a number with a
 unit (``"90s"``, ``"30m"``, ``"1h"``, ``"1d"``), so an interval reads the way
 people say it. ``[[subscriptions]]`` tables have the document shape of
@@ -15,12 +16,13 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracker.alerts.egress import AllowList, AllowListError
 from tracker.alerts.spec import SubscriptionError, SubscriptionSpec, parse_subscription
-from tracker.errors import RepoIdError, TrackerError
+from tracker.errors import ConfigFileError, RepoIdError
 from tracker.repo_id import validate_repo_id
 
 DEFAULT_INTERVAL_S = 3600.0
@@ -28,10 +30,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)\s*$")
-
-
-class ConfigFileError(TrackerError):
-    """The daemon configuration file is missing, not TOML, or holds a bad value (named)."""
 
 
 @dataclass(frozen=True)
@@ -48,13 +46,15 @@ class AlertsConfig:
 
     A failed delivery is retried after ``retry_base_s``, doubling up to
     ``retry_max_delay_s``, until ``give_up_after_s`` after the alert was
-    queued; then it becomes a dead letter.
+    queued; then it becomes a dead letter. ``allow`` lists the internal
+    receivers alerts may reach beside public addresses.
     """
 
     tick_s: float = 5.0
     retry_base_s: float = 30.0
     retry_max_delay_s: float = 3600.0
     give_up_after_s: float = 86400.0
+    allow: AllowList = field(default_factory=AllowList)
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,8 @@ class DaemonConfig:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     webhook_secret: str | None = None
+    api_token: str | None = None
+    """Bearer token for /api/v1 (subscriptions); None: the API answers 401 to everyone."""
     instance: str | None = None
     """This instance's name in lease owners; unique per database (default host:port)."""
     public_url: str | None = None
@@ -97,17 +99,21 @@ def parse_duration(value: object, where: str) -> float:
     return seconds
 
 
-def load_daemon_config(path: Path | None) -> DaemonConfig:
-    """Read ``path`` (None: an empty configuration with the defaults)."""
-    if path is None:
-        return DaemonConfig()
+def read_document(path: Path) -> dict[str, Any]:
+    """The parsed TOML of ``path``; ConfigFileError when it is missing or not TOML."""
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigFileError(f"{path}: configuration file not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"{path}: not valid TOML: {exc}") from None
-    return parse_daemon_config(document, str(path))
+
+
+def load_daemon_config(path: Path | None) -> DaemonConfig:
+    """Read ``path`` (None: an empty configuration with the defaults)."""
+    if path is None:
+        return DaemonConfig()
+    return parse_daemon_config(read_document(path), str(path))
 
 
 def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> DaemonConfig:
@@ -147,6 +153,7 @@ def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> 
         host=str(server.get("host", DEFAULT_HOST)),
         port=_port(server.get("port", DEFAULT_PORT), f"{source}: server.port"),
         webhook_secret=secret,
+        api_token=_api_token(server.get("api_token"), f"{source}: server.api_token"),
         instance=_instance(daemon.get("instance"), f"{source}: daemon.instance"),
         public_url=None if server.get("public_url") is None else str(server["public_url"]),
         subscriptions=parse_subscriptions(document, source),
@@ -157,7 +164,6 @@ def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> 
 def parse_alerts(table: Mapping[str, Any], source: str) -> AlertsConfig:
     """The ``[alerts]`` table, every duration checked."""
     default = AlertsConfig()
-    # "allow" is read by Settings (tracker.settings), with NEURARCH_ALERTS_ALLOW over it
     known = {"tick", "retry_base", "retry_max_delay", "give_up_after", "allow"}
     unknown = sorted(set(table) - known)
     if unknown:
@@ -174,6 +180,7 @@ def parse_alerts(table: Mapping[str, Any], source: str) -> AlertsConfig:
         give_up_after_s=parse_duration(
             table.get("give_up_after", default.give_up_after_s), f"{source}: alerts.give_up_after"
         ),
+        allow=_allow(table.get("allow", []), f"{source}: alerts.allow"),
     )
 
 
@@ -232,6 +239,21 @@ def _repo(entry: Any, index: int, source: str) -> RepoConfig:
     )
 
 
+def _api_token(value: Any, where: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or len(value) < 16):
+        raise ConfigFileError(f"{where} must be a string of 16+ characters")
+    return value
+
+
+def _allow(value: Any, where: str) -> AllowList:
+    if not isinstance(value, list) or not all(isinstance(entry, str) for entry in value):
+        raise ConfigFileError(f'{where} must be a list of strings ["10.0.0.0/8"]')
+    try:
+        return AllowList.parse(value, where)
+    except AllowListError as exc:
+        raise ConfigFileError(str(exc)) from None
+
+
 def _instance(value: Any, where: str) -> str | None:
     if value is None:
         return None
@@ -268,4 +290,5 @@ __all__ = [
     "parse_daemon_config",
     "parse_duration",
     "parse_subscriptions",
+    "read_document",
 ]

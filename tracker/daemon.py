@@ -85,10 +85,11 @@ class Daemon:
     _server: uvicorn.Server | None = None
 
     @classmethod
-    def open(cls, settings: Settings, config: DaemonConfig) -> Daemon:
-        database = open_database(settings.database_url)
+    def open(cls, settings: Settings, config: DaemonConfig | None = None) -> Daemon:
+        """Migrate and open the database; ``config`` overrides ``settings.daemon`` (CLI flags)."""
+        database = open_database(settings.storage.database_url)
         database.migrate()
-        return cls(settings=settings, config=config, database=database)
+        return cls(settings=settings, config=config or settings.daemon, database=database)
 
     def __post_init__(self) -> None:
         self.instance = self.instance or self.config.instance or default_instance(self.config)
@@ -154,11 +155,11 @@ class Daemon:
             worker = Worker(
                 self.database,
                 Hub(
-                    self.settings.hf_endpoint,
-                    self.settings.hf_token,
+                    self.settings.hub.endpoint,
+                    self.settings.hub.token,
                     timeout=self.config.hub_timeout_s,
                 ),
-                HeadProbe(self.settings.hf_endpoint, self.settings.hf_token),
+                HeadProbe(self.settings.hub.endpoint, self.settings.hub.token),
                 owner=f"{self.instance}/{index}/{os.getpid()}",
                 policy=policy,
                 metrics=self.metrics,
@@ -171,7 +172,7 @@ class Daemon:
             )
             thread.start()
             self._workers.append(thread)
-        discovery = Discovery(self.settings.hf_endpoint, self.settings.hf_token)
+        discovery = Discovery(self.settings.hub.endpoint, self.settings.hub.token)
         with self.database.read_session() as session:
             self._watermark = watermark(session)
         ticker = Ticker(self.drain_inbox, self.config.tick_s, name="inbox")
@@ -320,7 +321,7 @@ class Daemon:
             ),
             create_subscriptions_router(
                 self.database,
-                token=self.settings.api_token,
+                token=self.config.api_token,
                 parse=parse_subscription,
                 vet=self.egress.vet,
                 clock=utc_now,
@@ -339,7 +340,7 @@ class Daemon:
     @property
     def egress(self) -> Egress:
         """Where alerts may go: public addresses, and what [alerts] allow lists."""
-        return Egress(self.settings.alerts_allow)
+        return Egress(self.config.alerts.allow)
 
     @property
     def local_url(self) -> str:

@@ -2,6 +2,8 @@
 
     TrackerError
     ├── RepoIdError            a repo id breaks the Hub's naming rules (names the rule)
+    ├── SettingsError          the configuration file or an environment variable is unusable
+    │   └── ConfigFileError    a value in the TOML file (names the table and key)
     ├── HubError               the Hub could not give us what we asked for
     │   ├── RepoGone           the repo does not exist (deleted, renamed, or never was)
     │   ├── RevisionGone       the repo exists but the revision does not (force-push)
@@ -29,6 +31,14 @@ class TrackerError(Exception):
 
 class RepoIdError(TrackerError, ValueError):
     """A repo id the Hub would reject."""
+
+
+class SettingsError(TrackerError):
+    """The configuration file or an environment variable is unusable (names which)."""
+
+
+class ConfigFileError(SettingsError):
+    """The configuration file is missing, not TOML, or holds a bad value (named)."""
 
 
 class HubError(TrackerError):
@@ -89,6 +99,7 @@ class NotTracked(TrackerError):
 
 __all__ = [
     "ArtifactError",
+    "ConfigFileError",
     "FileGone",
     "Gated",
     "HeaderInvalid",
@@ -101,6 +112,7 @@ __all__ = [
     "RepoGone",
     "RepoIdError",
     "RevisionGone",
+    "SettingsError",
     "TrackerError",
     "UnsafePath",
 ]

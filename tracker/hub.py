@@ -99,7 +99,7 @@ class Hub:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Hub:
-        return cls(settings.hf_endpoint, settings.hf_token)
+        return cls(settings.hub.endpoint, settings.hub.token)
 
     def head_sha(self, repo_id: str, revision: str = "main") -> str:
         """The commit ``revision`` points at now (one API request)."""

@@ -318,7 +318,7 @@ def web_child(
     daemon = Daemon(
         settings=settings,
         config=config,
-        database=open_database(settings.database_url),
+        database=open_database(settings.storage.database_url),
         instance=instance,
         role=Role.WEB.value,
         metrics_registry=registry,

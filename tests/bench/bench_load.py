@@ -151,11 +151,10 @@ def populate(url: str, endpoint: str, repos: list[str]) -> None:
 
 def single_process_daemon(config: Path) -> None:
     """The pre-roles layout: the app served in the main thread, the workers on threads."""
-    from tracker.config_file import load_daemon_config
     from tracker.daemon import Daemon, publisher
     from tracker.settings import Settings
 
-    daemon = Daemon.open(Settings.load(config), load_daemon_config(config))
+    daemon = Daemon.open(Settings.load(config))
     daemon.track_configured()
     app = daemon.build_app()
     daemon.start_background(publisher())

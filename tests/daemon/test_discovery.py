@@ -14,7 +14,7 @@ from tracker.daemon import Daemon
 from tracker.demo import HISTORIES
 from tracker.discovery import Discovery
 from tracker.hubsim import HubEmulator
-from tracker.settings import Settings
+from tracker.settings import HubSettings, Settings, StorageSettings
 
 pytestmark = pytest.mark.parametrize(
     "hub_emulator", [{"corpus": HISTORIES, "page_size": 2}], indirect=True
@@ -29,7 +29,8 @@ def test_idle_cycle_costs_one_request_and_a_push_makes_only_that_repo_due(
     run_until_idle(make_worker())
     daemon = Daemon(
         settings=Settings(
-            database_url="unused", data_dir=tmp_path, hf_endpoint=hub_emulator.endpoint
+            StorageSettings(database_url="unused", data_dir=tmp_path),
+            HubSettings(endpoint=hub_emulator.endpoint),
         ),
         config=DaemonConfig(),
         database=database,

@@ -51,7 +51,6 @@ from tracker.alerts.egress import (
 from tracker.alerts.guard import guarded
 from tracker.alerts.spec import Channel, parse_subscription
 from tracker.cli import main
-from tracker.config_file import parse_daemon_config
 from tracker.daemon import Daemon
 from tracker.settings import Settings, SettingsError
 
@@ -194,13 +193,16 @@ def test_settings_read_the_allow_list_from_the_file_and_the_environment(tmp_path
     config = tmp_path / "c.toml"
     config.write_text('[alerts]\nallow = ["10.0.0.0/8", "receiver.internal:8443"]\n')
     base = {"NEURARCH_DATA_DIR": str(tmp_path)}
-    assert Settings.load(None, base).alerts_allow.entries == ()
-    assert Settings.load(config, base).alerts_allow.entries == (
+    assert Settings.load(None, base).daemon.alerts.allow.entries == ()
+    assert Settings.load(config, base).daemon.alerts.allow.entries == (
         "10.0.0.0/8",
         "receiver.internal:8443",
     )
     env = {**base, "NEURARCH_ALERTS_ALLOW": "127.0.0.1:9000, [::1]:9000"}
-    assert Settings.load(config, env).alerts_allow.entries == ("127.0.0.1:9000", "[::1]:9000")
+    assert Settings.load(config, env).daemon.alerts.allow.entries == (
+        "127.0.0.1:9000",
+        "[::1]:9000",
+    )
     with pytest.raises(SettingsError, match=r"^NEURARCH_ALERTS_ALLOW: '10\.0\.0\.0/99' is not"):
         Settings.load(None, {**base, "NEURARCH_ALERTS_ALLOW": "10.0.0.0/99"})
     config.write_text('[alerts]\nallow = "10.0.0.0/8"\n')
@@ -263,8 +265,8 @@ def configured(tmp_path: Path, url: str) -> tuple[Settings, Daemon]:
             }
         ]
     }
-    settings = Settings(f"sqlite:///{tmp_path / 'd.db'}", tmp_path)
-    return settings, Daemon.open(settings, parse_daemon_config(document, "daemon.toml"))
+    settings = Settings.in_dir(tmp_path).with_document(document, "daemon.toml")
+    return settings, Daemon.open(settings)
 
 
 def test_a_configured_subscription_to_an_internal_host_stops_the_daemon_start(
@@ -286,7 +288,8 @@ def test_a_configured_subscription_to_an_internal_host_stops_the_daemon_start(
     settings, daemon = configured(tmp_path, "http://169.254.169.254/latest/meta-data")
     daemon.database.close()
     allow = AllowList.parse(["169.254.169.254"])
-    daemon = Daemon.open(replace(settings, alerts_allow=allow), daemon.config)
+    alerts = replace(settings.daemon.alerts, allow=allow)
+    daemon = Daemon.open(replace(settings, daemon=replace(settings.daemon, alerts=alerts)))
     try:
         daemon.track_configured()
         with daemon.database.read_session() as session:

@@ -1,4 +1,4 @@
-"""Settings precedence: defaults, then the TOML file, then the environment."""
+"""Settings precedence: defaults, then the TOML file, then the environment, read once."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tracker.cli import main
+from tracker.config_file import ConfigFileError
 from tracker.settings import Settings, SettingsError
 
 TOKEN = "file-token-0123456789"
@@ -23,13 +25,44 @@ def test_the_environment_overrides_the_file_which_overrides_the_defaults(tmp_pat
     )
     base = {"NEURARCH_DATA_DIR": str(tmp_path)}
     defaults = Settings.load(None, base)
-    assert defaults.api_token is None
-    assert defaults.database_url == f"sqlite:///{tmp_path / 'neurarch-trace.db'}"
+    assert defaults.daemon.api_token is None
+    assert defaults.storage.database_url == f"sqlite:///{tmp_path / 'neurarch-trace.db'}"
+    assert defaults.hub.endpoint == "https://huggingface.co"
     from_file = Settings.load(config, base)
-    assert (from_file.database_url, from_file.api_token) == ("sqlite:///x.db", TOKEN)
+    assert (from_file.storage.database_url, from_file.daemon.api_token) == ("sqlite:///x.db", TOKEN)
     env = {**base, "NEURARCH_API_TOKEN": "env-token-abcdefghij", "HF_ENDPOINT": "http://h:1/"}
     from_env = Settings.load(config, env)
-    assert (from_env.api_token, from_env.hf_endpoint) == ("env-token-abcdefghij", "http://h:1")
+    assert (from_env.daemon.api_token, from_env.hub.endpoint) == (
+        "env-token-abcdefghij",
+        "http://h:1",
+    )
+
+
+def test_one_load_fills_every_section_from_one_file(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "c.toml",
+        '[hub]\nendpoint = "http://hub.local:1"\n'
+        '[daemon]\ninterval = "30m"\nworkers = 2\n'
+        '[server]\nport = 9000\npublic_url = "https://trace.example"\n'
+        '[alerts]\nretry_base = "1m"\nallow = ["10.0.0.0/8"]\n'
+        '[[repos]]\nid = "org/model"\n',
+    )
+    settings = Settings.load(
+        None, {"NEURARCH_DATA_DIR": str(tmp_path), "NEURARCH_CONFIG": str(config)}
+    )
+    assert settings.config_file == config
+    assert settings.hub.endpoint == "http://hub.local:1"
+    daemon = settings.daemon
+    assert (daemon.interval_s, daemon.workers, daemon.port) == (1800.0, 2, 9000)
+    assert daemon.public_url == "https://trace.example"
+    assert (daemon.alerts.retry_base_s, daemon.alerts.allow.entries) == (60.0, ("10.0.0.0/8",))
+    assert [repo.repo_id for repo in daemon.repos] == ["org/model"]
+
+
+def test_the_hub_token_comes_only_from_the_environment(tmp_path: Path) -> None:
+    base = {"NEURARCH_DATA_DIR": str(tmp_path)}
+    assert Settings.load(None, base).hub.token is None
+    assert Settings.load(None, {**base, "HF_TOKEN": "hf_abc"}).hub.token == "hf_abc"
 
 
 @pytest.mark.parametrize("value", ['"short"', "12345678901234567890", "true"])
@@ -37,3 +70,27 @@ def test_an_unusable_api_token_in_the_file_is_refused(tmp_path: Path, value: str
     config = write(tmp_path / "c.toml", f"[server]\napi_token = {value}\n")
     with pytest.raises(SettingsError, match=r"server\.api_token"):
         Settings.load(config, {"NEURARCH_DATA_DIR": str(tmp_path)})
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [("storage = 3\n", r"\[storage\] must be a table"), ("[daemon\n", "not valid TOML")],
+)
+def test_a_broken_file_is_one_settings_error_naming_it(
+    tmp_path: Path, text: str, named: str
+) -> None:
+    config = write(tmp_path / "c.toml", text)
+    with pytest.raises(SettingsError, match=named):
+        Settings.load(config, {"NEURARCH_DATA_DIR": str(tmp_path)})
+    with pytest.raises(ConfigFileError, match="not found"):
+        Settings.load(tmp_path / "absent.toml", {"NEURARCH_DATA_DIR": str(tmp_path)})
+
+
+def test_every_command_exits_2_in_one_line_on_a_bad_configuration_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write(tmp_path / "c.toml", "[daemon]\nworkers = 0\n")
+    monkeypatch.setenv("NEURARCH_DATA_DIR", str(tmp_path))
+    assert main(["--config", str(config), "history", "org/model"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"neurarch-trace: {config}: daemon.workers: expected a positive integer, got 0\n"

@@ -26,9 +26,9 @@ def user_errors() -> Iterator[None]:
 @contextmanager
 def open_storage(settings: Settings) -> Iterator[Database]:
     """The configured database, migrated to the current schema, closed when the block ends."""
-    if settings.database_url.startswith("sqlite:///"):
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-    database = open_database(settings.database_url)
+    if settings.storage.database_url.startswith("sqlite:///"):
+        settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
+    database = open_database(settings.storage.database_url)
     try:
         database.migrate()
         yield database

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from tracker.commands import UsageError
 from tracker.demo import HISTORIES
-from tracker.settings import Settings
+from tracker.settings import HubSettings, Settings
 
 if TYPE_CHECKING:
     from storage import Database
@@ -45,11 +45,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def demo_settings(settings: Settings, endpoint: str) -> Settings:
     """The demo's own database and Hub, whatever the configuration says."""
-    path = settings.data_dir / DEMO_DATABASE
+    data_dir = settings.storage.data_dir
+    path = data_dir / DEMO_DATABASE
     for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         leftover.unlink(missing_ok=True)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return replace(settings, database_url=f"sqlite:///{path}", hf_endpoint=endpoint, hf_token=None)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return replace(
+        settings,
+        storage=replace(settings.storage, database_url=f"sqlite:///{path}"),
+        hub=HubSettings(endpoint=endpoint, token=None),
+    )
 
 
 def store_demo_subscriptions(database: Database, path: Path = DEMO_SUBSCRIPTIONS) -> list[str]:
@@ -85,7 +90,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         local = demo_settings(settings, endpoint)
         repos = tuple(RepoConfig(repo_id) for repo_id in emulator.repo_ids())
         config = DaemonConfig(
-            repos=repos, host="127.0.0.1", port=args.port, requests_per_second=200.0
+            repos=repos,
+            host="127.0.0.1",
+            port=args.port,
+            requests_per_second=200.0,
+            api_token=settings.daemon.api_token,
+            alerts=settings.daemon.alerts,
         )
         daemon = Daemon.open(local, config)
         daemon.track_configured()
@@ -94,7 +104,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         def announce(line: str) -> None:
             base = line.split("serving on ", 1)[-1].split()[0]
             print(f"Hub emulator: {endpoint} ({len(repos)} repos from {corpus})")
-            print(f"database:     {local.database_url}")
+            print(f"database:     {local.storage.database_url}")
             print(
                 f"open:         {base}/   (backfill progress: {base}/healthz, "
                 f"metrics: {base}/metrics)"

@@ -47,16 +47,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from storage import StorageError
-    from tracker.config_file import ConfigFileError, RepoConfig, load_daemon_config
+    from tracker.config_file import RepoConfig
     from tracker.daemon import Daemon
     from tracker.errors import RepoIdError, TrackerError
     from tracker.repo_id import validate_repo_id
     from tracker.roles import CannotListen, Role, ServeFailed, serve
 
+    config = settings.daemon
     try:
-        config = load_daemon_config(args.config)
         extra = tuple(RepoConfig(validate_repo_id(repo)) for repo in args.track)
-    except (ConfigFileError, RepoIdError) as exc:
+    except RepoIdError as exc:
         raise UsageError(str(exc)) from None
     if args.port is not None and not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: must be between 0 and 65535")

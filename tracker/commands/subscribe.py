@@ -21,9 +21,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import os
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from tracker.commands import UsageError
@@ -31,6 +29,7 @@ from tracker.settings import Settings
 
 if TYPE_CHECKING:
     from tracker.alerts.spec import SubscriptionSpec
+    from tracker.config_file import DaemonConfig
 
 NAME = "subscribe"
 HELP = "get alerts when a revision of matching repos no longer fits or changes what you watch"
@@ -196,14 +195,8 @@ def _channels(args: argparse.Namespace) -> list[dict[str, str]]:
     return channels
 
 
-def public_base(args: argparse.Namespace) -> str:
+def public_base(config: DaemonConfig) -> str:
     """Where the daemon serves pages: [server].public_url, else http://host:port."""
-    from tracker.config_file import load_daemon_config
-
-    path = args.config or (
-        Path(os.environ["NEURARCH_CONFIG"]) if os.environ.get("NEURARCH_CONFIG") else None
-    )
-    config = load_daemon_config(path)
     return (config.public_url or f"http://{config.host}:{config.port}").rstrip("/")
 
 
@@ -249,8 +242,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     with user_errors():
         spec = parse_subscription(build_document(args))
-        Egress(settings.alerts_allow).vet(spec)
-        base = public_base(args)
+        Egress(settings.daemon.alerts.allow).vet(spec)
+        base = public_base(settings.daemon)
         with open_storage(settings) as database, database.session() as session:
             stored = find(session, spec.name)
             if stored is not None and stored.active and not args.replace:
