@@ -1,58 +1,51 @@
-"""The daemon's publisher: the advisory of a newly recorded revision, in its transaction.
+"""The advisory writer: the advisory of a newly recorded revision, in its transaction.
 
-The daemon hands over what processing produced (snapshot, changes, both
-plans, the previous revision) inside the transaction that records the
-revision, so the advisory commits with it or not at all. The shape is a
-protocol because feeds never imports the tracker that defines it.
+The daemon registers ``write_advisory`` in its table of publishers; it reads
+only the revision's outcome record (``storage.records.RevisionOutcome``:
+snapshot, previous snapshot, changes, both plans) inside the transaction
+that records the revision, so the advisory commits with it or not at all,
+and nothing is read back from the blob store or estimated again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
 from feeds.delta import EstimateDelta
 from feeds.osv import build_advisory
 from storage import put_advisory
-from storage.records import Change, Revision, Snapshot, StoredRevision
+from storage.records import Publication, RevisionOutcome, StoredRevision
 
 
-class ProcessedRevision(Protocol):
-    """What the tracker's ``Processed`` carries that publishing reads."""
-
-    @property
-    def snapshot(self) -> Snapshot: ...
-    @property
-    def changes(self) -> Sequence[Change]: ...
-    @property
-    def plan(self) -> dict[str, Any] | None: ...
-    @property
-    def previous(self) -> Revision | None: ...
-    @property
-    def previous_plan(self) -> dict[str, Any] | None: ...
+def write_advisory(
+    session: Session, outcome: RevisionOutcome, publication: Publication
+) -> Publication:
+    """The publisher-table entry: ``publication`` with the advisory id stored, if any."""
+    return replace(publication, advisory_id=publish_revision(session, outcome))
 
 
-def publish_revision(session: Session, processed: ProcessedRevision) -> str | None:
+def publish_revision(session: Session, outcome: RevisionOutcome) -> str | None:
     """Store the advisory of this revision if it is noteworthy; its id, or None.
 
     The revision that first brings a model config into the repo (the upload
     after the Hub's empty "initial commit") is the repo's baseline: everything
     in it is new, nobody pinned anything before it, so it publishes nothing.
     """
-    if is_upload(processed):
+    if is_upload(outcome):
         return None
     now = datetime.now(UTC)
-    new = StoredRevision(processed.snapshot.revision, now)
-    old = StoredRevision(processed.previous, now) if processed.previous else None
+    new = StoredRevision(outcome.revision, now)
+    previous = outcome.previous_revision
+    old = StoredRevision(previous, now) if previous else None
     advisory = build_advisory(
         new.revision.repo_id,
         old,
         new,
-        processed.changes,
-        EstimateDelta.between(processed.previous_plan, processed.plan),
+        outcome.changes,
+        EstimateDelta.between(outcome.previous_plan, outcome.plan),
     )
     if advisory is None:
         return None
@@ -60,12 +53,12 @@ def publish_revision(session: Session, processed: ProcessedRevision) -> str | No
     return advisory.id
 
 
-def is_upload(processed: ProcessedRevision) -> bool:
+def is_upload(outcome: RevisionOutcome) -> bool:
     """True when the previous revision held no config.json and this one brings it."""
-    previous_had_config = processed.previous_plan is not None or any(
-        c.artifact == "config" and c.kind != "added" for c in processed.changes
+    previous_had_config = outcome.previous_plan is not None or any(
+        c.artifact == "config" and c.kind != "added" for c in outcome.changes
     )
-    return processed.plan is not None and not previous_had_config
+    return outcome.plan is not None and not previous_had_config
 
 
-__all__ = ["ProcessedRevision", "is_upload", "publish_revision"]
+__all__ = ["is_upload", "publish_revision", "write_advisory"]

@@ -1,4 +1,4 @@
-"""The history records every room shares: revisions, snapshots, changes, advisories.
+"""The history records every room shares: revisions, snapshots, changes, outcomes, advisories.
 
 They are defined once, here, as frozen dataclasses: the tracker builds them
 from the Hub, storage persists them, feeds renders them. JSON values inside
@@ -112,6 +112,51 @@ class Change:
     new: JsonValue
     severity: Severity
     message: str
+
+
+@dataclass(frozen=True)
+class RevisionOutcome:
+    """Everything processing learnt about one new revision, built once and read by publishers.
+
+    The tracker builds it while it snapshots, diffs and estimates the
+    revision; every publisher (advisory writer, alert queuer, later ones)
+    then reads only this record inside the recording transaction, so nothing
+    downstream reads the blob store, re-parses JSON or runs the estimator for
+    what processing already held. ``configs`` and ``previous_configs`` map a
+    model-level config path (config.json, generation_config.json) to its
+    parsed JSON object, for the files that exist and parse; ``plan`` and
+    ``previous_plan`` are Plan JSON documents (JSON, so storage needs nothing
+    of the estimator), None where there is no estimate.
+    """
+
+    snapshot: Snapshot
+    previous: Snapshot | None
+    changes: tuple[Change, ...]
+    configs: Mapping[str, JsonValue] = field(default_factory=dict)
+    previous_configs: Mapping[str, JsonValue] = field(default_factory=dict)
+    plan: Mapping[str, JsonValue] | None = None
+    previous_plan: Mapping[str, JsonValue] | None = None
+
+    @property
+    def revision(self) -> Revision:
+        return self.snapshot.revision
+
+    @property
+    def previous_revision(self) -> Revision | None:
+        return None if self.previous is None else self.previous.revision
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What the publishers of one revision wrote in its transaction, handed from one to the next.
+
+    The alert queuer links the advisory the advisory writer stored, so each
+    publisher receives the publication so far and returns it extended.
+    ``deliveries`` are the ids of the outbox rows queued.
+    """
+
+    advisory_id: str | None = None
+    deliveries: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -91,13 +91,15 @@ def record_one(
 ) -> list[Change] | None:
     """Snapshot, diff, estimate and record one revision; its changes, or None if already stored.
 
-    The repo must be tracked already (``storage.ensure_repo``; ``backfill`` does it).
-    Nothing is published: advisories and alerts belong to the daemon's path.
+    The same outcome record as the daemon's path (``tracker.process.prepare``)
+    is built and recorded; the repo must be tracked already
+    (``storage.ensure_repo``; ``backfill`` does it). Nothing is published:
+    advisories and alerts belong to the daemon's path.
     """
     prepared = prepare(database, hub, revision, {} if cache is None else cache)
     if prepared is None or not commit(database, prepared, fence=_no_fence, publish=None):
         return None
-    return list(prepared.processed.changes)
+    return list(prepared.outcome.changes)
 
 
 def _no_fence(session: Session) -> None:

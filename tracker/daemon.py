@@ -29,7 +29,6 @@ import requests
 import uvicorn
 from fastapi import APIRouter, FastAPI
 from prometheus_client import CollectorRegistry
-from sqlalchemy.orm import Session
 
 from storage import (
     Database,
@@ -43,7 +42,7 @@ from storage import (
 from tracker.alerts.channels import AppriseSender, FeedSender, Sender, WebhookSender
 from tracker.alerts.deliver import DeliveryWorker, RetryPolicy
 from tracker.alerts.egress import Egress
-from tracker.alerts.evaluate import AlertLinks, enqueue_alerts
+from tracker.alerts.evaluate import AlertLinks, alert_publisher
 from tracker.alerts.registry import sync_configured
 from tracker.alerts.spec import parse_subscription
 from tracker.config_file import DaemonConfig
@@ -52,7 +51,7 @@ from tracker.hub import Hub
 from tracker.inbox import drain
 from tracker.metrics import DaemonMetrics
 from tracker.pollstate import release_previous, track, watermark
-from tracker.process import Processed, Publisher
+from tracker.process import Publishers
 from tracker.ratelimit import RateLimiter, install
 from tracker.scheduler import Ticker
 from tracker.settings import Settings
@@ -110,32 +109,23 @@ class Daemon:
         if changed:
             log.info(json.dumps({"event": "subscriptions_configured", "names": changed}))
 
-    def with_alerts(self, publish: Publisher | None) -> Publisher:
-        """``publish`` (the advisory writer), then the alerts of matching subscriptions.
+    def with_alerts(self, publish: Publishers | None) -> Publishers:
+        """The publisher table ``publish`` (the advisory writer), then the alert queuer.
 
-        Both run in the revision's transaction, so an alert is queued exactly
-        when its revision (and advisory) commits.
+        Every entry runs in the revision's transaction, so an alert is queued
+        exactly when its revision (and advisory) commits; the queuer links the
+        advisory id the writer returned.
         """
         links = AlertLinks(base_url=self.public_url)
-
-        def publish_and_alert(session: Session, processed: Processed) -> None:
-            advisory = publish(session, processed) if publish is not None else None
-            enqueue_alerts(
-                session,
-                processed,
-                advisory_id=advisory if isinstance(advisory, str) else None,
-                links=links,
-                now=utc_now(),
-            )
-
-        return publish_and_alert
+        table = publish if publish is not None else Publishers()
+        return table.plus("alerts", alert_publisher(links, utc_now))
 
     def deliver_alerts(self, worker: DeliveryWorker) -> None:
         report = worker.run_once()
         if report.delivered or report.retried or report.dead:
             log.info(json.dumps({"event": "alerts_delivered", **report.__dict__}))
 
-    def start_background(self, publish: Publisher | None = None) -> None:
+    def start_background(self, publish: Publishers | None = None) -> None:
         """Start the workers and the ticker (discovery, inbox); returns at once."""
         install(
             RateLimiter(self.config.requests_per_second),
@@ -357,11 +347,11 @@ def default_instance(config: DaemonConfig) -> str:
     return f"{socket.gethostname()}:{config.port}"
 
 
-def publisher() -> Publisher:
-    """The advisory writer from feeds (it always ships with the tracker)."""
-    from feeds.publish import publish_revision
+def publisher() -> Publishers:
+    """The publisher table every worker starts from: the advisory writer from feeds."""
+    from feeds.publish import write_advisory
 
-    return publish_revision
+    return Publishers().plus("advisories", write_advisory)
 
 
 __all__ = ["Daemon", "default_instance", "publisher", "utc_now"]

@@ -11,10 +11,10 @@ nothing; a retry after it finds (repo, sha) recorded and writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Final
 
 from sqlalchemy.orm import Session
 
@@ -29,7 +29,7 @@ from storage import (
     record_revision,
     snapshot_at,
 )
-from storage.records import Change, Revision, Snapshot
+from storage.records import JsonValue, Publication, Revision, RevisionOutcome, Snapshot
 from tracker.diff.common import by_severity
 from tracker.diff.plan_delta import diff_plans
 from tracker.diff.revision import Parsed, RevisionContent, diff_revisions
@@ -37,33 +37,57 @@ from tracker.estimate import estimate
 from tracker.hub import Hub
 from tracker.snapshot import LazyBlobs, take_snapshot
 
+CONFIG_PATHS: Final = ("config.json", "generation_config.json")
+"""The model-level configs an outcome carries parsed, for publishers to read."""
+
 
 class SessionBlobs:
     """The blob store seen through one session, as snapshots and differs need it."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
+        self._read: dict[str, bytes] = {}
 
     def known(self, keys: Iterable[str]) -> set[str]:
         return known_content_keys(self._session, keys)
 
     def read(self, key: str) -> bytes:
-        return get_blob(self._session, key)
+        """The blob at ``key``, read from the store at most once through this view."""
+        if key not in self._read:
+            self._read[key] = get_blob(self._session, key)
+        return self._read[key]
+
+
+Publisher = Callable[[Session, RevisionOutcome, Publication], Publication]
+"""One publisher: reads the outcome, writes its rows in the caller's transaction, and returns
+the publication so far extended with what it wrote (an advisory id, outbox rows)."""
 
 
 @dataclass(frozen=True)
-class Processed:
-    """What a revision produced, handed to the publisher inside the recording transaction."""
+class Publishers:
+    """The table of publishers a revision's transaction runs, in order; only the top fills it.
 
-    snapshot: Snapshot
-    changes: tuple[Change, ...]
-    plan: dict[str, Any] | None
-    previous: Revision | None
-    previous_plan: dict[str, Any] | None
+    Order matters: the advisory writer runs before the alert queuer, which
+    links the advisory it wrote.
+    """
 
+    entries: tuple[tuple[str, Publisher], ...] = ()
 
-Publisher = Callable[[Session, Processed], object]
-"""Writes advisories and outbox rows for a new revision, in the caller's transaction."""
+    def plus(self, name: str, publisher: Publisher) -> Publishers:
+        """This table with ``publisher`` appended under ``name``."""
+        return Publishers((*self.entries, (name, publisher)))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.entries)
+
+    def run(self, session: Session, outcome: RevisionOutcome) -> Publication:
+        """Every publisher over ``outcome`` in ``session``; what they wrote, together."""
+        publication = Publication()
+        for _, publisher in self.entries:
+            publication = publisher(session, outcome, publication)
+        return publication
+
 
 InTransaction = Callable[[Session], None]
 """Runs first inside the recording transaction (the lease fence); raising aborts the commit."""
@@ -73,7 +97,7 @@ InTransaction = Callable[[Session], None]
 class Prepared:
     """A revision read from the Hub and diffed, not yet written."""
 
-    processed: Processed
+    outcome: RevisionOutcome
     fetched: dict[str, bytes]
 
 
@@ -98,14 +122,18 @@ def prepare(
             found.append(problem)
         old_plan = plan_at(session, revision.repo_id, previous.revision.sha) if previous else None
         found = by_severity(found + diff_plans(old_plan, plan))
-    processed = Processed(
+        configs = configs_of(new)
+        previous_configs = _previous_configs(old, new, configs) if old else {}
+    outcome = RevisionOutcome(
         snapshot=result.snapshot,
+        previous=previous,
         changes=tuple(found),
+        configs=configs,
+        previous_configs=previous_configs,
         plan=plan,
-        previous=previous.revision if previous else None,
         previous_plan=old_plan,
     )
-    return Prepared(processed, dict(result.fetched))
+    return Prepared(outcome, dict(result.fetched))
 
 
 def commit(
@@ -113,25 +141,52 @@ def commit(
     prepared: Prepared,
     *,
     fence: InTransaction,
-    publish: Publisher | None,
+    publish: Publishers | None,
 ) -> bool:
     """Write the revision, its blobs and its published rows in one transaction; True if new."""
-    processed = prepared.processed
+    outcome = prepared.outcome
     with database.session() as session:
         fence(session)
         for key, data in prepared.fetched.items():
             put_blob(session, key, data)
         if not record_revision(
             session,
-            processed.snapshot,
-            list(processed.changes),
-            processed.plan,
+            outcome.snapshot,
+            list(outcome.changes),
+            None if outcome.plan is None else dict(outcome.plan),
             processed_at=datetime.now(UTC),
         ):
             return False
         if publish is not None:
-            publish(session, processed)
+            publish.run(session, outcome)
     return True
+
+
+def configs_of(content: RevisionContent) -> dict[str, JsonValue]:
+    """The revision's model-level configs that exist and parse to a JSON object, by path."""
+    configs: dict[str, JsonValue] = {}
+    for path in CONFIG_PATHS:
+        value = content.value(path) if path in content.snapshot.texts else None
+        if isinstance(value, dict):
+            configs[path] = value
+    return configs
+
+
+def _previous_configs(
+    old: RevisionContent, new: RevisionContent, configs: Mapping[str, JsonValue]
+) -> dict[str, JsonValue]:
+    """The previous revision's configs: the new value where the file is unchanged (same
+    content key, so nothing is read again), else what the differ already parsed."""
+    previous: dict[str, JsonValue] = {}
+    for path in CONFIG_PATHS:
+        key = old.snapshot.texts.get(path)
+        if key is None:
+            continue
+        unchanged = key == new.snapshot.texts.get(path)
+        value = configs.get(path) if unchanged else old.value(path)
+        if isinstance(value, dict):
+            previous[path] = value
+    return previous
 
 
 def content_of(
@@ -151,12 +206,14 @@ def _previous(session: Session, revision: Revision) -> Snapshot | None:
 
 
 __all__ = [
+    "CONFIG_PATHS",
     "InTransaction",
     "Prepared",
-    "Processed",
     "Publisher",
+    "Publishers",
     "SessionBlobs",
     "commit",
+    "configs_of",
     "content_of",
     "prepare",
 ]

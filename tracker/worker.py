@@ -39,7 +39,7 @@ from tracker.pollstate import (
     release,
     renew,
 )
-from tracker.process import Publisher, commit, prepare
+from tracker.process import Publishers, commit, prepare
 from tracker.scheduler import next_check_after_failure, next_check_after_success
 
 log = logging.getLogger("neurarch.worker")
@@ -71,7 +71,7 @@ class Worker:
         policy: WorkerPolicy,
         metrics: DaemonMetrics,
         clock: Callable[[], datetime],
-        publish: Publisher | None = None,
+        publish: Publishers | None = None,
         stop: threading.Event | None = None,
     ) -> None:
         self.database = database
@@ -199,7 +199,7 @@ class Worker:
                         "repo": revision.repo_id,
                         "sha": revision.sha,
                         "owner": self.owner,
-                        "changes": len(prepared.processed.changes),
+                        "changes": len(prepared.outcome.changes),
                     }
                 )
             )

@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from feeds.publish import is_upload
-from storage.records import Change, Revision, Severity, Snapshot
+from storage.records import Change, Revision, RevisionOutcome, Severity, Snapshot
 
 WHEN = datetime(2024, 4, 18, tzinfo=UTC)
 INITIAL = Revision("o/m", "a" * 40, (), WHEN, "initial commit")
 UPLOAD = Revision("o/m", "b" * 40, ("a" * 40,), WHEN, "Upload folder")
 
 
-@dataclass(frozen=True)
-class Processed:
-    snapshot: Snapshot
-    changes: tuple[Change, ...]
-    plan: dict[str, Any] | None
-    previous: Revision | None
-    previous_plan: dict[str, Any] | None
+def outcome(
+    snapshot: Snapshot,
+    changes: tuple[Change, ...],
+    plan: Mapping[str, Any] | None,
+    previous: Revision,
+    previous_plan: Mapping[str, Any] | None,
+) -> RevisionOutcome:
+    """The outcome record of ``snapshot`` after ``previous`` (a snapshot with no files)."""
+    return RevisionOutcome(
+        snapshot, Snapshot(previous, ()), changes, plan=plan, previous_plan=previous_plan
+    )
 
 
 def change(artifact: str, path: str, kind: str) -> Change:
@@ -28,7 +32,7 @@ def change(artifact: str, path: str, kind: str) -> Change:
 
 
 def test_the_revision_that_brings_config_json_is_the_baseline() -> None:
-    upload = Processed(
+    upload = outcome(
         Snapshot(UPLOAD, ()),
         (change("config", "config.json", "added"), change("tokenizer", "tokenizer.json", "added")),
         {"schema_version": "1.0"},
@@ -39,7 +43,7 @@ def test_the_revision_that_brings_config_json_is_the_baseline() -> None:
 
 
 def test_code_added_to_an_existing_model_is_not_the_baseline() -> None:
-    later = Processed(
+    later = outcome(
         Snapshot(UPLOAD, ()),
         (change("code", "modeling_x.py", "added"),),
         {"schema_version": "1.0"},
@@ -50,7 +54,7 @@ def test_code_added_to_an_existing_model_is_not_the_baseline() -> None:
 
 
 def test_a_config_that_parses_again_is_not_the_baseline() -> None:
-    fixed = Processed(
+    fixed = outcome(
         Snapshot(UPLOAD, ()),
         (change("config", "config.json", "parse_fixed"),),
         {"schema_version": "1.0"},

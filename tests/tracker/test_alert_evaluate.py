@@ -1,7 +1,9 @@
 """Alerts from real revisions: the shipped demo configs, the real estimator, real databases.
 
 Each revision is recorded the way ``tracker.process.commit`` records it
-(blobs first, then the revision, then the alerts in the same transaction).
+(blobs first, then the revision, then the alerts in the same transaction),
+with the outcome record built by the same code processing uses (the parsed
+configs of ``tracker.process.configs_of``, the plan of ``tracker.estimate``).
 The figures come from the estimator on the demo's Llama-2-7B history: serving
 4 sequences at the model's own context on an L4 fits at 2,048 tokens (19.9 GB,
 largest batch 4) and not at 4,096 (25.8 GB, largest batch 2); an A100 80GB
@@ -31,12 +33,14 @@ from storage import (
     put_blob,
     record_revision,
 )
-from storage.records import Change, Subscription
+from storage.records import Change, JsonValue, RevisionOutcome, Snapshot, Subscription
 from tests.storage.builders import eos_change, git_blob_id, snapshot
-from tracker.alerts.evaluate import AlertLinks, enqueue_alerts, evaluate
+from tracker.alerts.evaluate import AlertLinks, ModelSide, enqueue_alerts, evaluate, model_side
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import SubscriptionSpec, parse_subscription
-from tracker.process import Processed
+from tracker.diff.revision import RevisionContent
+from tracker.estimate import estimate
+from tracker.process import configs_of
 
 REPO = "neurarch-demo/llama2-7b"
 HISTORY = Path(__file__).resolve().parents[2] / "tracker/demo/histories" / REPO
@@ -69,8 +73,8 @@ class History:
     def __init__(self, database: Database, repo_id: str = REPO) -> None:
         self.database = database
         self.repo_id = repo_id
-        self.previous: Revision | None = None
-        self.processed: list[Processed] = []
+        self.previous: tuple[Snapshot, dict[str, JsonValue], dict[str, Any] | None] | None = None
+        self.processed: list[RevisionOutcome] = []
 
     def commit(
         self,
@@ -81,33 +85,57 @@ class History:
         advisory_id: str | None = None,
     ) -> list[Delivery]:
         index = len(self.processed)
+        before = None if self.previous is None else self.previous[0].revision
         revision = Revision(
             repo_id=self.repo_id,
             sha=sha,
-            parents=() if self.previous is None else (self.previous.sha,),
+            parents=() if before is None else (before.sha,),
             date=datetime(2024, 4, 1, tzinfo=UTC) + timedelta(days=index),
             title=f"revision {index}",
         )
         shot = snapshot(revision, dict(texts))
-        processed = Processed(shot, tuple(changes), None, self.previous, None)
+        content = RevisionContent(shot, dict(texts))
+        configs = configs_of(content)
+        plan, _ = estimate(content)
+        outcome = RevisionOutcome(
+            snapshot=shot,
+            previous=None if self.previous is None else self.previous[0],
+            changes=tuple(changes),
+            configs=configs,
+            previous_configs={} if self.previous is None else self.previous[1],
+            plan=plan,
+            previous_plan=None if self.previous is None else self.previous[2],
+        )
         with self.database.session() as session:
             for data in texts.values():
                 put_blob(session, git_blob_id(data), data)
-            assert record_revision(session, shot, list(changes), None)
+            assert record_revision(session, shot, list(changes), plan)
             if advisory_id is not None:  # what the daemon's publisher writes first
-                put_advisory(session, advisory(advisory_id, revision, self.previous))
-            queued = self.enqueue(session, processed, advisory_id)
-        self.previous = revision
-        self.processed.append(processed)
+                put_advisory(session, advisory(advisory_id, revision, before))
+            queued = self.enqueue(session, outcome, advisory_id)
+        self.previous = (shot, configs, plan)
+        self.processed.append(outcome)
         return queued
 
     def enqueue(
-        self, session: Any, processed: Processed, advisory_id: str | None
+        self, session: Any, outcome: RevisionOutcome, advisory_id: str | None
     ) -> list[Delivery]:
-        return enqueue_alerts(session, processed, advisory_id=advisory_id, links=LINKS, now=NOW)
+        return enqueue_alerts(session, outcome, advisory_id=advisory_id, links=LINKS, now=NOW)
 
     def configs(self, *shas: str) -> list[list[Delivery]]:
         return [self.commit(sha, {"config.json": demo_config(sha)}) for sha in shas]
+
+
+def side(sha: str, config: Mapping[str, Any] | None) -> ModelSide | None:
+    """A revision's side as ``enqueue_alerts`` builds it from the outcome record."""
+    if config is None:
+        return None
+    data = json.dumps(config).encode()
+    content = RevisionContent(
+        snapshot(Revision(REPO, sha, (), NOW, sha), {"config.json": data}), {"config.json": data}
+    )
+    plan, _ = estimate(content)
+    return model_side(content.snapshot, configs_of(content), plan)
 
 
 def advisory(advisory_id: str, revision: Revision, previous: Revision | None) -> Advisory:
@@ -385,9 +413,10 @@ def test_a_config_the_estimator_refuses_gives_no_fit_alert() -> None:
     good = json.loads(demo_config(LONGER))
     broken = {**good, "num_attention_heads": 7}
 
-    assert evaluate(spec, REPO, LONGER, UPLOAD, broken, good, []) == []
-    assert evaluate(spec, REPO, LONGER, UPLOAD, good, broken, []) == []
-    assert evaluate(spec, REPO, LONGER, UPLOAD, None, good, []) == []
+    old, new = side(UPLOAD, broken), side(LONGER, good)
+    assert evaluate(spec, REPO, LONGER, UPLOAD, old, new, []) == []
+    assert evaluate(spec, REPO, LONGER, UPLOAD, new, side(UPLOAD, broken), []) == []
+    assert evaluate(spec, REPO, LONGER, UPLOAD, None, new, []) == []
 
 
 def test_fit_and_changes_are_two_alerts_of_one_revision() -> None:
@@ -395,7 +424,8 @@ def test_fit_and_changes_are_two_alerts_of_one_revision() -> None:
         {"name": "w", "repos": [REPO], **SERVE_4_AT_MAX, "cards": ["L4"]}
         | {"alert_on": ["fit", "config"]}
     )
-    old, new = json.loads(demo_config(UPLOAD)), json.loads(demo_config(LONGER))
+    old = side(UPLOAD, json.loads(demo_config(UPLOAD)))
+    new = side(LONGER, json.loads(demo_config(LONGER)))
     found = [change("config", Severity.HIGH, "max_position_embeddings 2048 -> 4096")]
     alerts = evaluate(spec, REPO, LONGER, UPLOAD, old, new, found)
 

@@ -1,19 +1,21 @@
 """Turn a new revision into alerts, and queue them in the revision's own transaction.
 
-``evaluate`` is pure: a subscription, the two configs and the revision's
-changes in, alerts out. A fit alert fires only when a card's verdict flips
-(fits -> does not, or back), never because the numbers merely moved, so a
-subscriber hears about what changes what they can run. A changes alert
-collects every watched change of at least the subscription's severity.
-Each alert's ``event_key`` is derived from (repo, sha, kind), so evaluating
-the same revision again never queues it twice (the outbox refuses the
-duplicate).
+``evaluate`` is pure: a subscription, the two sides of the transition (each
+config with its context length) and the revision's changes in, alerts out.
+A fit alert fires only when a card's verdict flips (fits -> does not, or
+back), never because the numbers merely moved, so a subscriber hears about
+what changes what they can run. A changes alert collects every watched
+change of at least the subscription's severity. Each alert's ``event_key``
+is derived from (repo, sha, kind), so evaluating the same revision again
+never queues it twice (the outbox refuses the duplicate).
 
-``enqueue_alerts`` is what the daemon's publisher calls after the advisory
-is written: it reads the configs from the blob store (already holding this
-revision's blobs), evaluates every active subscription whose patterns match
-the repo, and queues one outbox row per alert for the subscription's Atom
-feed and one for each configured channel.
+``enqueue_alerts`` is what the daemon's alert publisher (``alert_publisher``,
+an entry of its publisher table) calls after the advisory is written. It
+reads only the revision's outcome record: the parsed configs and the context
+length in the stored plans come from processing, so nothing is read back from
+the blob store and no JSON is parsed again. A plan under a subscriber's
+workload is computed once per (config, workload) within the revision
+(``PlanCache``), however many subscriptions and cards ask for it.
 """
 
 from __future__ import annotations
@@ -21,22 +23,28 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from functools import cache
 from typing import Any, Final, Literal
 
 from sqlalchemy.orm import Session
 
 import estimator
 from estimator.errors import EstimateError
-from storage import Delivery, enqueue_delivery, get_blob, snapshot_at, subscriptions
-from storage.records import Change, JsonValue, Subscription
+from storage import Delivery, enqueue_delivery, subscriptions
+from storage.records import (
+    Change,
+    JsonValue,
+    Publication,
+    RevisionOutcome,
+    Snapshot,
+    Subscription,
+)
 from tracker.alerts.deliver import FEED_CHANNEL
 from tracker.alerts.message import FitFlip, FitState, changes_summary, fit_summary
 from tracker.alerts.spec import SubscriptionError, SubscriptionSpec
 from tracker.diff.common import change_json
-from tracker.process import Processed
+from tracker.process import Publisher
 
 SCHEMA: Final = "neurarch-trace.alert/1"
 CONFIG: Final = "config.json"
@@ -72,19 +80,57 @@ class AlertLinks:
         return f"{self.hub_url.rstrip('/')}/{repo_id}/commit/{sha}"
 
 
+@dataclass(frozen=True)
+class ModelSide:
+    """One side of a transition as fit alerts read it: the parsed config.json, its content
+    key (the same file gives the same plans) and the context length its stored plan states."""
+
+    key: str
+    config: Config
+    context: int | None
+
+
+class PlanCache:
+    """The plans one revision's alerts need, each computed once per (config, workload).
+
+    Several subscriptions (and cards) often ask for the same workload on the
+    same config; the estimator is pure, so one answer serves them all. A
+    refusal is remembered too and raised again for the next asker.
+    """
+
+    def __init__(self) -> None:
+        self._plans: dict[tuple[str, estimator.Workload], estimator.Plan | EstimateError] = {}
+
+    def plan(self, side: ModelSide, workload: estimator.Workload) -> estimator.Plan:
+        key = (side.key, workload)
+        if key not in self._plans:
+            try:
+                self._plans[key] = estimator.plan(side.config, workload)
+            except EstimateError as exc:
+                self._plans[key] = exc
+        found = self._plans[key]
+        if isinstance(found, EstimateError):
+            raise found
+        return found
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+
 def evaluate(
     spec: SubscriptionSpec,
     repo_id: str,
     sha: str,
     previous_sha: str | None,
-    old_config: Config | None,
-    new_config: Config | None,
+    old: ModelSide | None,
+    new: ModelSide | None,
     changes: Sequence[Change],
+    plans: PlanCache | None = None,
 ) -> list[Alert]:
     """The alerts ``spec`` asks for on the revision ``sha`` (fit first, then changes)."""
     alerts: list[Alert] = []
-    if spec.fit and old_config is not None and new_config is not None:
-        flips = fit_flips(spec, old_config, new_config)
+    if spec.fit and old is not None and new is not None:
+        flips = fit_flips(spec, old, new, PlanCache() if plans is None else plans)
         if flips:
             summary = fit_summary(spec.workload, flips, repo_id, sha)
             extra: dict[str, JsonValue] = {"fit": [flip.to_json() for flip in flips]}
@@ -97,15 +143,17 @@ def evaluate(
     return alerts
 
 
-def fit_flips(spec: SubscriptionSpec, old_config: Config, new_config: Config) -> list[FitFlip]:
-    """Every card of ``spec`` whose fits verdict differs between the two configs.
+def fit_flips(
+    spec: SubscriptionSpec, old_side: ModelSide, new_side: ModelSide, plans: PlanCache
+) -> list[FitFlip]:
+    """Every card of ``spec`` whose fits verdict differs between the two sides.
 
     A config the estimator refuses (or one stating no context length for a
     "max" sequence length) gives no verdict to compare, so no flips.
     """
     try:
-        old = _fit_states(spec, old_config)
-        new = _fit_states(spec, new_config)
+        old = _fit_states(spec, old_side, plans)
+        new = _fit_states(spec, new_side, plans)
     except (EstimateError, SubscriptionError):
         return []
     return [
@@ -132,13 +180,13 @@ def watched_changes(spec: SubscriptionSpec, changes: Sequence[Change]) -> list[C
 
 def enqueue_alerts(
     session: Session,
-    processed: Processed,
+    outcome: RevisionOutcome,
     *,
     advisory_id: str | None,
     links: AlertLinks,
     now: datetime,
 ) -> list[Delivery]:
-    """Queue the alerts of every matching subscription for ``processed``, in its transaction.
+    """Queue the alerts of every matching subscription for ``outcome``, in its transaction.
 
     The repo's first recorded revision has nothing to compare against, and
     the revision that uploads the model (the first with a config.json, after
@@ -147,29 +195,23 @@ def enqueue_alerts(
     alerts anyone. A stored subscription that no longer parses is skipped
     with a warning: it must not abort the revision's commit.
     """
-    previous = processed.previous
+    previous = outcome.previous
     if previous is None:
         return []
-    revision = processed.snapshot.revision
+    revision = outcome.revision
     repo_id, sha = revision.repo_id, revision.sha
     matching = _matching_subscriptions(session, repo_id)
     if not matching:  # the common case: read nothing more inside the revision's transaction
         return []
-    previous_texts = snapshot_at(session, repo_id, previous.sha).texts
-    if CONFIG in processed.snapshot.texts and CONFIG not in previous_texts:
+    if CONFIG in outcome.snapshot.texts and CONFIG not in previous.texts:
         return []
-    new_config = cache(lambda: _config_from(session, processed.snapshot.texts))
-    old_config = cache(lambda: _config_from(session, previous_texts))
+    new_side = model_side(outcome.snapshot, outcome.configs, outcome.plan)
+    old_side = model_side(previous, outcome.previous_configs, outcome.previous_plan)
+    plans = PlanCache()
     queued: list[Delivery] = []
     for record, spec in matching:
         alerts = evaluate(
-            spec,
-            repo_id,
-            sha,
-            previous.sha,
-            old_config() if spec.fit else None,
-            new_config() if spec.fit else None,
-            processed.changes,
+            spec, repo_id, sha, previous.revision.sha, old_side, new_side, outcome.changes, plans
         )
         channels = [FEED_CHANNEL] + [f"{c.kind}:{i}" for i, c in enumerate(spec.channels)]
         for alert in alerts:
@@ -196,6 +238,32 @@ def enqueue_alerts(
     return queued
 
 
+def alert_publisher(links: AlertLinks, clock: Callable[[], datetime]) -> Publisher:
+    """The alert queuer as an entry of the daemon's publisher table: it links the advisory
+    the entries before it wrote and adds the outbox rows it queued."""
+
+    def queue_alerts(
+        session: Session, outcome: RevisionOutcome, publication: Publication
+    ) -> Publication:
+        queued = enqueue_alerts(
+            session, outcome, advisory_id=publication.advisory_id, links=links, now=clock()
+        )
+        return replace(publication, deliveries=(*publication.deliveries, *(d.id for d in queued)))
+
+    return queue_alerts
+
+
+def model_side(
+    snapshot: Snapshot, configs: Mapping[str, JsonValue], plan: Mapping[str, JsonValue] | None
+) -> ModelSide | None:
+    """A revision's side of the transition from its outcome; None without a parsed config.json."""
+    key = snapshot.texts.get(CONFIG)
+    config = configs.get(CONFIG)
+    if key is None or not isinstance(config, Mapping):
+        return None
+    return ModelSide(key, config, _context(plan))
+
+
 def _matching_subscriptions(
     session: Session, repo_id: str
 ) -> list[tuple[Subscription, SubscriptionSpec]]:
@@ -217,14 +285,14 @@ def _matching_subscriptions(
     return matching
 
 
-def _fit_states(spec: SubscriptionSpec, config: Config) -> dict[str, tuple[int, FitState]]:
+def _fit_states(
+    spec: SubscriptionSpec, side: ModelSide, plans: PlanCache
+) -> dict[str, tuple[int, FitState]]:
     """Per card: the sequence length used and what the estimator said."""
-    context: Callable[[], int | None] = cache(lambda: _context(config))
     states: dict[str, tuple[int, FitState]] = {}
     for card in spec.cards:
-        needed = context() if spec.workload.seq_len is None else None
-        workload = spec.workload.for_card(card, spec.gpus, needed)
-        plan = estimator.plan(config, workload)
+        workload = spec.workload_on(card, side.context if spec.follow_context else None)
+        plan = plans.plan(side, workload)
         fit = next(c for c in plan.cards if c.card.name == card).method(workload.method)
         states[card] = (
             workload.seq_len,
@@ -238,22 +306,11 @@ def _fit_states(spec: SubscriptionSpec, config: Config) -> dict[str, tuple[int, 
     return states
 
 
-def _context(config: Config) -> int | None:
-    """The model's own context length, as the estimator reads it from the config."""
-    value = dict(estimator.plan(config).model)["max_position_embeddings"]
-    return value if isinstance(value, int) else None
-
-
-def _config_from(session: Session, texts: Mapping[str, str]) -> Config | None:
-    """The revision's parsed config.json; None when it has none or it is not a JSON object."""
-    key = texts.get(CONFIG)
-    if key is None:
-        return None
-    try:
-        parsed = json.loads(get_blob(session, key))
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
+def _context(plan: Mapping[str, JsonValue] | None) -> int | None:
+    """The model's own context length, as the estimator read it when the revision was planned."""
+    model = plan.get("model") if plan is not None else None
+    value = model.get("max_position_embeddings") if isinstance(model, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _alert(
@@ -297,8 +354,12 @@ __all__ = [
     "Alert",
     "AlertKind",
     "AlertLinks",
+    "ModelSide",
+    "PlanCache",
+    "alert_publisher",
     "enqueue_alerts",
     "evaluate",
     "fit_flips",
+    "model_side",
     "watched_changes",
 ]
