@@ -20,7 +20,7 @@ from storage.models import AdvisoryRow, RepoRow
 from storage.models.publishing import ADVISORY_ID_LENGTH
 from storage.records import Advisory, Severity
 from storage.repos import repo_row
-from storage.values import require_aware, require_text
+from storage.values import require_aware, require_text, storable_text
 
 
 def put_advisory(session: Session, advisory: Advisory) -> bool:
@@ -30,7 +30,7 @@ def put_advisory(session: Session, advisory: Advisory) -> bool:
     for value, where in ((advisory.published, "published"), (advisory.modified, "modified")):
         require_aware(value, f"advisory {advisory.id} {where}")
     require_aware(advisory.withdrawn, f"advisory {advisory.id} withdrawn")
-    require_text([advisory.id, advisory.summary, dict(advisory.osv)], f"advisory {advisory.id}")
+    require_text([advisory.id], f"advisory {advisory.id}")  # summary and osv quote upstream
     return insert_ignoring_duplicates(
         session,
         AdvisoryRow,
@@ -42,9 +42,9 @@ def put_advisory(session: Session, advisory: Advisory) -> bool:
             "published": advisory.published,
             "modified": advisory.modified,
             "withdrawn": advisory.withdrawn,
-            "summary": advisory.summary,
+            "summary": storable_text(advisory.summary),
             "severity": int(advisory.severity),
-            "osv": dict(advisory.osv),
+            "osv": storable_text(dict(advisory.osv)),
         },
         ["id"],
     )

@@ -35,7 +35,7 @@ from storage.records import (
     StoredRevision,
 )
 from storage.repos import ensure_repo, repo_row
-from storage.values import require_aware, require_text
+from storage.values import require_aware, require_text, storable_text
 
 PLAN_SCHEMA_VERSION = 1
 """Version of the estimator's plan JSON stored when the caller names none."""
@@ -311,12 +311,12 @@ def _change_row(revision_pk: int, ordinal: int, change: Change) -> dict[str, Any
         "revision_pk": revision_pk,
         "ordinal": ordinal,
         "artifact": change.artifact,
-        "path": change.path,
+        "path": storable_text(change.path),
         "kind": change.kind,
-        "old": change.old,
-        "new": change.new,
+        "old": storable_text(change.old),
+        "new": storable_text(change.new),
         "severity": int(change.severity),
-        "message": change.message,
+        "message": storable_text(change.message),
     }
 
 
@@ -333,10 +333,8 @@ def _validate(
     require_text(snapshot.manifest, f"{where} manifest")
     require_text(dict(snapshot.card), f"{where} card")
     for index, change in enumerate(changes):
-        require_text(
-            [change.artifact, change.path, change.kind, change.message, change.old, change.new],
-            f"{where} change {index}",
-        )
+        # path, message and values quote upstream text: _change_row makes them storable
+        require_text([change.artifact, change.kind], f"{where} change {index}")
     require_text(plan_json, f"{where} plan")
     paths = [entry.path for entry in snapshot.files]
     if len(set(paths)) != len(paths):

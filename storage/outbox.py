@@ -26,7 +26,7 @@ from storage.errors import NotFound
 from storage.history import revision_row
 from storage.models import DeliveryRow, RepoRow, RevisionRow, SubscriptionRow
 from storage.records import Delivery, DeliveryStatus, JsonValue
-from storage.values import require_aware, require_text
+from storage.values import require_aware, require_text, storable_text
 
 MAX_ERROR_LENGTH = 2000
 
@@ -45,7 +45,8 @@ def enqueue_delivery(
 ) -> Delivery | None:
     """Queue one alert; None if this (subscription, channel, event_key) was queued before."""
     require_aware(now, "enqueue_delivery now")
-    require_text([channel, event_key, dict(payload)], f"delivery {event_key}")
+    require_text([channel, event_key], f"delivery {event_key}")
+    payload = storable_text(dict(payload))  # an alert quotes upstream text
     duplicate = select(DeliveryRow.id).where(
         DeliveryRow.subscription_pk == subscription_id,
         DeliveryRow.channel == channel,

@@ -21,6 +21,25 @@ def require_aware(value: datetime | None, where: str) -> None:
         raise InvalidRecord(f"{where}: datetime {value.isoformat()} has no time zone; pass UTC")
 
 
+NUL_STAND_IN = "\ufffd"
+
+
+def storable_text(value: Any) -> Any:
+    """``value`` (a string or JSON structure, keys included) with each NUL shown as U+FFFD.
+
+    For text that quotes upstream files (change messages and values, advisory
+    summaries, alert payloads): a hostile file is recorded as what it says,
+    with the one character PostgreSQL cannot hold replaced, on both backends.
+    """
+    if isinstance(value, str):
+        return value.replace("\x00", NUL_STAND_IN)
+    if isinstance(value, Mapping):
+        return {storable_text(k): storable_text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable_text(v) for v in value]
+    return value
+
+
 def require_text(value: Any, where: str) -> None:
     """Refuse NUL characters anywhere inside ``value`` (a string or JSON structure)."""
     if isinstance(value, str):

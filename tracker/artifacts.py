@@ -1,11 +1,19 @@
-"""The table of artifact kinds: which upstream files the tracker reads, how, and who diffs them.
+"""What an artifact kind is: the files it reads, how their bytes parse, and its differ.
 
-An entry matches a path in the repo (``fnmatch`` pattern on the whole path,
-first match wins), bounds how many bytes may be loaded, parses the bytes into
-a value, and names the differ for two parsed values. Kinds whose differ is
-None feed a revision-level view instead (chat templates from three possible
-files are compared as rendered prompts in ``tracker.diff.revision``).
-Adding an artifact is adding a row here.
+The table itself is ``tracker.diff.registry.ARTIFACTS``: the differs live in
+``tracker.diff``, so the table sits beside them and this module imports
+nothing of ``tracker.diff`` (the arrow points one way, diff -> artifacts).
+Here are the shapes every entry fills in and the parsers several share:
+
+- ``FileRule``: one ``fnmatch`` pattern on the whole repo path, its parser
+  and the most bytes the snapshot may load for it;
+- ``ArtifactKind``: a name, its file rules and one ``Differ``, a function of
+  the two revisions (``Side``) that returns typed changes. A kind may read no
+  file of its own (the file list, the weight manifest) or look at files other
+  kinds parse (the chat template view reads tokenizer_config.json too).
+
+Parse failures are ``ArtifactParseError``; the revision differ turns them
+into ``parse_error`` changes, so a differ only ever sees parsed values.
 """
 
 from __future__ import annotations
@@ -13,13 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, Protocol
 
-from storage.records import Change
-from tracker.diff.card import parse_front_matter
-from tracker.diff.common import DiffContext
-from tracker.diff.json_diff import diff_json
-from tracker.diff.tokenizer import parse_tokenizer
+from storage.records import Change, Snapshot
 from tracker.json_input import JsonInputError, read_json
 
 MiB = 1024 * 1024
@@ -27,7 +31,6 @@ TEXT_LIMIT = 10 * MiB
 TOKENIZER_LIMIT = 50 * MiB
 
 Parser = Callable[[bytes], Any]
-Differ = Callable[[str, str, Any, Any, DiffContext], list[Change]]
 
 
 class ArtifactParseError(ValueError):
@@ -35,15 +38,64 @@ class ArtifactParseError(ValueError):
 
 
 @dataclass(frozen=True)
-class ArtifactKind:
-    name: str
-    patterns: tuple[str, ...]
+class Parsed:
+    """One parsed file: its value, or why it did not parse."""
+
+    value: Any = None
+    error: str | None = None
+
+
+class Side(Protocol):
+    """One revision as a differ reads it: the snapshot and its parsed text files."""
+
+    @property
+    def snapshot(self) -> Snapshot: ...
+
+    def parsed(self, path: str) -> Parsed | None:
+        """The parsed file at ``path``, or None if the revision has no such text."""
+        ...
+
+    def value(self, path: str) -> Any:
+        """The parsed value at ``path``; None if absent or unparsable."""
+        ...
+
+    def paths_of(self, kind: str) -> list[str]:
+        """The revision's text paths that the table gives to ``kind``."""
+        ...
+
+
+Differ = Callable[[str, Side | None, Side], list[Change]]
+"""(kind name, old revision or None for a repo's first, new revision) -> changes.
+
+The kind name lets one differ serve several rows (the JSON differ reads
+each kind's own field rules)."""
+
+
+@dataclass(frozen=True)
+class FileRule:
+    """A repo path pattern a kind reads, its parser and its size limit in bytes."""
+
+    pattern: str
     parse: Parser
-    differ: Differ | None
     limit: int = TEXT_LIMIT
 
     def matches(self, path: str) -> bool:
-        return any(fnmatchcase(path, pattern) for pattern in self.patterns)
+        return fnmatchcase(path, self.pattern)
+
+
+@dataclass(frozen=True)
+class ArtifactKind:
+    """One row of the artifact table."""
+
+    name: str
+    differ: Differ
+    files: tuple[FileRule, ...] = ()
+
+    def rule_for(self, path: str) -> FileRule | None:
+        return next((rule for rule in self.files if rule.matches(path)), None)
+
+    def matches(self, path: str) -> bool:
+        return self.rule_for(path) is not None
 
 
 def parse_json(data: bytes) -> Any:
@@ -84,64 +136,18 @@ def templates_from(value: Any) -> dict[str, str]:
     raise ArtifactParseError("chat_template is neither a string nor a list of {name, template}")
 
 
-def _parse_tokenizer(data: bytes) -> Any:
-    try:
-        return parse_tokenizer(data)
-    except ValueError as exc:
-        raise ArtifactParseError(str(exc)) from exc
-
-
-def _parse_card(data: bytes) -> Any:
-    try:
-        return parse_front_matter(data)
-    except ValueError as exc:
-        raise ArtifactParseError(str(exc)) from exc
-
-
-def _json_differ(name: str) -> Differ:
-    def differ(kind: str, path: str, old: Any, new: Any, context: DiffContext) -> list[Change]:
-        return diff_json(name, path, old, new, context)
-
-    return differ
-
-
-ARTIFACTS: tuple[ArtifactKind, ...] = (
-    ArtifactKind("config", ("config.json",), parse_json, _json_differ("config")),
-    ArtifactKind(
-        "generation_config",
-        ("generation_config.json", "generation_config_*.json"),
-        parse_json,
-        _json_differ("generation_config"),
-    ),
-    ArtifactKind(
-        "tokenizer_config", ("tokenizer_config.json",), parse_json, _json_differ("tokenizer_config")
-    ),
-    ArtifactKind(
-        "special_tokens_map",
-        ("special_tokens_map.json",),
-        parse_json,
-        _json_differ("special_tokens_map"),
-    ),
-    ArtifactKind("tokenizer", ("tokenizer.json",), _parse_tokenizer, None, TOKENIZER_LIMIT),
-    ArtifactKind("chat_template", ("chat_template.jinja",), parse_text, None),
-    ArtifactKind("chat_template_json", ("chat_template.json",), parse_template_json, None),
-    ArtifactKind("card", ("README.md",), _parse_card, None),
-    ArtifactKind("weight_index", ("*.index.json",), parse_json, _json_differ("weight_index")),
-    ArtifactKind("json", ("*.json",), parse_json, _json_differ("json")),
-)
-"""Every artifact the tracker reads; first match wins, so specific names come first."""
-
-
-def artifact_for(path: str) -> ArtifactKind | None:
-    """The kind of a repo path, or None if the tracker does not read that file."""
-    return next((kind for kind in ARTIFACTS if kind.matches(path)), None)
-
-
 __all__ = [
-    "ARTIFACTS",
+    "TEXT_LIMIT",
+    "TOKENIZER_LIMIT",
     "ArtifactKind",
     "ArtifactParseError",
-    "artifact_for",
+    "Differ",
+    "FileRule",
+    "Parsed",
+    "Parser",
+    "Side",
     "parse_json",
+    "parse_template_json",
+    "parse_text",
     "templates_from",
 ]

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from storage.records import Change, FileEntry, Revision, Severity, Snapshot
-from tracker.artifacts import ArtifactParseError, artifact_for, parse_json
+from tracker.artifacts import ArtifactParseError, Parsed, parse_json
 from tracker.diff.card import parse_front_matter
 from tracker.diff.files import is_unsafe_path, suffix
-from tracker.diff.revision import Parsed, RevisionContent
+from tracker.diff.registry import artifact_for, rule_for
+from tracker.diff.revision import RevisionContent
 from tracker.errors import ArtifactError, FileGone, OversizedFile
 from tracker.hub import MAX_HEADER_BYTES, Hub
 
@@ -98,10 +99,10 @@ def take_snapshot(
     for entry in wanted:
         key = entry.content_key
         if key not in known and key not in fetched:
-            kind = artifact_for(entry.path)
-            assert kind is not None  # _text_candidates kept only table paths
+            rule = rule_for(entry.path)
+            assert rule is not None  # _text_candidates kept only table paths
             try:
-                fetched[key] = hub.read_text(revision.repo_id, revision.sha, entry, kind.limit)
+                fetched[key] = hub.read_text(revision.repo_id, revision.sha, entry, rule.limit)
             except OversizedFile:
                 oversized.append(entry.path)
                 continue
@@ -158,10 +159,10 @@ def _text_candidates(files: Iterable[FileEntry]) -> tuple[list[FileEntry], list[
     wanted: list[FileEntry] = []
     oversized: list[str] = []
     for entry in files:
-        kind = artifact_for(entry.path)
-        if kind is None or is_unsafe_path(entry.path):
+        rule = rule_for(entry.path)
+        if rule is None or is_unsafe_path(entry.path):
             continue
-        if entry.size > kind.limit:
+        if entry.size > rule.limit:
             oversized.append(entry.path)
         else:
             wanted.append(entry)

@@ -111,10 +111,35 @@ def test_hostile_strings_round_trip_through_json_and_text(database: Database) ->
         assert snapshot_at(session, REPO, snap.revision.sha).card == snap.card
 
 
-def test_nul_character_is_refused_on_every_backend(database: Database) -> None:
-    bad = Change("config", "config.json", "modified", None, "a\x00b", Severity.LOW, "nul")
+def test_nul_in_a_change_is_stored_as_replacement_character_on_every_backend(
+    database: Database,
+) -> None:
+    quoted = Change(
+        "chat_template",
+        "a\x00.jinja",
+        "modified",
+        {"k\x00": ["\x00"]},
+        "a\x00b",
+        Severity.LOW,
+        "n\x00l",
+    )
+    snap = snapshot(revision(REPO, 0), {})
+    with database.session() as session:
+        record_revision(session, snap, [quoted], None)
+    with database.read_session() as session:
+        (stored,) = changes_of(session, REPO, snap.revision.sha)
+    assert (stored.path, stored.old, stored.new, stored.message) == (
+        "a\ufffd.jinja",
+        {"k\ufffd": ["\ufffd"]},
+        "a\ufffdb",
+        "n\ufffdl",
+    )
+
+
+def test_nul_character_in_a_snapshot_is_refused_on_every_backend(database: Database) -> None:
+    bad = snapshot(revision(REPO, 0), {}, card={"license": "a\x00b"})
     with pytest.raises(InvalidRecord, match="NUL"), database.session() as session:
-        record_revision(session, snapshot(revision(REPO, 0), {}), [bad], None)
+        record_revision(session, bad, [], None)
     assert _count(database, RevisionRow) == 0
 
 

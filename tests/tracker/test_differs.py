@@ -11,13 +11,14 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 import estimator
 from storage.records import FileEntry, Severity
-from tracker.artifacts import ArtifactParseError, artifact_for, parse_json
+from tracker.artifacts import ArtifactParseError, parse_json
 from tracker.diff.chat_template import diff_chat_templates, render_probes
 from tracker.diff.common import DiffContext
 from tracker.diff.files import diff_files, is_unsafe_path
 from tracker.diff.json_diff import diff_json
 from tracker.diff.manifest import diff_manifests, total_scalars
 from tracker.diff.plan_delta import diff_plans
+from tracker.diff.registry import artifact_for
 from tracker.diff.tokenizer import (
     TokenizerParseError,
     diff_tokenizers,
@@ -232,16 +233,14 @@ def make_tokenizer(vocab: list[str], special: list[str]) -> bytes:
     return tokenizer.to_str().encode()
 
 
-def test_tokenizer_diff_reports_vocab_special_tokens_and_changed_ids() -> None:
+def test_tokenizer_diff_reports_vocab_size_and_changed_ids() -> None:
     words = ["[UNK]", "Hello", ",", "world", "!", "The", "quick"]
     old = parse_tokenizer(make_tokenizer(words, ["<s>", "</s>"]))
     realigned = ["[UNK]", "world", "Hello", ",", "!", "The", "quick", "fox"]
     new = parse_tokenizer(make_tokenizer(realigned, ["<s>", "<|eot_id|>"]))
     changes = {c.kind: c for c in diff_tokenizers("tokenizer.json", old, new)}
+    assert set(changes) == {"vocab_size", "encoding_changed"}  # special tokens: their own table
     assert changes["vocab_size"].old == 9 and changes["vocab_size"].new == 10
-    assert changes["special_token_added"].new == {"<|eot_id|>": 9}
-    assert changes["special_token_removed"].old == {"</s>": 8}
-    assert (changes["special_token_moved"].old, changes["special_token_moved"].new) == (7, 8)
     assert changes["encoding_changed"].old["Hello, world!"] == [1, 2, 3, 4]
     assert changes["encoding_changed"].new["Hello, world!"] == [2, 3, 1, 4]
 

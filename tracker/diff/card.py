@@ -3,6 +3,8 @@
 The card is a small JSON object (``license``, ``base_model``, ``gated``,
 ``extra_gated_*``), so it is diffed by the JSON differ under the ``card``
 rules of the field table; what is card-specific is reading the front matter.
+The card compared is the snapshot's (front matter, plus ``gated`` from the
+Hub API), not README.md's bytes.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from typing import Any
 import yaml
 
 from storage.records import Change
+from tracker.artifacts import ArtifactParseError, Side
 from tracker.diff.json_diff import diff_json
 
 ARTIFACT = "card"
 CARD_FIELDS = ("license", "license_name", "license_link", "base_model", "extra_gated_prompt")
 
 
-class FrontMatterError(ValueError):
+class FrontMatterError(ArtifactParseError):
     """README.md front matter is not YAML the card can be read from."""
 
 
@@ -62,4 +65,9 @@ def diff_cards(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
     return diff_json(ARTIFACT, "README.md", dict(old), dict(new))
 
 
-__all__ = ["FrontMatterError", "diff_cards", "parse_front_matter"]
+def diff_card_view(kind: str, old: Side | None, new: Side) -> list[Change]:
+    """The card row's differ: the snapshots' cards (front matter plus the API's gating)."""
+    return [] if old is None else diff_cards(old.snapshot.card, new.snapshot.card)
+
+
+__all__ = ["FrontMatterError", "diff_card_view", "diff_cards", "parse_front_matter"]

@@ -2,16 +2,18 @@
 
 Differs are pure functions over parsed artifacts; they receive a
 ``DiffContext`` instead of reaching for other files themselves.
+``per_file`` turns a differ of one file's two values into a kind's differ.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from storage.records import Change, Severity
+from tracker.artifacts import Differ, Side
 
 UNSET = "(unset)"
 MAX_VALUE_CHARS = 120
@@ -40,6 +42,36 @@ class DiffContext:
             if isinstance(token_id, int) and token_id in names:
                 return names[token_id]
         return f"token {token_id}"
+
+
+FileDiffer = Callable[[str, str, Any, Any, tuple[Side, Side]], list[Change]]
+"""(kind, path, old value or None, new value or None, (old side, new side)) -> changes."""
+
+
+def per_file(file_differ: FileDiffer) -> Differ:
+    """A kind's differ that compares each of its files on its own.
+
+    Only files whose content key changed are compared, and only when both
+    sides parse (a parse error is reported by the revision differ). A repo's
+    first revision has nothing to compare.
+    """
+
+    def differ(kind: str, old: Side | None, new: Side) -> list[Change]:
+        if old is None:
+            return []
+        changes: list[Change] = []
+        before, after = old.snapshot.texts, new.snapshot.texts
+        for path in sorted(set(old.paths_of(kind)) | set(new.paths_of(kind))):
+            if before.get(path) == after.get(path):
+                continue
+            parsed = (old.parsed(path), new.parsed(path))
+            if any(p is not None and p.error for p in parsed):
+                continue
+            values = [None if p is None else p.value for p in parsed]
+            changes += file_differ(kind, path, values[0], values[1], (old, new))
+        return changes
+
+    return differ
 
 
 def format_value(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
@@ -86,8 +118,10 @@ def change_json(change: Change, *, values: bool = True) -> dict[str, Any]:
 __all__ = [
     "UNSET",
     "DiffContext",
+    "FileDiffer",
     "by_severity",
     "change_json",
     "format_value",
     "parse_error",
+    "per_file",
 ]

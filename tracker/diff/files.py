@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
-from storage.records import Change, FileEntry, Severity
+from storage.records import Change, FileEntry, Severity, Snapshot
+from tracker.artifacts import Side
 
 ARTIFACT_CODE = "code"
 ARTIFACT_WEIGHTS = "weights"
@@ -194,4 +195,31 @@ def _weights_rewritten(
     ]
 
 
-__all__ = ["diff_files", "is_code", "is_pickle", "is_unsafe_path", "suffix"]
+def diff_repo(kind: str, old: Side | None, new: Side) -> list[Change]:
+    """The repo row's differ: the file list, and text files newly over their size limit."""
+    before = old.snapshot if old is not None else None
+    return diff_files(before.files if before else (), new.snapshot.files) + _oversized(
+        before, new.snapshot
+    )
+
+
+def _oversized(before: Snapshot | None, after: Snapshot) -> list[Change]:
+    sizes = {f.path: f.size for f in after.files}
+    known = set(before.oversized) if before else set()
+    return [
+        Change(
+            ARTIFACT_REPO,
+            path,
+            "oversized",
+            None,
+            sizes.get(path),
+            Severity.MODERATE,
+            f"{path} is {sizes.get(path, 0):,} bytes, over its size limit: not loaded, "
+            "so changes inside it are not seen",
+        )
+        for path in after.oversized
+        if path not in known
+    ]
+
+
+__all__ = ["diff_files", "diff_repo", "is_code", "is_pickle", "is_unsafe_path", "suffix"]

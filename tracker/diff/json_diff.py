@@ -4,13 +4,14 @@ deepdiff finds what moved; the field table in ``data/json_fields.json`` then
 groups the raw paths into the units a reader cares about (``rope_scaling``
 as a whole, one entry of ``added_tokens_decoder``), gives each a severity and
 says why it matters. Wording rules that need more than a fixed sentence
-(stop tokens named by their text) are the small functions in ``EXPLAINERS``.
+(stop tokens named by their text) are the rules in ``tracker.diff.wording``.
+``diff_json_file`` is the per-file entry the artifact table registers.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -19,7 +20,10 @@ from typing import Any
 from deepdiff import DeepDiff
 
 from storage.records import Change, Severity
+from tracker.artifacts import Side
 from tracker.diff.common import UNSET, DiffContext, format_value
+from tracker.diff.special_tokens import token_context
+from tracker.diff.wording import EXPLAINERS
 
 PathKey = tuple[str | int, ...]
 _MISSING = object()
@@ -188,11 +192,15 @@ def _change(
     rule = _rule(unit, rules)
     severity = rule.severity if rule else rules.default
     why = rule.why if rule else ""
+    what = None
     if rule and rule.explain:
-        severity, why = EXPLAINERS[rule.explain](old_v, new_v, severity, why, context)
-    shown_old = UNSET if old is _MISSING else format_value(old)
-    shown_new = UNSET if new is _MISSING else format_value(new)
-    message = f"{dotted(unit)} {shown_old} -> {shown_new}"
+        wording = EXPLAINERS[rule.explain](old_v, new_v, severity, why, context)
+        severity, why, what = wording.severity, wording.why, wording.what
+    if what is None:
+        shown_old = UNSET if old is _MISSING else format_value(old)
+        shown_new = UNSET if new is _MISSING else format_value(new)
+        what = f"{shown_old} -> {shown_new}"
+    message = f"{dotted(unit)} {what}"
     if why:
         message += f": {why}"
     return Change(artifact, path, kind, old_v, new_v, severity, f"{path}: {message}")
@@ -223,39 +231,34 @@ def _summary(
     )
 
 
-def _ids(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list) else [value]
+def diff_json_file(
+    kind: str, path: str, old: Any, new: Any, sides: tuple[Side, Side]
+) -> list[Change]:
+    """One JSON file's changes under ``kind``'s rules; a file that came or went is one change."""
+    found = diff_json(
+        kind, path, {} if old is None else old, {} if new is None else new, token_context(*sides)
+    )
+    if old is not None and new is not None:
+        return found
+    return [_file_change(kind, path, "added" if old is None else "removed", found)]
 
 
-def _explain_stop_tokens(
-    old: Any, new: Any, severity: Severity, why: str, context: DiffContext
-) -> tuple[Severity, str]:
-    """Name the stop tokens gained and lost, by their text when the tokenizer knows it."""
-    old_ids, new_ids = _ids(old), _ids(new)
-    gained = [context.token(i) for i in new_ids if i not in old_ids]
-    lost = [context.token(i, old=True) for i in old_ids if i not in new_ids]
-    if gained and lost:
-        return severity, f"generation now stops at {', '.join(gained)} instead of {', '.join(lost)}"
-    if gained:
-        return severity, f"generation now also stops at {', '.join(gained)}"
-    if lost:
-        return severity, f"generation no longer stops at {', '.join(lost)}"
-    return Severity.INFO, "same stop tokens, written differently"
+def _file_change(artifact: str, path: str, kind: str, found: list[Change]) -> Change:
+    """A file that appeared or vanished: one change, as severe as the fields it brings."""
+    severity = max((c.severity for c in found), default=Severity.LOW)
+    notable = [c for c in found if c.severity >= Severity.MODERATE]
+    notable.sort(key=lambda c: -int(c.severity))
+    fields = "; ".join(c.message.removeprefix(f"{path}: ") for c in notable[:3])
+    value = found[0].new if kind == "added" and len(found) == 1 else None
+    return Change(
+        artifact,
+        path,
+        kind,
+        None if kind == "added" else value,
+        value,
+        severity,
+        f"{path} {kind}" + (f": {fields}" if fields else ""),
+    )
 
 
-def _explain_token_ids(
-    old: Any, new: Any, severity: Severity, why: str, context: DiffContext
-) -> tuple[Severity, str]:
-    names = [context.token(i) for i in _ids(new) if isinstance(i, int)]
-    return severity, f"{why} (now {', '.join(names)})" if names else why
-
-
-Explainer = Callable[[Any, Any, Severity, str, DiffContext], tuple[Severity, str]]
-EXPLAINERS: Mapping[str, Explainer] = {
-    "stop_tokens": _explain_stop_tokens,
-    "token_ids": _explain_token_ids,
-}
-
-__all__ = ["EXPLAINERS", "diff_json", "dotted", "rules_for"]
+__all__ = ["diff_json", "diff_json_file", "dotted", "rules_for"]

@@ -2,9 +2,11 @@
 
 Both versions are loaded with the ``tokenizers`` library (a Rust parser of
 the JSON; nothing is executed) and encode the fixed texts in
-``data/probe_texts.json``. The differ reports the vocabulary size, special
-tokens added or removed, and each probe text whose ids changed: a model
-fine-tuned on the old ids no longer matches the new tokenizer.
+``data/probe_texts.json``. The differ reports the vocabulary size and each
+probe text whose ids changed: a model fine-tuned on the old ids no longer
+matches the new tokenizer. Special and added tokens, which three files list,
+are compared once by ``tracker.diff.special_tokens``; the tokenizer row's
+differ, ``diff_tokenizer_kind``, runs both.
 
 Loading runs in an isolated worker (``tracker.isolation``) under its memory,
 CPU and wall-clock limits: the file is upstream input, and a native parser
@@ -23,7 +25,9 @@ from importlib import resources
 from tokenizers import Tokenizer
 
 from storage.records import Change, Severity
-from tracker.diff.common import format_value
+from tracker.artifacts import ArtifactParseError, Side
+from tracker.diff.common import format_value, per_file
+from tracker.diff.special_tokens import diff_special_tokens
 from tracker.isolation import LimitExceeded, RemoteError, default_pool
 
 ARTIFACT = "tokenizer"
@@ -40,7 +44,7 @@ class TokenizerFacts:
     encodings: tuple[tuple[int, ...], ...]
 
 
-class TokenizerParseError(ValueError):
+class TokenizerParseError(ArtifactParseError):
     """The tokenizers library rejected the file."""
 
 
@@ -120,7 +124,6 @@ def diff_tokenizers(
                 f"{path}: vocabulary size {old.vocab_size} -> {new.vocab_size}",
             )
         )
-    changes.extend(_special_changes(path, old, new))
     changed = _changed_probes(old.encodings, new.encodings)
     if changed:
         first = changed[0]
@@ -141,49 +144,20 @@ def diff_tokenizers(
     return changes
 
 
-def _special_changes(path: str, old: TokenizerFacts, new: TokenizerFacts) -> list[Change]:
-    changes = []
-    for token in sorted(set(new.special_tokens) - set(old.special_tokens)):
-        token_id = new.special_tokens[token]
-        changes.append(
-            Change(
-                ARTIFACT,
-                path,
-                "special_token_added",
-                None,
-                {token: token_id},
-                Severity.MODERATE,
-                f"{path}: special token {token} added (id {token_id})",
-            )
-        )
-    for token in sorted(set(old.special_tokens) - set(new.special_tokens)):
-        token_id = old.special_tokens[token]
-        changes.append(
-            Change(
-                ARTIFACT,
-                path,
-                "special_token_removed",
-                {token: token_id},
-                None,
-                Severity.HIGH,
-                f"{path}: special token {token} removed (was id {token_id})",
-            )
-        )
-    for token in sorted(set(old.special_tokens) & set(new.special_tokens)):
-        before, after = old.special_tokens[token], new.special_tokens[token]
-        if before != after:
-            changes.append(
-                Change(
-                    ARTIFACT,
-                    path,
-                    "special_token_moved",
-                    before,
-                    after,
-                    Severity.HIGH,
-                    f"{path}: special token {token} id {before} -> {after}",
-                )
-            )
-    return changes
+def _tokenizer_file(
+    kind: str, path: str, old: object, new: object, sides: tuple[Side, Side]
+) -> list[Change]:
+    if isinstance(old, TokenizerFacts | None) and isinstance(new, TokenizerFacts | None):
+        return diff_tokenizers(path, old, new)
+    return []  # added_tokens.json: read by the special-token table
+
+
+_diff_tokenizer_files = per_file(_tokenizer_file)
+
+
+def diff_tokenizer_kind(kind: str, old: Side | None, new: Side) -> list[Change]:
+    """The tokenizer row's differ: tokenizer.json's behaviour, then every added token once."""
+    return _diff_tokenizer_files(kind, old, new) + diff_special_tokens(kind, old, new)
 
 
 def _changed_probes(old: Sequence[tuple[int, ...]], new: Sequence[tuple[int, ...]]) -> list[int]:
@@ -193,6 +167,7 @@ def _changed_probes(old: Sequence[tuple[int, ...]], new: Sequence[tuple[int, ...
 __all__ = [
     "TokenizerFacts",
     "TokenizerParseError",
+    "diff_tokenizer_kind",
     "diff_tokenizers",
     "parse_tokenizer",
     "probe_texts",

@@ -1,0 +1,277 @@
+"""Special and added tokens, one line per token, however many files list it.
+
+A token such as ``<|eot_id|>`` may be listed three times: in tokenizer.json's
+added tokens, in tokenizer_config.json's ``added_tokens_decoder`` and in
+added_tokens.json. Each file is read into one table (token text -> id and
+the flags the decoder gives), and the two revisions' tables are compared
+once: a token added, removed, given a new id, or whose flags (``special``,
+``lstrip``, ``rstrip``, ``single_word``, ``normalized``) changed is named by
+its text with old and new values. Many ids moving by the same amount (all
+of Whisper's language tokens by +1) is one change naming the shift and the
+range; its values hold every token's old and new id.
+
+A file that does not parse on either side is left out of both tables (its
+``parse_error`` is reported on its own), so a broken file never reads as
+every token removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.records import Change, Severity
+from tracker.artifacts import Side
+from tracker.diff.common import DiffContext, format_value
+
+ARTIFACT = "tokenizer"
+SOURCES = ("tokenizer_config.json", "tokenizer.json", "added_tokens.json")
+"""Where added tokens are listed, most detailed first (the decoder carries the flags)."""
+FLAGS = ("special", "lstrip", "rstrip", "single_word", "normalized")
+FLAG_SEVERITY: Mapping[str, Severity] = {
+    "special": Severity.MODERATE,  # skip_special_tokens drops it or keeps it when decoding
+    "lstrip": Severity.MODERATE,  # whitespace before it is eaten or kept when encoding
+    "rstrip": Severity.MODERATE,
+    "single_word": Severity.MODERATE,  # matched inside words or only as a whole word
+    "normalized": Severity.LOW,  # matters only where the normalizer rewrites text
+}
+SHIFT_MIN = 5
+"""At least this many tokens moving by the same amount is reported as one shift."""
+MAX_LINES = 20
+"""More per-token changes of one kind than this collapse into one change naming the first."""
+SHOWN = 3
+
+
+@dataclass(frozen=True)
+class AddedToken:
+    """One added token as a revision lists it."""
+
+    content: str
+    id: int
+    source: str
+    flags: Mapping[str, bool] = field(default_factory=dict)
+
+    @property
+    def special(self) -> bool:
+        return self.flags.get("special", self.source == "tokenizer.json")
+
+
+def token_table(side: Side, sources: tuple[str, ...] = SOURCES) -> dict[str, AddedToken]:
+    """token text -> the token, merged over ``sources`` (the first file naming it wins)."""
+    table: dict[str, AddedToken] = {}
+    for source in sources:
+        for token in _tokens_in(source, side.value(source)):
+            table.setdefault(token.content, token)
+    return table
+
+
+def _tokens_in(source: str, value: Any) -> list[AddedToken]:
+    if source == "tokenizer_config.json":
+        decoder = value.get("added_tokens_decoder") if isinstance(value, dict) else None
+        if not isinstance(decoder, dict):
+            return []
+        return [
+            AddedToken(
+                str(entry["content"]),
+                int(token_id),
+                source,
+                {k: entry[k] for k in FLAGS if isinstance(entry.get(k), bool)},
+            )
+            for token_id, entry in decoder.items()
+            if isinstance(entry, dict) and "content" in entry and str(token_id).isdigit()
+        ]
+    if source == "tokenizer.json":
+        special = getattr(value, "special_tokens", None)
+        if not isinstance(special, dict):
+            return []
+        return [AddedToken(text, token_id, source) for text, token_id in special.items()]
+    if isinstance(value, dict):
+        return [
+            AddedToken(str(text), token_id, source)
+            for text, token_id in value.items()
+            if isinstance(token_id, int) and not isinstance(token_id, bool)
+        ]
+    return []
+
+
+def token_context(old: Side | None, new: Side) -> DiffContext:
+    """Token names at both revisions, so a message can say ``<|eot_id|>`` for id 128009."""
+
+    def names(side: Side | None) -> dict[int, str]:
+        if side is None:
+            return {}
+        return {t.id: t.content for t in reversed(token_table(side).values())}
+
+    return DiffContext(token_names=names(new), old_token_names=names(old))
+
+
+def diff_special_tokens(kind: str, old: Side | None, new: Side) -> list[Change]:
+    """Added tokens gained, lost, renumbered or re-flagged, one change per token (or shift)."""
+    if old is None or not any(
+        old.snapshot.texts.get(p) != new.snapshot.texts.get(p) for p in SOURCES
+    ):
+        return []
+    sources = tuple(p for p in SOURCES if _usable(old, p) and _usable(new, p))
+    before, after = token_table(old, sources), token_table(new, sources)
+    added = [after[t] for t in after if t not in before]
+    removed = [before[t] for t in before if t not in after]
+    moved = [(before[t], after[t]) for t in after if t in before and before[t].id != after[t].id]
+    shifts, moved = _shifts(moved)
+    changes = shifts
+    changes += _capped("special_token_added", [_added(t) for t in sorted(added, key=_by_id)])
+    changes += _capped("special_token_removed", [_removed(t) for t in sorted(removed, key=_by_id)])
+    changes += _capped("special_token_moved", [_moved(a, b) for a, b in moved])
+    flagged = [
+        change
+        for text in sorted(set(before) & set(after), key=lambda t: after[t].id)
+        for change in _flag_changes(before[text], after[text])
+    ]
+    return changes + _capped("special_token_changed", flagged)
+
+
+def _usable(side: Side, path: str) -> bool:
+    parsed = side.parsed(path)
+    return parsed is None or parsed.error is None
+
+
+def _by_id(token: AddedToken) -> int:
+    return token.id
+
+
+def _kind_word(token: AddedToken) -> str:
+    return "special token" if token.special else "added token"
+
+
+def _added(token: AddedToken) -> Change:
+    return Change(
+        ARTIFACT,
+        token.source,
+        "special_token_added",
+        None,
+        {token.content: token.id},
+        Severity.MODERATE,
+        f"{token.source}: {_kind_word(token)} {token.content} added (id {token.id})",
+    )
+
+
+def _removed(token: AddedToken) -> Change:
+    return Change(
+        ARTIFACT,
+        token.source,
+        "special_token_removed",
+        {token.content: token.id},
+        None,
+        Severity.HIGH,
+        f"{token.source}: {_kind_word(token)} {token.content} removed (was id {token.id}): "
+        "text that held it now encodes differently",
+    )
+
+
+def _moved(before: AddedToken, after: AddedToken) -> Change:
+    return Change(
+        ARTIFACT,
+        after.source,
+        "special_token_moved",
+        {before.content: before.id},
+        {after.content: after.id},
+        Severity.HIGH,
+        f"{after.source}: {_kind_word(after)} {after.content} id {before.id} -> {after.id}: "
+        "a model trained on the old id emits or expects another token",
+    )
+
+
+def _flag_changes(before: AddedToken, after: AddedToken) -> list[Change]:
+    changes = []
+    for flag in FLAGS:
+        old, new = before.flags.get(flag), after.flags.get(flag)
+        if old is None or new is None or old == new:
+            continue  # a file that does not say is not a change of the flag
+        changes.append(
+            Change(
+                ARTIFACT,
+                after.source,
+                "special_token_changed",
+                {after.content: {flag: old}},
+                {after.content: {flag: new}},
+                FLAG_SEVERITY[flag],
+                f"{after.source}: {_kind_word(after)} {after.content} (id {after.id}): "
+                f"{flag} {format_value(old)} -> {format_value(new)}",
+            )
+        )
+    return changes
+
+
+def _shifts(
+    moved: list[tuple[AddedToken, AddedToken]],
+) -> tuple[list[Change], list[tuple[AddedToken, AddedToken]]]:
+    """One change per id offset shared by SHIFT_MIN or more tokens; the rest stay per token."""
+    by_offset: dict[int, list[tuple[AddedToken, AddedToken]]] = {}
+    for pair in moved:
+        by_offset.setdefault(pair[1].id - pair[0].id, []).append(pair)
+    changes: list[Change] = []
+    rest: list[tuple[AddedToken, AddedToken]] = []
+    for offset, pairs in sorted(by_offset.items()):
+        pairs.sort(key=lambda p: p[0].id)
+        if len(pairs) < SHIFT_MIN:
+            rest.extend(pairs)
+            continue
+        first, last = pairs[0], pairs[-1]
+        shown = ", ".join(p[1].content for p in pairs[:SHOWN])
+        more = f" and {len(pairs) - SHOWN} more" if len(pairs) > SHOWN else ""
+        changes.append(
+            Change(
+                ARTIFACT,
+                first[1].source,
+                "special_tokens_shifted",
+                {a.content: a.id for a, _ in pairs},
+                {b.content: b.id for _, b in pairs},
+                Severity.HIGH,
+                f"{first[1].source}: {len(pairs)} added tokens shifted by {offset:+d}, ids "
+                f"{first[0].id}..{last[0].id} -> {first[1].id}..{last[1].id} ({shown}{more}): "
+                "a model trained on the old ids emits or expects other tokens",
+            )
+        )
+    rest.sort(key=lambda p: p[1].id)
+    return changes, rest
+
+
+def _capped(kind: str, changes: list[Change]) -> list[Change]:
+    """Up to MAX_LINES changes as they are; more as one change holding every value."""
+    if len(changes) <= MAX_LINES:
+        return changes
+    old: dict[str, Any] = {}
+    new: dict[str, Any] = {}
+    for change in changes:
+        _merge(old, change.old)
+        _merge(new, change.new)
+    first = changes[0]
+    what = kind.removeprefix("special_token_").replace("_", " ")
+    ids = [i for i in new.values() if isinstance(i, int)] or [
+        i for i in old.values() if isinstance(i, int)
+    ]
+    span = f", ids {min(ids)}..{max(ids)}" if ids else ""
+    return [
+        Change(
+            ARTIFACT,
+            first.path,
+            kind,
+            old or None,
+            new or None,
+            max(c.severity for c in changes),
+            f"{first.path}: {len(changes)} added tokens {what}{span}; first: "
+            f"{first.message.removeprefix(f'{first.path}: ')}",
+        )
+    ]
+
+
+def _merge(into: dict[str, Any], value: Any) -> None:
+    """Per-token values into one mapping; two flags of one token land in one entry."""
+    for key, item in (value if isinstance(value, dict) else {}).items():
+        if isinstance(item, dict) and isinstance(into.get(key), dict):
+            into[key] = {**into[key], **item}
+        else:
+            into[key] = item
+
+
+__all__ = ["AddedToken", "diff_special_tokens", "token_context", "token_table"]

@@ -1,0 +1,139 @@
+"""Wording rules for JSON fields whose meaning a fixed sentence cannot carry.
+
+The field table (``data/json_fields.json``) names a rule under ``explain``;
+each rule sees the old and new values (None when unset) and returns the
+severity and the reason to show, and may replace the ``old -> new`` text
+when the raw values would hide what changed (a token object whose only
+change is its ``normalized`` flag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from storage.records import Severity
+from tracker.diff.common import DiffContext, format_value
+
+
+@dataclass(frozen=True)
+class Wording:
+    severity: Severity
+    why: str
+    what: str | None = None
+    """Replaces ``old -> new`` in the message when set."""
+
+
+Explainer = Callable[[Any, Any, Severity, str, DiffContext], Wording]
+
+
+def _ids(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _stop_tokens(old: Any, new: Any, severity: Severity, why: str, ctx: DiffContext) -> Wording:
+    """Name the stop tokens gained and lost, by their text when the tokenizer knows it."""
+    old_ids, new_ids = _ids(old), _ids(new)
+    gained = [ctx.token(i) for i in new_ids if i not in old_ids]
+    lost = [ctx.token(i, old=True) for i in old_ids if i not in new_ids]
+    if gained and lost:
+        return Wording(
+            severity, f"generation now stops at {', '.join(gained)} instead of {', '.join(lost)}"
+        )
+    if gained:
+        return Wording(severity, f"generation now also stops at {', '.join(gained)}")
+    if lost:
+        return Wording(severity, f"generation no longer stops at {', '.join(lost)}")
+    return Wording(Severity.INFO, "same stop tokens, written differently")
+
+
+def _token_ids(old: Any, new: Any, severity: Severity, why: str, ctx: DiffContext) -> Wording:
+    names = [ctx.token(i) for i in _ids(new) if isinstance(i, int)]
+    return Wording(severity, f"{why} (now {', '.join(names)})" if names else why)
+
+
+def _content(token: Any) -> Any:
+    return token.get("content") if isinstance(token, dict) else token
+
+
+def _token_role(old: Any, new: Any, severity: Severity, why: str, ctx: DiffContext) -> Wording:
+    """bos/eos/pad/unk: a new token is the field's own reason; same text is named as such."""
+    if old is None or new is None or _content(old) != _content(new):
+        return Wording(severity, why)
+    text = format_value(_content(new))
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        form = "an object" if isinstance(new, dict) else "a plain string"
+        return Wording(Severity.LOW, f"the token is still {text}, now written as {form}")
+    flags = [
+        f"{key} {format_value(old.get(key))} -> {format_value(new.get(key))}"
+        for key in sorted(set(old) | set(new), key=str)
+        if key != "content" and old.get(key) != new.get(key)
+    ]
+    return Wording(
+        Severity.LOW,
+        f"the token is still {text}; only how it is matched changed",
+        ", ".join(flags),
+    )
+
+
+def _added_flag(token: str) -> Explainer:
+    """add_bos_token / add_eos_token: say which way, not "gain or lose"."""
+    place = "start with" if token == "BOS" else "end with"
+
+    def explain(old: Any, new: Any, severity: Severity, why: str, ctx: DiffContext) -> Wording:
+        if new is True and old is not True:
+            return Wording(severity, f"encoded prompts now {place} the {token} token")
+        if old is True and new is not True:
+            return Wording(severity, f"encoded prompts no longer {place} the {token} token")
+        return Wording(
+            Severity.LOW,
+            f"now unset or explicit; the {token} default of the tokenizer class applies",
+        )
+
+    return explain
+
+
+def _form(value: Any) -> tuple[frozenset[str], Any]:
+    if not isinstance(value, dict):
+        return frozenset(), type(value).__name__
+    return frozenset(map(str, value)), value.get("rope_type", value.get("type"))
+
+
+def _rope_scaling(old: Any, new: Any, severity: Severity, why: str, ctx: DiffContext) -> Wording:
+    """Only a new form (keys or scaling type) may be rejected by older loaders."""
+    if old is not None and new is not None and _form(old) == _form(new):
+        return Wording(severity, why)
+    if old is None or new is None:
+        return Wording(severity, f"{why}; RoPE scaling is {'added' if old is None else 'dropped'}")
+    return Wording(severity, f"{why}; the form changed, so older loaders may reject it")
+
+
+def _token_list(old: Any, new: Any, severity: Severity, why: str, ctx: DiffContext) -> Wording:
+    """additional_special_tokens: name the tokens that came and went, not the whole list."""
+    before = [_content(t) for t in old] if isinstance(old, list) else []
+    after = [_content(t) for t in new] if isinstance(new, list) else []
+    came = [format_value(t) for t in after if t not in before]
+    went = [format_value(t) for t in before if t not in after]
+    parts = [f"{', '.join(came)} added"] if came else []
+    parts += [f"{', '.join(went)} removed"] if went else []
+    if not parts:
+        reordered = before != after
+        said = "same tokens, reordered" if reordered else "same tokens, written differently"
+        return Wording(Severity.LOW, said, f"{len(after)} tokens")
+    return Wording(severity, why, "; ".join(parts))
+
+
+EXPLAINERS: Mapping[str, Explainer] = {
+    "stop_tokens": _stop_tokens,
+    "token_ids": _token_ids,
+    "token_role": _token_role,
+    "add_bos": _added_flag("BOS"),
+    "add_eos": _added_flag("EOS"),
+    "rope_scaling": _rope_scaling,
+    "token_list": _token_list,
+}
+
+__all__ = ["EXPLAINERS", "Explainer", "Wording"]
