@@ -18,9 +18,11 @@ Pure: two typed Plans in, a frozen PlanDelta out; no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
+from estimator.errors import PlanJsonError
 from estimator.plan import Plan
 
 Severity = Literal["info", "low", "moderate", "high"]
@@ -37,6 +39,23 @@ METHOD_LABELS: Final = {
 }
 GIB: Final = 2**30
 MINOR_RELATIVE: Final = 0.01
+
+
+def stored_plan(document: Plan | Mapping[str, Any] | None) -> Plan | None:
+    """The typed Plan of a stored Plan JSON document (or the Plan itself); None when there is none.
+
+    Readers of stored plans (changes, advisories, pages) treat a document that
+    is not a Plan (another schema version, an empty object) as no plan, so a
+    page says "no estimate" instead of failing.
+    """
+    if document is None or isinstance(document, Plan):
+        return document
+    if not document:
+        return None
+    try:
+        return Plan.from_json(document)
+    except PlanJsonError:
+        return None
 
 
 def gib(value: int | float, digits: int = 2) -> str:
@@ -218,4 +237,5 @@ __all__ = [
     "delta",
     "gib",
     "method_label",
+    "stored_plan",
 ]

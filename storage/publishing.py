@@ -50,11 +50,12 @@ class AdvisoryPage:
 
 @dataclass(frozen=True)
 class RevisionEntry:
-    """A recorded revision with its changes and the advisory it produced, if any."""
+    """A recorded revision with its changes, the advisory it produced and its stored plan JSON."""
 
     stored: StoredRevision
     changes: tuple[Change, ...]
     advisory_id: str | None
+    plan: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,16 @@ class ModelSummary:
 
 @dataclass(frozen=True)
 class ModelPageData:
-    """Everything the model page renders, read in one session."""
+    """Everything the model page renders, read in one session.
+
+    Plans stay the stored JSON: storage does not read inside them, so which
+    of ``others`` share this model's family is for the reader to pick.
+    """
 
     summary: ModelSummary
     history: tuple[RevisionEntry, ...]
     card: dict[str, Any]
-    family: tuple[ModelSummary, ...]
+    others: tuple[ModelSummary, ...]
 
 
 def withdraw_advisory(session: Session, advisory_id: str, at: datetime) -> bool:
@@ -170,7 +175,7 @@ def model_summaries(session: Session) -> list[ModelSummary]:
 
 
 def model_page(session: Session, repo_id: str) -> ModelPageData:
-    """The model page of ``repo_id``: summary, full history with changes, card, family."""
+    """The model page of ``repo_id``: summary, history with changes and plans, card, others."""
     row = repo_row(session, repo_id)
     summary = _summary(session, row)
     advisory_of = {
@@ -179,24 +184,28 @@ def model_page(session: Session, repo_id: str) -> ModelPageData:
             select(AdvisoryRow.new_sha, AdvisoryRow.id).where(AdvisoryRow.repo_pk == row.id)
         )
     }
+    plan_of = {
+        sha: dict(plan)
+        for sha, plan in session.execute(
+            select(RevisionRow.sha, EstimateRow.plan)
+            .join(EstimateRow, EstimateRow.revision_pk == RevisionRow.id)
+            .where(RevisionRow.repo_pk == row.id)
+        )
+    }
     history = tuple(
         RevisionEntry(
             stored,
             tuple(changes_of(session, repo_id, stored.revision.sha)),
             advisory_of.get(stored.revision.sha),
+            plan_of.get(stored.revision.sha),
         )
         for stored in revision_log(session, repo_id)
     )
     card: dict[str, Any] = {}
     if summary.latest is not None:
         card = _card(session, row.id, summary.latest.revision.sha)
-    family = _family_of(summary.plan)
-    siblings = tuple(
-        other
-        for other in model_summaries(session)
-        if family is not None and other.repo.repo_id != repo_id and _family_of(other.plan) == family
-    )
-    return ModelPageData(summary, history, card, siblings)
+    others = tuple(s for s in model_summaries(session) if s.repo.repo_id != repo_id)
+    return ModelPageData(summary, history, card, others)
 
 
 def _summary(session: Session, row: RepoRow) -> ModelSummary:
@@ -221,12 +230,6 @@ def _card(session: Session, repo_pk: int, sha: str) -> dict[str, Any]:
     ).one()
     snapshot = session.get(SnapshotRow, revision_pk)
     return {} if snapshot is None else dict(snapshot.card)
-
-
-def _family_of(plan: dict[str, Any] | None) -> str | None:
-    model = (plan or {}).get("model")
-    family = model.get("family") if isinstance(model, dict) else None
-    return family if isinstance(family, str) else None
 
 
 def _changed(artifact: str) -> Any:

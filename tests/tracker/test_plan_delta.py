@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import estimator
+from estimator.deltas import stored_plan
 from storage.records import Severity
-from tracker.diff.plan_delta import diff_plans, typed_plan
+from tracker.diff.plan_delta import diff_plans
 
 CONFIG = json.loads(
     (Path(__file__).parents[1] / "data/configs/llama-3.2-1b/config.json").read_text()
@@ -36,4 +37,4 @@ def test_no_plan_or_a_document_that_is_not_a_plan_gives_no_changes() -> None:
     plan = estimator.plan(CONFIG)
     assert diff_plans(None, plan) == [] and diff_plans(plan.to_json(), {}) == []
     assert diff_plans({"schema_version": "0.1"}, plan) == []
-    assert typed_plan(plan.to_json()) == plan and typed_plan(plan) is plan
+    assert stored_plan(plan.to_json()) == plan and stored_plan(plan) is plan

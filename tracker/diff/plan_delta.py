@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import estimator
-from estimator import DeltaEntry, Plan, PlanJsonError
+from estimator import DeltaEntry, Plan
+from estimator.deltas import stored_plan
 from storage.records import Change, Severity
 
 ARTIFACT: Final = "estimate"
@@ -25,23 +26,11 @@ SEVERITIES: Final = {
 }
 
 
-def typed_plan(plan: Plan | Mapping[str, Any] | None) -> Plan | None:
-    """The typed Plan of a stored document (or the Plan itself); None for no plan."""
-    if plan is None or isinstance(plan, Plan):
-        return plan
-    if not plan:
-        return None
-    try:
-        return Plan.from_json(plan)
-    except PlanJsonError:
-        return None
-
-
 def diff_plans(
     old: Plan | Mapping[str, Any] | None, new: Plan | Mapping[str, Any] | None
 ) -> list[Change]:
     """Changes between two plans; nothing when either side has no plan."""
-    moved = estimator.delta(typed_plan(old), typed_plan(new))
+    moved = estimator.delta(stored_plan(old), stored_plan(new))
     return [change_of(entry) for entry in moved.entries]
 
 
@@ -52,4 +41,4 @@ def change_of(entry: DeltaEntry) -> Change:
     )
 
 
-__all__ = ["ARTIFACT", "change_of", "diff_plans", "typed_plan"]
+__all__ = ["ARTIFACT", "change_of", "diff_plans"]
