@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
-import estimator
+from estimator import Accuracy, measured_accuracy
 from feeds.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_JSON_DEPTH
-
-DEFAULT_ACCURACY = Path(estimator.__file__).resolve().parent / "data" / "accuracy.json"
 
 
 @dataclass(frozen=True)
 class PublishSettings:
-    """Settings of the HTTP app.
+    """Settings of the HTTP app, built by the top (tracker.daemon) from its settings.
 
     ``base_url`` is where users reach the app: feeds and advisories link to
     it, so it must be the public address, not the bind address.
-    ``accuracy_path`` is the JSON the estimator benchmark writes; the model
-    page shows it as the benchmark last scored it, or "not yet measured".
+    ``accuracy`` is the estimator benchmark's last score
+    (``estimator.measured_accuracy``); the model page shows it, or "not yet
+    measured" when it is None.
     ``log_poll_seconds`` bounds how late a new or withdrawn advisory reaches
     feeds and OSV query results (renders are reused in between).
     ``max_body_bytes`` caps every request body (413 past it); 1 MiB holds a
@@ -39,7 +37,7 @@ class PublishSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     route_body_bytes: tuple[tuple[str, int], ...] = ()
     max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
-    accuracy_path: Path = DEFAULT_ACCURACY
+    accuracy: Accuracy | None = field(default_factory=measured_accuracy)
     log_poll_seconds: float = 1.0
 
     def url(self, path: str) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -135,19 +134,27 @@ def test_markdown_twin_shows_stored_markup_as_entities(client: httpx.Client) -> 
     assert HOSTILE not in text and "&lt;script&gt;alert(1)&lt;/script&gt; extend context" in text
 
 
-def test_model_page_shows_the_benchmarks_last_score_when_it_exists(
-    demo_site: Site, tmp_path: Path
-) -> None:
-    accuracy = tmp_path / "accuracy.json"
-    accuracy.write_text(json.dumps({"median_abs_error_pct": 7.5, "runs": 41, "rows": [1, 2]}))
+def page_with(site: Site, accuracy: estimator.Accuracy | None) -> str:
     server = ServerThread()
-    settings = PublishSettings(base_url=server.url, accuracy_path=accuracy)
+    settings = PublishSettings(base_url=server.url, accuracy=accuracy)
     with (
-        server.mount(create_app(demo_site.database, settings=settings)),
+        server.mount(create_app(site.database, settings=settings)),
         httpx.Client(base_url=server.url) as client,
     ):
-        scored = client.get(f"/models/{HOSTILE_REPO}").text
-        accuracy.unlink()
-        unscored = client.get(f"/models/{HOSTILE_REPO}").text
-    assert "As its benchmark last scored it: median_abs_error_pct 7.5, runs 41" in scored
-    assert "not yet measured" in unscored and "not yet measured" not in scored
+        return client.get(f"/models/{HOSTILE_REPO}").text
+
+
+def test_model_page_shows_the_benchmarks_last_score_when_it_exists(demo_site: Site) -> None:
+    scored = estimator.Accuracy(7.5, 20.0, 96.0, 41, 50, "2026-01-02", "bench")
+    text = page_with(demo_site, scored)
+    assert (
+        "As its benchmark last scored it: median_abs_error_pct 7.5, p90_abs_error_pct 20.0" in text
+    )
+    assert "rows_with_figure 41" in text and "not yet measured" not in text
+    assert "not yet measured" in page_with(demo_site, None)
+
+
+def test_the_app_quotes_the_estimators_own_record_by_default() -> None:
+    recorded = json.loads((REPO_ROOT / "estimator" / "data" / "accuracy.json").read_text())
+    assert PublishSettings().accuracy == estimator.measured_accuracy()
+    assert estimator.measured_accuracy().scores() == recorded
