@@ -73,7 +73,7 @@ def router(state: AppState) -> APIRouter:
             "settings": state.settings,
             "page": data,
             "repo_id": data.summary.repo.repo_id,
-            "plan": data.summary.plan,
+            "plan": view.stored_plan(data.summary.plan),
             "advisories": found,
             "accuracy": view.accuracy(state.settings.accuracy),
         }
@@ -137,7 +137,7 @@ def router(state: AppState) -> APIRouter:
 
 
 def _model_json(state: AppState, summary: ModelSummary) -> dict[str, Any]:
-    plan = summary.plan or {}
+    plan = view.stored_plan(summary.plan)
     latest = summary.latest
     repo_id = summary.repo.repo_id
     return {
@@ -145,8 +145,8 @@ def _model_json(state: AppState, summary: ModelSummary) -> dict[str, Any]:
         "status": str(summary.repo.status),
         "sha": latest.revision.sha if latest else None,
         "date": timestamp(latest.revision.date) if latest else None,
-        "family": (plan.get("model") or {}).get("family"),
-        "parameters": (plan.get("parameters") or {}).get("total"),
+        "family": None if plan is None else dict(plan.model).get("family"),
+        "parameters": None if plan is None else dict(plan.parameters).get("total"),
         "advisories": summary.advisories,
         "page": state.settings.url(f"/models/{repo_id}"),
     }

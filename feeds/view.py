@@ -1,20 +1,20 @@
-"""What the model page, its Markdown twin and the badge show, read off the stored Plan JSON.
+"""What the model page, its Markdown twin and the badge show, read off the stored plans.
 
-The plan was computed once, when the revision was processed; this module
-only picks numbers out of it and words them, so the HTML, the Markdown and
-the badge can never disagree.
+The plan was computed once, when the revision was processed; pages read it
+back typed (``estimator.Plan.from_json``) and this module only picks numbers
+out of it and words them (labels and GiB from ``estimator.deltas``), so the
+HTML, the Markdown and the badge can never disagree.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from estimator import Accuracy
-from feeds.delta import GIB, METHOD_LABELS
-from storage.publishing import ModelPageData
+from estimator import Accuracy, Plan
+from estimator.deltas import METHOD_LABELS, gib, stored_plan
+from storage.publishing import ModelPageData, ModelSummary
 from storage.records import Change, Severity
 
 BADGE_COLORS = {
@@ -35,36 +35,40 @@ class CardRow:
     cells: tuple[str, ...]
 
 
-def gib(value: Any) -> str:
-    return f"{value / GIB:.2f} GiB" if isinstance(value, int | float) else "-"
+@dataclass(frozen=True)
+class MethodNote:
+    label: str
+    peak: str
+    phase: str
+    numerics: str
+    notes: tuple[str, ...]
 
 
-def headline(repo_id: str, plan: Mapping[str, Any] | None) -> str:
+def headline(repo_id: str, plan: Plan | None) -> str:
     """One sentence: what serving and LoRA fine-tuning need, in the plan's own workload."""
-    if not plan:
+    if plan is None:
         return f"{repo_id} has no memory estimate yet (no readable config.json)."
-    memory = plan.get("memory") or {}
-    workload = plan.get("workload") or {}
-    serve, lora = memory.get("serve") or {}, memory.get("lora") or {}
+    memory, w = dict(plan.memory), plan.workload
+    serve, lora = memory["serve"], memory["lora"]
     return (
-        f"Serving {repo_id} with {workload.get('serve_weights', '?')} weights peaks at "
-        f"{gib(serve.get('peak_allocated_bytes'))} at batch {serve.get('batch', '?')}; "
-        f"LoRA r={workload.get('lora_rank', '?')} at batch {lora.get('batch', '?')} x "
-        f"{workload.get('seq_len', '?')} tokens peaks at {gib(lora.get('peak_allocated_bytes'))}."
+        f"Serving {repo_id} with {w.serve_weights} weights peaks at "
+        f"{gib(serve.peak_allocated_bytes)} at batch {serve.batch}; "
+        f"LoRA r={w.lora_rank} at batch {lora.batch} x "
+        f"{w.seq_len} tokens peaks at {gib(lora.peak_allocated_bytes)}."
     )
 
 
-def parameter_line(plan: Mapping[str, Any] | None) -> str:
+def parameter_line(plan: Plan | None) -> str:
     """The parameter count, set against the checkpoint's tensors when a manifest was read."""
-    params = (plan or {}).get("parameters") or {}
-    total, checkpoint = params.get("total"), params.get("checkpoint_scalars")
-    if not isinstance(total, int):
+    total = None if plan is None else dict(plan.parameters).get("total")
+    if plan is None or not isinstance(total, int):
         return "parameter count unknown"
-    if isinstance(checkpoint, int):
-        verdict = "matches" if checkpoint == total else f"differs by {checkpoint - total:+,}"
-        line = f"{total:,} parameters; the checkpoint holds {checkpoint:,} ({verdict})"
-        explained = (params.get("checkpoint") or {}).get("explanations") or []
-        return line + ("".join(f"; {e}" for e in explained if isinstance(e, str)))
+    checkpoint = plan.checkpoint
+    if checkpoint is not None and checkpoint.checkpoint_scalars is not None:
+        scalars = checkpoint.checkpoint_scalars
+        verdict = "matches" if scalars == total else f"differs by {scalars - total:+,}"
+        line = f"{total:,} parameters; the checkpoint holds {scalars:,} ({verdict})"
+        return line + "".join(f"; {e}" for e in checkpoint.explanations)
     return f"{total:,} parameters; no weight manifest to check against"
 
 
@@ -72,38 +76,58 @@ def methods() -> list[str]:
     return list(METHOD_LABELS.values())
 
 
-def card_rows(plan: Mapping[str, Any] | None) -> list[CardRow]:
+def card_rows(plan: Plan | None) -> list[CardRow]:
     """Per card: for each method, the largest batch that fits or that it does not fit."""
     rows = []
-    for card in (plan or {}).get("cards") or []:
-        entries = card.get("methods") or {}
+    for fit in () if plan is None else plan.cards:
+        entries = {m.method: m for m in fit.methods}
         cells = []
         for method in METHOD_LABELS:
-            entry = entries.get(method) or {}
-            batch = entry.get("largest_batch")
-            if entry.get("fits"):
-                cells.append(f"fits, batch <= {batch}")
-            elif isinstance(batch, int) and batch > 0:
-                cells.append(f"no (largest batch {batch})")
+            entry = entries.get(method)
+            if entry is not None and entry.fits:
+                cells.append(f"fits, batch <= {entry.largest_batch}")
+            elif entry is not None and entry.largest_batch > 0:
+                cells.append(f"no (largest batch {entry.largest_batch})")
             else:
                 cells.append("no")
-        rows.append(CardRow(str(card.get("card")), gib(card.get("usable_bytes")), tuple(cells)))
+        rows.append(CardRow(fit.card.name, gib(fit.card.usable_bytes), tuple(cells)))
     return rows
 
 
-def method_notes(plan: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def method_notes(plan: Plan | None) -> list[MethodNote]:
     """Per method: peak, where the peak falls, the numerics and the estimator's notes."""
-    memory = (plan or {}).get("memory") or {}
+    memory = {} if plan is None else dict(plan.memory)
     return [
-        {
-            "label": label,
-            "peak": gib(memory[method].get("peak_allocated_bytes")),
-            "phase": memory[method].get("peak_phase", ""),
-            "numerics": memory[method].get("numerics", ""),
-            "notes": list(memory[method].get("notes") or []),
-        }
+        MethodNote(
+            label,
+            gib(memory[method].peak_allocated_bytes),
+            memory[method].peak_phase,
+            memory[method].numerics,
+            memory[method].notes,
+        )
         for method, label in METHOD_LABELS.items()
-        if isinstance(memory.get(method), Mapping)
+        if method in memory
+    ]
+
+
+def workload_line(plan: Plan | None) -> str:
+    """The workload the stored plan was estimated for, as ``key=value`` pairs."""
+    if plan is None:
+        return ""
+    return ", ".join(f"{k}={v}" for k, v in plan.workload.to_json().items())
+
+
+def family(page: ModelPageData) -> list[ModelSummary]:
+    """The other tracked repos whose newest plan names the same family as this one's."""
+    own = stored_plan(page.summary.plan)
+    if own is None:
+        return []
+    name = dict(own.model).get("family")
+    return [
+        other
+        for other in page.others
+        if (theirs := stored_plan(other.plan)) is not None
+        and dict(theirs.model).get("family") == name
     ]
 
 
@@ -117,9 +141,8 @@ def diff_text(change: Change) -> str | None:
 
 def badge(page: ModelPageData, latest_severity: Severity | None) -> dict[str, Any]:
     """A shields.io endpoint document: serving memory, coloured by the latest advisory."""
-    memory = ((page.summary.plan or {}).get("memory") or {}).get("serve") or {}
-    peak = memory.get("peak_allocated_bytes")
-    if not isinstance(peak, int):
+    plan = stored_plan(page.summary.plan)
+    if plan is None:
         return {
             "schemaVersion": 1,
             "label": "serve",
@@ -129,7 +152,7 @@ def badge(page: ModelPageData, latest_severity: Severity | None) -> dict[str, An
     return {
         "schemaVersion": 1,
         "label": "serve memory",
-        "message": f"{peak / GIB:.1f} GiB",
+        "message": gib(dict(plan.memory)["serve"].peak_allocated_bytes, 1),
         "color": BADGE_COLORS[latest_severity],
     }
 
@@ -145,13 +168,17 @@ def _dump(value: Any) -> str:
 
 __all__ = [
     "CardRow",
+    "MethodNote",
     "accuracy",
     "badge",
     "card_rows",
     "diff_text",
+    "family",
     "gib",
     "headline",
     "method_notes",
     "methods",
     "parameter_line",
+    "stored_plan",
+    "workload_line",
 ]
