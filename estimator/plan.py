@@ -23,9 +23,9 @@ from estimator.families import describe
 from estimator.fit import CardFit, MethodFit, fit_card
 from estimator.manifest import ManifestComparison, WeightManifest, compare
 from estimator.memory import MemoryEstimate, evaluate, method_models, split_parameters
-from estimator.memory.layers import check_targets
+from estimator.memory.lora import resolve_targets
 from estimator.structure import structure_json
-from estimator.verifier import Context, Finding, verify
+from estimator.verifier import Context, Finding, rules, verify
 from estimator.workload import Workload
 
 _DERIVED_PARAMETERS: Final = ("checkpoint_scalars", "checkpoint")
@@ -201,8 +201,6 @@ def plan(
     w = workload or Workload()
     target = card(w.card)
     arch = describe(config)
-    if not w.all_linear:
-        check_targets(arch, w.lora_targets)
     split = split_parameters(arch)
     models = method_models(arch, w, target.bf16, split)
     memory = tuple(
@@ -219,6 +217,7 @@ def plan(
         else compare(manifest, split.total, arch.tie_word_embeddings, arch.declared_dtype, head)
     )
     findings = verify(Context(config, arch, manifest, target, w.precision, w.seq_len))
+    findings += _target_findings(arch, w)
     assumptions = _assumptions(models[w.method].assumptions, cost.assumptions, w)
     return Plan(
         schema_version=SCHEMA_VERSION,
@@ -244,6 +243,20 @@ def plan(
         findings=findings,
         assumptions=assumptions,
     )
+
+
+def _target_findings(arch: Architecture, w: Workload) -> tuple[Finding, ...]:
+    """LoRA target names matching no linear: a finding listing the model's own, not an exit."""
+    if w.all_linear or w.method not in ("lora", "qlora"):
+        return ()
+    resolution = resolve_targets(arch, w.lora_targets)
+    if not resolution.unmatched:
+        return ()
+    rule = rules()["lora-targets-unmatched"]
+    message = rule["message"].format(
+        unmatched=", ".join(resolution.unmatched), linears=", ".join(resolution.available)
+    )
+    return (Finding(rule["id"], rule["severity"], message, rule["fix"]),)
 
 
 def _assumptions(method: tuple[str, ...], cost: tuple[str, ...], w: Workload) -> tuple[str, ...]:

@@ -16,8 +16,10 @@ Method = Literal["full", "lora", "qlora", "serve"]
 Precision = Literal["bf16", "fp16", "fp32"]
 Optimizer = Literal["adamw", "adamw8bit", "sgd", "adafactor"]
 AttentionImpl = Literal["sdpa", "eager"]
-ServeWeights = Literal["bf16", "fp16", "int8", "int4"]
+ServeWeights = Literal["bf16", "fp16", "int8", "fp8", "nf4", "awq", "gptq", "int4"]
 AdamImpl = Literal["foreach", "fused", "loop"]
+Parallelism = Literal["fsdp", "zero", "ddp"]
+ShardingStrategy = Literal["FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD"]
 
 METHODS: Final = get_args(Method)
 PRECISIONS: Final = get_args(Precision)
@@ -25,6 +27,8 @@ OPTIMIZERS: Final = get_args(Optimizer)
 ATTENTION_IMPLS: Final = get_args(AttentionImpl)
 SERVE_WEIGHTS: Final = get_args(ServeWeights)
 ADAM_IMPLS: Final = get_args(AdamImpl)
+PARALLELISMS: Final = get_args(Parallelism)
+SHARDING_STRATEGIES: Final = get_args(ShardingStrategy)
 
 MAX_BATCH: Final = 1 << 20
 MAX_SEQ: Final = 1 << 24
@@ -40,8 +44,14 @@ class Workload:
     ``batch`` is the micro-batch per device. ``pure_16bit`` keeps weights,
     gradients and optimizer state in ``precision`` (no fp32 master copy);
     otherwise 16-bit precisions mean autocast over fp32 weights. With
-    ``gpus > 1`` training shards weights, gradients and optimizer state
-    (FSDP full shard / ZeRO-3) and every device runs ``batch`` sequences.
+    ``gpus > 1`` every device runs ``batch`` sequences and ``parallelism``
+    says what is split: ``fsdp`` with ``sharding_strategy`` (FULL_SHARD,
+    SHARD_GRAD_OP, HYBRID_SHARD over ``gpus_per_node``, NO_SHARD), ``zero``
+    with ``zero_stage`` 1-3, or ``ddp`` (replicas). ``offload_optimizer``,
+    ``offload_params`` and ``offload_activations`` move those tensors to CPU
+    memory; the plan states what stays on the GPU.
+    ``lora_targets``: module names, or role names (``attention``, ``mlp``,
+    ``qkv``, ``all-linear``) that each family maps to its own linears.
     ``adamw_impl``: torch's foreach AdamW (the ``torch.optim.AdamW`` default
     on CUDA since torch 2.0) briefly holds one more state-sized copy in
     ``step()``; fused and per-parameter-loop implementations do not.
@@ -67,6 +77,13 @@ class Workload:
     kv_cache_bytes: int = 2
     card: str = "A10G"
     gpus: int = 1
+    parallelism: Parallelism = "fsdp"
+    sharding_strategy: ShardingStrategy = "FULL_SHARD"
+    zero_stage: int = 3
+    gpus_per_node: int = 8
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    offload_activations: bool = False
     epochs: float = 10.0
     samples: int = 50_000
     headroom: float = 1.15
@@ -79,6 +96,10 @@ class Workload:
         _choice("adamw_impl", self.adamw_impl, ADAM_IMPLS)
         _choice("attention", self.attention, ATTENTION_IMPLS)
         _choice("serve_weights", self.serve_weights, SERVE_WEIGHTS)
+        _choice("parallelism", self.parallelism, PARALLELISMS)
+        _choice("sharding_strategy", self.sharding_strategy, SHARDING_STRATEGIES)
+        _bounded("zero_stage", self.zero_stage, 1, 3)
+        _bounded("gpus_per_node", self.gpus_per_node, 1, MAX_GPUS)
         _bounded("batch", self.batch, 1, MAX_BATCH)
         _bounded("seq_len", self.seq_len, 1, MAX_SEQ)
         _bounded("gpus", self.gpus, 1, MAX_GPUS)
@@ -86,7 +107,15 @@ class Workload:
         _bounded("lora_alpha", self.lora_alpha, 1, MAX_RANK)
         _bounded("samples", self.samples, 1, 1 << 40)
         _bounded("kv_cache_bytes", self.kv_cache_bytes, 1, 4)
-        for name in ("grad_checkpointing", "pure_16bit", "double_quant", "kbit_prepare"):
+        for name in (
+            "grad_checkpointing",
+            "pure_16bit",
+            "double_quant",
+            "kbit_prepare",
+            "offload_optimizer",
+            "offload_params",
+            "offload_activations",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(f"workload: {name} must be true or false")
         _fraction("lora_dropout", self.lora_dropout, 0.0, 0.99)
@@ -101,6 +130,9 @@ class Workload:
             or not all(isinstance(t, str) and t for t in self.lora_targets)
         ):
             raise WorkloadError("workload: lora_targets must be 'all-linear' or module names")
+        zero = self.gpus > 1 and self.parallelism == "zero"
+        if self.offload_params and zero and self.zero_stage != 3:
+            raise WorkloadError("workload: offload_params needs zero_stage 3 (DeepSpeed)")
 
     @property
     def tokens_per_step(self) -> int:

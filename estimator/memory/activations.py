@@ -74,6 +74,8 @@ class ActivationSettings:
     # fp32 head after kbit preparation): logits are born fp32 and the loss's
     # ``.float()`` is a no-op, so no 16-bit logits tensor exists.
     fp32_logits: bool = False
+    # Activation offloading: saved layer tensors stream to CPU memory, two layers' in flight.
+    offload: bool = False
 
 
 @dataclass(frozen=True)
@@ -308,11 +310,13 @@ def training_activations(
     # outgoing residual gradients plus two of the widest intermediate.
     grads = 2 * n.residual * h + 2 * n.compute * widest
     outside = outside_blocks_per_token(arch, s)
+    kept_layers = min(layers, 2) if s.offload else layers
     if s.checkpointing:
-        saved = (layers * n.residual * h + outside) * tokens
+        saved = (kept_layers * n.residual * h + outside) * tokens
         working = (largest + grads) * tokens
     else:
-        saved = (sum(v * count for v, count in per_layer) + outside) * tokens
+        in_layers = 2 * largest if s.offload else sum(v * count for v, count in per_layer)
+        saved = (min(in_layers, sum(v * count for v, count in per_layer)) + outside) * tokens
         working = grads * tokens
     loss, loss_forward = loss_bytes(arch, tokens, s.fp32_logits)
     return Activations(int(saved), loss, int(working), loss_forward)

@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from typing import Literal, NamedTuple
 
 from estimator.architecture import Architecture, Block, Linear, TensorRole
-from estimator.errors import WorkloadError
 
 Slot = Literal[
     "attn_in",
@@ -153,15 +152,3 @@ def _is_last_mlp(lin: Linear, role_by_linear: list[tuple[Linear, str]]) -> bool:
 
 def _matches(name: str, targets: Iterable[str]) -> bool:
     return any(name == t or name.endswith("." + t) for t in targets)
-
-
-def check_targets(arch: Architecture, targets: tuple[str, ...]) -> None:
-    """Refuse LoRA target names that match no linear of the model."""
-    names = {lin.name for block, _ in arch.block_groups for lin in block.linears}
-    missing = [t for t in targets if not any(_matches(n, [t]) for n in names)]
-    if missing:
-        leaves = sorted({n.rsplit(".", 1)[-1] for n in names})
-        raise WorkloadError(
-            f"workload: lora_targets {', '.join(missing)} match no linear of this model "
-            f"(linears: {', '.join(leaves)})"
-        )

@@ -13,14 +13,15 @@ steps (``zero_grad(set_to_none=True)``, the Trainer default).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from estimator.architecture import Architecture, Block
 from estimator.memory.activations import Activations, ActivationSettings, training_activations
 from estimator.memory.layers import Placed, Slotted, block_slots, place
+from estimator.memory.lora import TargetResolution, describe_targets, resolve_targets
 from estimator.memory.numerics import Numerics, training_numerics, upcast_by_kbit_prepare
 from estimator.memory.phases import MethodModel, Phase, Term
+from estimator.memory.sharding import States, describe_distribution, distribute
 from estimator.memory.states import (
     ParameterSplit,
     nf4_bytes,
@@ -36,19 +37,6 @@ RESERVE_STATIC: Final = 0.02
 # nvidia-smi: the caching allocator keeps 20-35% of the transient bytes as
 # fragmented, reusable segments.
 RESERVE_DYNAMIC: Final = 0.30
-
-
-@dataclass(frozen=True)
-class _States:
-    weights: float
-    gradients: float
-    gradients_top: float
-    optimizer: float
-    adapters: float
-    quantization: float
-    cache: float
-    step_temp: float
-    framework: float
 
 
 Placements = list[tuple[Block, tuple[Placed, ...], int]]
@@ -82,10 +70,10 @@ def _adapted_shapes(placed: Placements) -> list[tuple[int, int, int]]:
     ]
 
 
-def _full_states(arch: Architecture, split: ParameterSplit, w: Workload, n: Numerics) -> _States:
+def _full_states(arch: Architecture, split: ParameterSplit, w: Workload, n: Numerics) -> States:
     total = split.total
     cache = n.compute * (split.block_linears + split.vocab_matmul) if n.autocast else 0.0
-    return _States(
+    return States(
         weights=total * n.master,
         gradients=total * n.grad,
         gradients_top=(total - split.in_blocks) * n.grad,
@@ -106,7 +94,7 @@ def _adapter_states(
     n: Numerics,
     shapes: list[tuple[int, int, int]],
     quantized: bool,
-) -> _States:
+) -> States:
     r = w.lora_rank
     params = sum(r * (i + o) * c for i, o, c in shapes)
     optimizer = sum(
@@ -128,7 +116,7 @@ def _adapter_states(
         quantization = constants + split.largest_linear * n.compute
     else:
         weights = split.total * base_bytes
-    return _States(
+    return States(
         weights=weights,
         gradients=params * 4.0,
         gradients_top=0.0,
@@ -141,14 +129,19 @@ def _adapter_states(
     )
 
 
-def _phases(st: _States, acts: Activations, layers: int, checkpointing: bool) -> tuple[Phase, ...]:
+def _phases(st: States, acts: Activations, layers: int, checkpointing: bool) -> tuple[Phase, ...]:
     # The states every moment shares are one set of terms; only the weights
     # (with or without autocast's 16-bit cache) and the gradients differ.
-    shared = (
+    # Gathered layers and reduce buckets exist while layers run, not in the step.
+    step_shared = (
         Term("optimizer_state", st.optimizer),
         Term("adapters", st.adapters),
         Term("quantization_overhead", st.quantization),
         Term("framework_overhead", st.framework),
+    )
+    shared = (
+        *step_shared[:3],
+        Term("framework_overhead", st.framework + st.gathered),
     )
     weights: dict[float, Term] = {}
 
@@ -162,6 +155,8 @@ def _phases(st: _States, acts: Activations, layers: int, checkpointing: bool) ->
     lower_grads = st.gradients_top + (st.gradients - st.gradients_top) / max(layers, 1)
     graph_cache = 0.0 if checkpointing else st.cache
     all_grads = base(st.gradients, 0.0)
+    step_weights = weights.get(0.0) or Term("weights", st.weights)
+    step = (step_weights, Term("gradients", st.gradients), *step_shared)
     return (
         Phase(
             "end of forward",
@@ -182,42 +177,7 @@ def _phases(st: _States, acts: Activations, layers: int, checkpointing: bool) ->
             "backward through the first layer",
             (*all_grads, Term("activations", 0.0, per_layer_saved + acts.working)),
         ),
-        Phase("optimizer step", (*all_grads, Term("activations", st.step_temp))),
-    )
-
-
-def _gathered_layer_bytes(block: Block, n: Numerics, w: Workload, method: str) -> float:
-    """One layer's parameters as FSDP all-gathers them: as they are stored.
-
-    QLoRA's linears stay packed (bitsandbytes' quant_storage makes the 4-bit
-    data FSDP's flat parameters), so their gather moves 4-bit bytes.
-    """
-    if method != "qlora":
-        return block.parameters * n.compute
-    quantized = sum(lin.in_features * lin.out_features * lin.copies for lin in block.linears)
-    packed, constants = nf4_bytes(quantized, w.double_quant)
-    return packed + constants + (block.parameters - quantized) * n.compute
-
-
-def _shard(st: _States, arch: Architecture, n: Numerics, w: Workload, method: str) -> _States:
-    """FSDP full shard: states split over devices, one layer gathered (+1 prefetched)."""
-    gpus = w.gpus
-    if gpus == 1:
-        return st
-    layers = [b for b, _ in arch.block_groups]
-    gathered = max((2 * _gathered_layer_bytes(b, n, w, method) for b in layers), default=0.0)
-    if method == "full":
-        gathered += max((b.parameters for b in layers), default=0) * n.grad
-    return _States(
-        weights=st.weights / gpus,
-        gradients=st.gradients / gpus,
-        gradients_top=st.gradients_top / gpus,
-        optimizer=st.optimizer / gpus,
-        adapters=st.adapters / gpus,
-        quantization=st.quantization / gpus,
-        cache=st.cache / gpus,
-        step_temp=st.step_temp / gpus,
-        framework=st.framework + gathered,
+        Phase("optimizer step", (*step, Term("activations", st.step_temp))),
     )
 
 
@@ -232,8 +192,8 @@ def training_model(
     """Full fine-tune, LoRA or QLoRA as a ``MethodModel``."""
     n = training_numerics(w, method, has_bf16)
     full = method == "full"
-    targets = None if w.all_linear else frozenset(w.lora_targets)
-    placed = placements(arch, full, targets, slots)
+    resolution = resolve_targets(arch, w.lora_targets)
+    placed = placements(arch, full, resolution.names, slots)
     settings = ActivationSettings(
         numerics=n,
         seq_len=w.seq_len,
@@ -244,14 +204,15 @@ def training_model(
         head_trains=full,
         norms_train=full,
         fp32_logits=n.dtype == "fp32" or (upcast_by_kbit_prepare(w, method) and w.pure_16bit),
+        offload=w.offload_activations,
     )
     acts = training_activations(arch, placed, settings, batch=1)
     if full:
         st = _full_states(arch, split, w, n)
     else:
         st = _adapter_states(split, w, n, _adapted_shapes(placed), method == "qlora")
-    st = _shard(st, arch, n, w, method)
-    notes, assumptions = _explain(arch, w, method, n, acts)
+    st = distribute(st, arch, n, w, method, split.total)
+    notes, assumptions = _explain(arch, w, method, n, acts, resolution)
     return MethodModel(
         method=method,
         phases=_phases(st, acts, arch.num_layers, w.grad_checkpointing),
@@ -266,7 +227,12 @@ def training_model(
 
 
 def _explain(
-    arch: Architecture, w: Workload, method: str, n: Numerics, acts: Activations
+    arch: Architecture,
+    w: Workload,
+    method: str,
+    n: Numerics,
+    acts: Activations,
+    resolution: TargetResolution,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     notes: list[str] = [f"{method}: {n.label}, optimizer {w.optimizer}"]
     assumptions: list[str] = []
@@ -277,7 +243,7 @@ def _explain(
             "autocast keeps a 16-bit copy of every fp32 matmul weight until backward consumes it"
         )
     if method in ("lora", "qlora"):
-        targets = "all linear layers but the head" if w.all_linear else ", ".join(w.lora_targets)
+        targets = describe_targets(resolution)
         assumptions.append(
             f"LoRA r={w.lora_rank} alpha={w.lora_alpha} dropout={w.lora_dropout} on {targets}; "
             "adapters fp32 (PEFT autocast_adapter_dtype) with their gradients and optimizer state"
@@ -298,12 +264,7 @@ def _explain(
             )
             + "; one weight dequantised at a time"
         )
-    if w.gpus > 1:
-        assumptions.append(
-            f"{w.gpus} GPUs: FSDP full shard of weights, gradients and optimizer state; "
-            f"batch {w.batch} per device; one layer gathered plus one prefetched"
-            + (", its linears still packed in 4 bit" if method == "qlora" else "")
-        )
+    assumptions.extend(describe_distribution(w, method))
     if w.grad_checkpointing:
         assumptions.append(
             "gradient checkpointing keeps each layer's input and recomputes one layer"

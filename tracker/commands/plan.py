@@ -43,10 +43,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--attention", choices=("sdpa", "eager"), default="sdpa")
     parser.add_argument("--lora-rank", type=int, default=16)
     parser.add_argument(
-        "--lora-targets", default="all-linear", help="all-linear or comma-separated module names"
+        "--lora-targets",
+        default="all-linear",
+        help="comma-separated module names or roles: attention, qkv, mlp, all-linear",
+    )
+    parser.add_argument(
+        "--serve-weights",
+        choices=("bf16", "fp16", "int8", "fp8", "nf4", "awq", "gptq", "int4"),
+        default="bf16",
+        help="weight format when serving (--method serve)",
     )
     parser.add_argument("--card", default="A10G")
     parser.add_argument("--gpus", type=int, default=1)
+    parser.add_argument("--parallelism", choices=("fsdp", "zero", "ddp"), default="fsdp")
+    parser.add_argument(
+        "--sharding-strategy",
+        choices=("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD"),
+        default="FULL_SHARD",
+        help="FSDP sharding strategy (--parallelism fsdp)",
+    )
+    parser.add_argument("--zero-stage", type=int, choices=(1, 2, 3), default=3)
+    parser.add_argument("--gpus-per-node", type=int, default=8, help="HYBRID_SHARD's shard group")
+    parser.add_argument("--offload-optimizer", action="store_true", help="optimizer state on CPU")
+    parser.add_argument("--offload-params", action="store_true", help="parameters on CPU")
+    parser.add_argument(
+        "--offload-activations", action="store_true", help="saved activations on CPU"
+    )
 
 
 def _read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> Any:
@@ -109,8 +131,16 @@ def workload_from(args: argparse.Namespace) -> Workload:
         attention=args.attention,
         lora_rank=args.lora_rank,
         lora_targets=targets or ("all-linear",),
+        serve_weights=args.serve_weights,
         card=args.card,
         gpus=args.gpus,
+        parallelism=args.parallelism,
+        sharding_strategy=args.sharding_strategy,
+        zero_stage=args.zero_stage,
+        gpus_per_node=args.gpus_per_node,
+        offload_optimizer=args.offload_optimizer,
+        offload_params=args.offload_params,
+        offload_activations=args.offload_activations,
     )
 
 
