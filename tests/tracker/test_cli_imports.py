@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 
+from tracker.alerts.fields import ALERT_ON
 from tracker.alerts.spec import FIT, WATCHABLE
-from tracker.commands.subscribe import ALERT_ON
 
 HEAVY = ("sqlalchemy", "fastapi", "huggingface_hub", "storage", "feeds", "estimator")
 

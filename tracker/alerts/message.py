@@ -15,7 +15,7 @@ from typing import Final
 import estimator
 from estimator.fit import MAX_SPLIT
 from storage.records import Change, JsonValue
-from tracker.alerts.spec import AlertWorkload
+from tracker.alerts.spec import describe_job
 
 SHORT_SHA: Final = 7
 
@@ -60,11 +60,13 @@ class FitFlip:
         }
 
 
-def fit_summary(workload: AlertWorkload, flips: Sequence[FitFlip], repo_id: str, sha: str) -> str:
+def fit_summary(
+    workload: estimator.Workload, flips: Sequence[FitFlip], repo_id: str, sha: str
+) -> str:
     """``LoRA r=16, batch 8 at 512 tokens on T4 16GB: 14.1 GB -> 17.9 GB, no longer fits; ...``."""
     first = flips[0]
     before, after = first.seq_len_before, first.seq_len_after
-    job = workload.describe(after)
+    job = describe_job(workload, after)
     if before != after:  # a "max" sequence length follows the model's context
         job = job.removesuffix(f"{after:,} tokens") + f"{before:,} -> {after:,} tokens"
     cards = "; ".join(f"on {_card_label(flip.card)}: {_verdict(flip)}" for flip in flips)

@@ -22,20 +22,29 @@ The workload and card names are checked by the estimator itself
 estimator would refuse is refused here, naming the field, before anything is
 stored. Every subscription also has its own Atom feed, so ``channels`` may
 be empty.
+
+The fields, their defaults and help are the table in ``tracker.alerts.fields``
+(read by the CLI, this parser and the HTTP API's schema); this module adds the
+checks that need the estimator and storage's severities. The job is the
+estimator's own ``Workload`` (on the first card; ``workload_on`` moves it to
+each card), so there is one workload type: what a subscription adds beside it
+is the list of cards and ``follow_context`` (``seq_len = "max"``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 import estimator
+from estimator.deltas import method_label
 from estimator.errors import WorkloadError
 from storage.records import JsonValue, Severity, Subscription
+from tracker.alerts.fields import ALERT_ON, BY_NAME, CONTEXT, NAMES, STORED_SPEC
 from tracker.errors import TrackerError
 
 WATCHABLE: Final[Mapping[str, tuple[str, ...]]] = {
@@ -53,7 +62,6 @@ WATCHABLE: Final[Mapping[str, tuple[str, ...]]] = {
 
 MASK: Final = "********"
 FIT: Final = "fit"
-CONTEXT: Final = "max"
 ChannelKind = Literal["webhook", "apprise"]
 CHANNEL_KINDS: Final = ("webhook", "apprise")
 MIN_SECRET_LENGTH: Final = 16
@@ -61,22 +69,8 @@ MAX_NAME_LENGTH: Final = 200
 MAX_PATTERNS: Final = 100
 MAX_CARDS: Final = 16
 MAX_CHANNELS: Final = 16
-_KEYS: Final = frozenset(
-    {
-        "name",
-        "repos",
-        "method",
-        "batch",
-        "seq_len",
-        "precision",
-        "lora_rank",
-        "cards",
-        "gpus",
-        "alert_on",
-        "min_severity",
-        "channels",
-    }
-)
+STAND_IN_CONTEXT: Final = 512
+"""The sequence length a "max" workload is checked at before any config states one."""
 
 
 class SubscriptionError(TrackerError, ValueError):
@@ -106,38 +100,12 @@ class Channel:
         return out
 
 
-@dataclass(frozen=True)
-class AlertWorkload:
-    """The job the subscriber runs; ``seq_len`` None means the model's own context length."""
-
-    method: estimator.workload.Method = "lora"
-    batch: int = 1
-    seq_len: int | None = 512
-    precision: estimator.workload.Precision = "bf16"
-    lora_rank: int = 16
-
-    def for_card(self, card: str, gpus: int, context: int | None) -> estimator.Workload:
-        """The estimator's workload on ``card``; ``context`` fills a "max" sequence length."""
-        seq_len = self.seq_len if self.seq_len is not None else context
-        if seq_len is None:
-            raise SubscriptionError("seq_len 'max': the config states no context length")
-        return estimator.Workload(
-            method=self.method,
-            batch=self.batch,
-            seq_len=seq_len,
-            precision=self.precision,
-            lora_rank=self.lora_rank,
-            card=card,
-            gpus=gpus,
-        )
-
-    def describe(self, seq_len: int) -> str:
-        """``LoRA r=16, batch 8 at 512 tokens``: how an alert names the job."""
-        names = {"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA", "serve": "Serving"}
-        head = names[self.method]
-        if self.method in ("lora", "qlora"):
-            head += f" r={self.lora_rank}"
-        return f"{head}, batch {self.batch} at {seq_len:,} tokens"
+def describe_job(workload: estimator.Workload, seq_len: int) -> str:
+    """``LoRA r=16, batch 8 at 512 tokens``: how an alert names the job."""
+    head = method_label(workload.method, capital=True)
+    if workload.method in ("lora", "qlora"):
+        head += f" r={workload.lora_rank}"
+    return f"{head}, batch {workload.batch} at {seq_len:,} tokens"
 
 
 @dataclass(frozen=True)
@@ -146,13 +114,26 @@ class SubscriptionSpec:
 
     name: str
     repos: tuple[str, ...]
-    workload: AlertWorkload
+    workload: estimator.Workload
     cards: tuple[str, ...]
-    gpus: int = 1
+    follow_context: bool = False
     fit: bool = True
     artifacts: tuple[str, ...] = ()
     min_severity: Severity = Severity.INFO
     channels: tuple[Channel, ...] = ()
+
+    @property
+    def gpus(self) -> int:
+        """The job is split over this many of each card."""
+        return self.workload.gpus
+
+    def workload_on(self, card: str, context: int | None = None) -> estimator.Workload:
+        """The job on ``card``; ``context`` is the sequence length a "max" job runs at."""
+        if not self.follow_context:
+            return replace(self.workload, card=card)
+        if context is None:
+            raise SubscriptionError("seq_len 'max': the config states no context length")
+        return replace(self.workload, card=card, seq_len=context)
 
     def matches(self, repo_id: str) -> bool:
         """True if ``repo_id`` is named by one of the patterns (shell-style, case-sensitive)."""
@@ -164,26 +145,30 @@ class SubscriptionSpec:
 
     def spec_json(self) -> dict[str, JsonValue]:
         """The stored ``spec`` column: workload, cards and what to alert on."""
-        return {
-            "method": self.workload.method,
-            "batch": self.workload.batch,
-            "seq_len": CONTEXT if self.workload.seq_len is None else self.workload.seq_len,
-            "precision": self.workload.precision,
-            "lora_rank": self.workload.lora_rank,
+        workload = self.workload
+        values: dict[str, JsonValue] = {
+            "method": workload.method,
+            "batch": workload.batch,
+            "seq_len": CONTEXT if self.follow_context else workload.seq_len,
+            "precision": workload.precision,
+            "lora_rank": workload.lora_rank,
             "cards": list(self.cards),
-            "gpus": self.gpus,
+            "gpus": workload.gpus,
             "alert_on": ([FIT] if self.fit else []) + list(self.artifacts),
         }
+        return {name: values[name] for name in STORED_SPEC}
 
     def to_document(self, *, redact: bool = False) -> dict[str, JsonValue]:
-        """The document shape this module parses; secrets masked when ``redact``."""
-        return {
+        """The document shape this module parses, fields in table order; secrets masked
+        when ``redact``."""
+        values: dict[str, JsonValue] = {
             "name": self.name,
             "repos": list(self.repos),
             **self.spec_json(),
             "min_severity": self.min_severity.label,
             "channels": [c.to_json(redact=redact) for c in self.channels],
         }
+        return {name: values[name] for name in NAMES}
 
     @classmethod
     def from_record(cls, record: Subscription) -> SubscriptionSpec:
@@ -206,42 +191,50 @@ def parse_subscription(
     """Validate a subscription document; SubscriptionError names the bad field."""
     if not isinstance(document, Mapping):
         raise SubscriptionError(f"{source}: expected a table/object, got {type(document).__name__}")
-    unknown = sorted(set(document) - _KEYS)
+    unknown = sorted(set(document) - set(NAMES))
     if unknown:
         raise SubscriptionError(
-            f"{source}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})"
+            f"{source}: unknown field {unknown[0]!r} (known: {', '.join(sorted(NAMES))})"
         )
     name = _name(document.get("name"), source)
     where = f"{source} {name!r}" if source == "subscription" else source
-    workload = AlertWorkload(
-        method=document.get("method", "lora"),
-        batch=document.get("batch", 1),
-        seq_len=_seq_len(document.get("seq_len", 512), where),
-        precision=document.get("precision", "bf16"),
-        lora_rank=document.get("lora_rank", 16),
-    )
-    cards = _cards(document.get("cards", ["A10G"]), where)
-    gpus = document.get("gpus", 1)
-    try:  # the estimator's own checks, once per card, with a stand-in context length
-        for card in cards:
-            workload.for_card(card, gpus, 512)
+    seq_len = _seq_len(_get(document, "seq_len"), where)
+    cards = _cards(_get(document, "cards"), where)
+    try:  # the estimator's own checks, on the first card, a "max" at a stand-in length
+        workload = estimator.Workload(
+            method=_get(document, "method"),
+            batch=_get(document, "batch"),
+            seq_len=STAND_IN_CONTEXT if seq_len is None else seq_len,
+            precision=_get(document, "precision"),
+            lora_rank=_get(document, "lora_rank"),
+            card=cards[0],
+            gpus=_get(document, "gpus"),
+        )
     except WorkloadError as exc:
         raise SubscriptionError(f"{where}: {exc}".replace("workload: ", "")) from None
-    fit, artifacts = _alert_on(document.get("alert_on", [FIT]), where)
+    fit, artifacts = _alert_on(_get(document, "alert_on"), where)
     return SubscriptionSpec(
         name=name,
         repos=_patterns(document.get("repos"), where),
         workload=workload,
         cards=cards,
-        gpus=gpus,
+        follow_context=seq_len is None,
         fit=fit,
         artifacts=artifacts,
-        min_severity=_severity(document.get("min_severity", "info"), where),
+        min_severity=_severity(_get(document, "min_severity"), where),
         channels=tuple(
             _channel(c, f"{where}: channels[{i}]")
-            for i, c in enumerate(_list(document.get("channels", []), "channels", where))
+            for i, c in enumerate(_list(_get(document, "channels"), "channels", where))
         ),
     )
+
+
+def _get(document: Mapping[str, Any], name: str) -> Any:
+    """The document's value of ``name``, else the field table's default (lists as lists)."""
+    if name in document:
+        return document[name]
+    default = BY_NAME[name].default
+    return list(default) if isinstance(default, tuple) else default
 
 
 def _name(value: Any, source: str) -> str:
@@ -300,7 +293,7 @@ def _alert_on(value: Any, where: str) -> tuple[bool, tuple[str, ...]]:
     if isinstance(value, str):
         value = [value]
     names = _list(value, "alert_on", where)
-    allowed = (FIT, *WATCHABLE)
+    allowed = ALERT_ON
     for name in names:
         if name not in allowed:
             raise SubscriptionError(
@@ -354,10 +347,12 @@ def _secret(value: Mapping[str, Any], where: str) -> str:
 
 __all__ = [
     "CHANNEL_KINDS",
+    "CONTEXT",
+    "FIT",
     "WATCHABLE",
-    "AlertWorkload",
     "Channel",
     "SubscriptionError",
     "SubscriptionSpec",
+    "describe_job",
     "parse_subscription",
 ]

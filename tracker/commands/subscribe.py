@@ -1,9 +1,11 @@
 """Subscribe to alerts: tell me when a revision of these repos breaks my workload.
 
-The flags build the same document a TOML ``[[subscriptions]]`` table holds
-(tracker.alerts.spec); it is validated by the estimator's own rules before
-anything is stored, so a card or workload the estimator would refuse is
-refused here, as one line, exit 2. So is a channel whose host is not a public
+The flags are the subscription field table's (tracker.alerts.fields: one
+option per field, its help and default from the table) and build the same
+document a TOML ``[[subscriptions]]`` table holds (tracker.alerts.spec); it
+is validated by the estimator's own rules before anything is stored, so a
+card or workload the estimator would refuse is refused here, as one line,
+exit 2. So is a channel whose host is not a public
 address (loopback, private, link-local, cluster-internal names...) unless
 ``[alerts] allow`` or NEURARCH_ALERTS_ALLOW lists it (tracker.alerts.egress).
 Every subscription has a page and an Atom feed of its alerts, so channels (a
@@ -24,6 +26,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from tracker.alerts.fields import CONTEXT, FIELDS, Field
 from tracker.commands import UsageError
 from tracker.settings import Settings
 
@@ -33,86 +36,32 @@ if TYPE_CHECKING:
 
 NAME = "subscribe"
 HELP = "get alerts when a revision of matching repos no longer fits or changes what you watch"
-ALERT_ON: Final = (
-    "fit",
-    "config",
-    "generation_config",
-    "tokenizer",
-    "chat_template",
-    "weights",
-    "code",
-    "card",
-    "estimate",
-    "repo",
-)
-"""What --alert-on may name: "fit" and the keys of tracker.alerts.spec.WATCHABLE.
-
-Spelled out for the help text, so building the parser does not import the alerts
-room and storage with it; a test holds the two equal.
-"""
+GROUP_TITLES: Final = {
+    "workload": "workload (what must keep fitting)",
+    "alerts": "what to alert on",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One option per field of the table (tracker.alerts.fields), then the channel options."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument(
-        "name", metavar="NAME", help="subscription name: letters, digits, '-', '_', '.' (in URLs)"
-    )
-    parser.add_argument(
-        "--repo",
-        action="append",
-        default=[],
-        metavar="PATTERN",
-        help="repo id ORG/NAME or a shell glob such as 'meta-llama/*' (repeatable, at least one)",
-    )
-    workload = parser.add_argument_group("workload (what must keep fitting)")
-    workload.add_argument(
-        "--method",
-        metavar="full|lora|qlora|serve",
-        help="full fine-tune, LoRA, QLoRA (4-bit base) or inference serving (default lora)",
-    )
-    workload.add_argument("--batch", metavar="N", help="batch size, per GPU (default 1)")
-    workload.add_argument(
-        "--seq-len",
-        metavar="N|max",
-        help=(
-            "tokens per sequence (default 512); 'max' means the model's own context length "
-            "as each revision's config states it, so a revision that raises "
-            "max_position_embeddings is re-estimated at the new length"
-        ),
-    )
-    workload.add_argument(
-        "--precision", metavar="bf16|fp16|fp32", help="weights/compute precision (default bf16)"
-    )
-    workload.add_argument(
-        "--lora-rank", metavar="R", help="LoRA/QLoRA adapter rank (default 16; ignored otherwise)"
-    )
-    workload.add_argument(
-        "--card",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="GPU card to check the fit on, e.g. T4, L4, 'A100 80GB' (repeatable; default A10G)",
-    )
-    workload.add_argument(
-        "--gpus", metavar="N", help="the job is split over N of each card (default 1)"
-    )
-    alerts = parser.add_argument_group("what to alert on")
-    alerts.add_argument(
-        "--alert-on",
-        action="append",
-        default=[],
-        metavar="LIST",
-        help=(
-            f"comma-separated, repeatable: {', '.join(ALERT_ON)}. 'fit' alerts when the "
-            "workload stops (or starts) fitting a card; the others on changes to those files "
-            "(default fit)"
-        ),
-    )
-    alerts.add_argument(
-        "--min-severity",
-        metavar="info|low|moderate|high|critical",
-        help="ignore file changes below this severity (default info: everything)",
-    )
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for field in FIELDS:
+        if field.type == "channels":
+            continue  # a channel is a table: --webhook/--secret/--apprise build it
+        if field.flag is None:
+            parser.add_argument(field.name, metavar=field.metavar, help=field.help_text())
+            continue
+        if field.group in GROUP_TITLES:
+            if field.group not in groups:
+                groups[field.group] = parser.add_argument_group(GROUP_TITLES[field.group])
+            target: argparse._ActionsContainer = groups[field.group]
+        else:
+            target = parser
+        many: dict[str, Any] = {"action": "append", "default": []} if field.repeated else {}
+        target.add_argument(
+            field.flag, dest=field.name, metavar=field.metavar, help=field.help_text(), **many
+        )
     channels = parser.add_argument_group(
         "channels (optional: every subscription also has an Atom feed)"
     )
@@ -146,31 +95,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_document(args: argparse.Namespace) -> dict[str, Any]:
-    """The subscription document the flags describe; unset flags keep the spec's defaults."""
-    from tracker.alerts.spec import CONTEXT
-
-    if not args.repo:
+    """The subscription document the flags describe; unset flags keep the table's defaults."""
+    if not args.repos:
         raise UsageError("subscribe: give at least one --repo ORG/NAME or glob such as 'org/*'")
-    document: dict[str, Any] = {"name": args.name, "repos": list(args.repo)}
-    for key in ("method", "precision", "min_severity"):
-        if getattr(args, key) is not None:
-            document[key] = getattr(args, key)
-    for key, flag in (("batch", "--batch"), ("lora_rank", "--lora-rank"), ("gpus", "--gpus")):
-        if getattr(args, key) is not None:
-            document[key] = _integer(flag, getattr(args, key))
-    if args.seq_len is not None:
-        text = args.seq_len.strip().lower()
-        document["seq_len"] = (
-            CONTEXT if text == CONTEXT else _integer("--seq-len", text, " or 'max'")
-        )
-    if args.card:
-        document["cards"] = list(args.card)
-    if args.alert_on:
-        document["alert_on"] = [
-            name.strip() for item in args.alert_on for name in item.split(",") if name.strip()
-        ]
-    document["channels"] = _channels(args)
+    document: dict[str, Any] = {}
+    for field in FIELDS:
+        if field.type == "channels":
+            document[field.name] = _channels(args)
+            continue
+        value = getattr(args, field.name)
+        if value is not None and value != []:
+            document[field.name] = _value(field, value)
     return document
+
+
+def _value(field: Field, given: Any) -> Any:
+    """A flag's text as the field's JSON value; a list of choices may also be comma-separated."""
+    flag = field.flag or field.name
+    if field.type == "integer":
+        return _integer(flag, given)
+    if field.type == "integer_or_max":
+        text = given.strip().lower()
+        return CONTEXT if text == CONTEXT else _integer(flag, text, f" or '{CONTEXT}'")
+    if field.type == "strings" and field.choices:
+        return [name.strip() for item in given for name in item.split(",") if name.strip()]
+    if field.type == "strings":
+        return list(given)
+    return given
 
 
 def _integer(flag: str, text: str, alternative: str = "") -> int:
@@ -210,11 +161,13 @@ def page_urls(base: str, name: str) -> dict[str, str]:
 
 def describe_workload(spec: SubscriptionSpec) -> str:
     """``LoRA r=16, batch 8 at 512 tokens, bf16, 1x each of T4, A10G``."""
+    from tracker.alerts.spec import describe_job
+
     workload = spec.workload
-    if workload.seq_len is None:  # describe() wants a number; "max" is read per revision
-        text = workload.describe(0).replace(" 0 tokens", " the model's context length")
+    if spec.follow_context:  # describe_job wants a number; "max" is read per revision
+        text = describe_job(workload, 0).replace(" 0 tokens", " the model's context length")
     else:
-        text = workload.describe(workload.seq_len)
+        text = describe_job(workload, workload.seq_len)
     return f"{text}, {workload.precision}, {spec.gpus}x each of {', '.join(spec.cards)}"
 
 
