@@ -111,6 +111,22 @@ def remove_subscription(session: Session, name: str) -> bool:
     return bool(getattr(result, "rowcount", 0))
 
 
+def subscription_document(record: Subscription) -> dict[str, JsonValue]:
+    """A stored subscription as the document it was made from (secrets as stored).
+
+    The tracker's parser reads it back (``SubscriptionSpec.from_record``) and
+    the HTTP API answers it redacted, so the record's columns map to the
+    document's fields in this one place.
+    """
+    return {
+        "name": record.name,
+        "repos": list(record.repo_patterns),
+        **record.spec,
+        "min_severity": record.min_severity.label,
+        "channels": [dict(channel) for channel in record.channels],
+    }
+
+
 def _subscription(row: SubscriptionRow) -> Subscription:
     return Subscription(
         id=row.id,
@@ -128,6 +144,7 @@ __all__ = [
     "add_subscription",
     "get_subscription",
     "remove_subscription",
+    "subscription_document",
     "subscriptions",
     "subscriptions_by_id",
     "update_subscription",
