@@ -17,14 +17,23 @@ from storage.records import Change, Severity
 from tracker.diff.revision import RevisionContent
 
 
-def estimate(content: RevisionContent) -> tuple[dict[str, Any] | None, Change | None]:
-    """(plan JSON or None, a change saying why there is no plan, if that is news)."""
+def estimate(
+    content: RevisionContent, previous: RevisionContent | None = None
+) -> tuple[dict[str, Any] | None, Change | None]:
+    """(plan JSON or None, a change saying why there is no plan, if that is news).
+
+    A refusal is news only where config.json changed since ``previous``: the
+    same config was refused for the same reason at the previous revision,
+    and saying it again on every commit that touched other files is noise.
+    """
     config = content.value("config.json")
     if not isinstance(config, dict):
         return None, None
     try:
         result = estimator.plan(config, manifest=_manifest(content))
     except EstimateError as exc:
+        if previous is not None and _same_config(previous, content):
+            return None, None
         return None, Change(
             "estimate",
             "config.json",
@@ -36,6 +45,11 @@ def estimate(content: RevisionContent) -> tuple[dict[str, Any] | None, Change | 
         )
     document: dict[str, Any] = result.to_json()
     return document, None
+
+
+def _same_config(previous: RevisionContent, content: RevisionContent) -> bool:
+    key = content.snapshot.texts.get("config.json")
+    return key is not None and previous.snapshot.texts.get("config.json") == key
 
 
 def _manifest(content: RevisionContent) -> estimator.WeightManifest | None:

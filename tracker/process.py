@@ -117,7 +117,7 @@ def prepare(
         new = result.content(blobs)
         old = content_of(previous, blobs, cache) if previous else None
         found = diff_revisions(old, new) + list(result.problems)
-        plan, problem = estimate(new)
+        plan, problem = estimate(new, old)
         if problem is not None:
             found.append(problem)
         old_plan = plan_at(session, revision.repo_id, previous.revision.sha) if previous else None

@@ -9,12 +9,16 @@ change is its ``normalized`` flag).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from storage.records import Severity
-from tracker.diff.common import DiffContext, format_value
+from tracker.diff.common import UNSET, DiffContext, format_value
+
+SHOWN = 5
+"""Tokens or ids a message names before it says "and N more"."""
 
 
 @dataclass(frozen=True)
@@ -59,10 +63,17 @@ def _content(token: Any) -> Any:
     return token.get("content") if isinstance(token, dict) else token
 
 
+def _shown_token(token: Any) -> str:
+    if token is None:
+        return UNSET
+    content = _content(token)
+    return json.dumps(content, ensure_ascii=False) if content == "" else format_value(content)
+
+
 def _token_role(old: Any, new: Any, severity: Severity, why: str, ctx: DiffContext) -> Wording:
-    """bos/eos/pad/unk: a new token is the field's own reason; same text is named as such."""
+    """bos/eos/pad/unk: named by the token's text; same text is said to be the same token."""
     if old is None or new is None or _content(old) != _content(new):
-        return Wording(severity, why)
+        return Wording(severity, why, f"{_shown_token(old)} -> {_shown_token(new)}")
     text = format_value(_content(new))
     if not (isinstance(old, dict) and isinstance(new, dict)):
         form = "an object" if isinstance(new, dict) else "a plain string"
@@ -111,19 +122,47 @@ def _rope_scaling(old: Any, new: Any, severity: Severity, why: str, ctx: DiffCon
     return Wording(severity, f"{why}; the form changed, so older loaders may reject it")
 
 
+def _listed(items: list[str]) -> str:
+    return ", ".join(items[:SHOWN]) + (
+        f" and {len(items) - SHOWN} more" if len(items) > SHOWN else ""
+    )
+
+
+def _came_and_went(before: list[Any], after: list[Any]) -> list[str]:
+    came = [format_value(t) for t in after if t not in before]
+    went = [format_value(t) for t in before if t not in after]
+    parts = [f"{_listed(came)} added"] if came else []
+    return parts + ([f"{_listed(went)} removed"] if went else [])
+
+
 def _token_list(old: Any, new: Any, severity: Severity, why: str, ctx: DiffContext) -> Wording:
     """additional_special_tokens: name the tokens that came and went, not the whole list."""
     before = [_content(t) for t in old] if isinstance(old, list) else []
     after = [_content(t) for t in new] if isinstance(new, list) else []
-    came = [format_value(t) for t in after if t not in before]
-    went = [format_value(t) for t in before if t not in after]
-    parts = [f"{', '.join(came)} added"] if came else []
-    parts += [f"{', '.join(went)} removed"] if went else []
+    parts = _came_and_went(before, after)
     if not parts:
         reordered = before != after
         said = "same tokens, reordered" if reordered else "same tokens, written differently"
         return Wording(Severity.LOW, said, f"{len(after)} tokens")
     return Wording(severity, why, "; ".join(parts))
+
+
+def _id_list(old: Any, new: Any, severity: Severity, why: str, ctx: DiffContext) -> Wording:
+    """suppress_tokens and the like: the ids that came and went, by text where known."""
+    if not (isinstance(old, list) and isinstance(new, list)):
+        return Wording(severity, why)
+    came = [i for i in new if i not in old]
+    went = [i for i in old if i not in new]
+    parts = [f"{_listed([_id(i, ctx) for i in came])} added"] if came else []
+    parts += [f"{_listed([_id(i, ctx, old=True) for i in went])} removed"] if went else []
+    if not parts:
+        return Wording(Severity.INFO, "same ids, reordered", f"{len(new)} ids")
+    return Wording(severity, why, "; ".join(parts))
+
+
+def _id(token_id: Any, ctx: DiffContext, *, old: bool = False) -> str:
+    name = ctx.token(token_id, old=old)
+    return str(token_id) if name == f"token {token_id}" else f"{token_id} ({name})"
 
 
 EXPLAINERS: Mapping[str, Explainer] = {
@@ -134,6 +173,7 @@ EXPLAINERS: Mapping[str, Explainer] = {
     "add_eos": _added_flag("EOS"),
     "rope_scaling": _rope_scaling,
     "token_list": _token_list,
+    "id_list": _id_list,
 }
 
 __all__ = ["EXPLAINERS", "Explainer", "Wording"]
