@@ -1,0 +1,84 @@
+"""What the user passes to a serving engine: an ``EngineRequest``, validated once.
+
+``None`` means "the engine's own default", resolved by each engine module
+from ``data/engines.json`` (vLLM's defaults even depend on the card), so a
+verdict can say which value it used and where that default comes from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Final, Literal, get_args
+
+from estimator.errors import WorkloadError
+
+EngineName = Literal["transformers", "vllm", "sglang", "tgi"]
+KvCacheDtype = Literal["auto", "fp8"]
+Quantization = Literal["none", "fp8", "awq", "gptq", "bnb-4bit"]
+
+ENGINE_NAMES: Final = get_args(EngineName)
+KV_CACHE_DTYPES: Final = get_args(KvCacheDtype)
+QUANTIZATIONS: Final = get_args(Quantization)
+
+MAX_CARD_BYTES: Final = 1 << 44  # 16 TiB: no single device is larger
+MAX_TOKENS: Final = 1 << 24
+MAX_TP: Final = 1024
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """One engine start-up: the engine, the device and the engine's flags.
+
+    ``card_memory_bytes`` is the device's total memory as the driver reports
+    it; when it is None the card table's entry for ``card`` is used.
+    """
+
+    engine: EngineName = "transformers"
+    card: str = "A10G"
+    card_memory_bytes: int | None = None
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    block_size: int | None = None
+    kv_cache_dtype: KvCacheDtype = "auto"
+    quantization: Quantization = "none"
+    tensor_parallel: int = 1
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        _choice("engine", self.engine, ENGINE_NAMES)
+        _choice("kv_cache_dtype", self.kv_cache_dtype, KV_CACHE_DTYPES)
+        _choice("quantization", self.quantization, QUANTIZATIONS)
+        if not isinstance(self.card, str) or not self.card:
+            raise WorkloadError("engine: card must be a card name such as 'L4'")
+        _bounded("tensor_parallel", self.tensor_parallel, 1, MAX_TP)
+        _optional("card_memory_bytes", self.card_memory_bytes, 1 << 20, MAX_CARD_BYTES)
+        _optional("max_model_len", self.max_model_len, 1, MAX_TOKENS)
+        _optional("block_size", self.block_size, 1, 1 << 16)
+        _optional("max_num_seqs", self.max_num_seqs, 1, 1 << 20)
+        _optional("max_num_batched_tokens", self.max_num_batched_tokens, 1, MAX_TOKENS)
+        u = self.gpu_memory_utilization
+        if u is not None and (
+            isinstance(u, bool) or not isinstance(u, (int, float)) or not 0.0 < float(u) <= 1.0
+        ):
+            raise WorkloadError(f"engine: gpu_memory_utilization must be in (0, 1], got {u!r}")
+
+    def to_json(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise WorkloadError(f"engine: {name} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def _bounded(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WorkloadError(f"engine: {name} must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise WorkloadError(f"engine: {name} must be between {low} and {high}, got {value}")
+
+
+def _optional(name: str, value: object, low: int, high: int) -> None:
+    if value is not None:
+        _bounded(name, value, low, high)

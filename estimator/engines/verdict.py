@@ -1,0 +1,107 @@
+"""An engine's start-up decision: ``EngineVerdict``, what ``plan --json`` prints as ``serving.engine``.
+
+Every byte figure is per GPU. ``error`` is the engine's own message, worded
+as the modelled version words it, so a user can search for it; it is None
+exactly when ``starts`` is true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+GIB = 2**30
+DISPLAY = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "transformers": "transformers"}
+
+
+@dataclass(frozen=True)
+class EngineVerdict:
+    name: str
+    version_modelled: str
+    card: str
+    total_memory_bytes: int
+    tensor_parallel: int
+    settings: tuple[tuple[str, Any], ...]
+    weights_bytes: int
+    activation_peak_bytes: int
+    non_torch_bytes: int
+    cuda_graph_bytes: int
+    reserved_bytes: int
+    kv_cache_bytes: int
+    kv_cache_tokens: int
+    max_model_len: int
+    max_concurrency: float | None
+    starts: bool
+    error: str | None
+    max_model_len_that_starts: int
+    assumptions: tuple[str, ...]
+    sources: tuple[str, ...]
+
+    def summary(self) -> str:
+        """One or two lines for the terminal: starts or not, and the KV cache it would hold."""
+        head = f"{DISPLAY.get(self.name, self.name)} ({self.version_modelled}) on {self.card}"
+        if self.tensor_parallel > 1:
+            head += f" x{self.tensor_parallel} (tensor parallel)"
+        if self.starts:
+            conc = "" if self.max_concurrency is None else f", {self.max_concurrency:.2f}x"
+            return (
+                f"{head}: starts; KV cache {self.kv_cache_bytes / GIB:.2f} GiB per GPU = "
+                f"{self.kv_cache_tokens:,} tokens{conc} at max_model_len {self.max_model_len:,}"
+            )
+        fix = (
+            f"largest max_model_len that starts: {self.max_model_len_that_starts:,}"
+            if self.max_model_len_that_starts
+            else "no max_model_len starts on this card"
+        )
+        return f"{head}: does not start at max_model_len {self.max_model_len:,}\n  {self.error}\n  {fix}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version_modelled": self.version_modelled,
+            "card": self.card,
+            "total_memory_bytes": self.total_memory_bytes,
+            "tensor_parallel": self.tensor_parallel,
+            "settings": dict(self.settings),
+            "weights_bytes": self.weights_bytes,
+            "activation_peak_bytes": self.activation_peak_bytes,
+            "non_torch_bytes": self.non_torch_bytes,
+            "cuda_graph_bytes": self.cuda_graph_bytes,
+            "reserved_bytes": self.reserved_bytes,
+            "kv_cache_bytes": self.kv_cache_bytes,
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "max_model_len": self.max_model_len,
+            "max_concurrency": self.max_concurrency,
+            "starts": self.starts,
+            "error": self.error,
+            "max_model_len_that_starts": self.max_model_len_that_starts,
+            "assumptions": list(self.assumptions),
+            "sources": list(self.sources),
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> EngineVerdict:
+        """The verdict ``to_json`` wrote (``from_json(v.to_json()) == v``)."""
+        return cls(
+            name=d["name"],
+            version_modelled=d["version_modelled"],
+            card=d["card"],
+            total_memory_bytes=d["total_memory_bytes"],
+            tensor_parallel=d["tensor_parallel"],
+            settings=tuple(d["settings"].items()),
+            weights_bytes=d["weights_bytes"],
+            activation_peak_bytes=d["activation_peak_bytes"],
+            non_torch_bytes=d["non_torch_bytes"],
+            cuda_graph_bytes=d["cuda_graph_bytes"],
+            reserved_bytes=d["reserved_bytes"],
+            kv_cache_bytes=d["kv_cache_bytes"],
+            kv_cache_tokens=d["kv_cache_tokens"],
+            max_model_len=d["max_model_len"],
+            max_concurrency=d["max_concurrency"],
+            starts=d["starts"],
+            error=d["error"],
+            max_model_len_that_starts=d["max_model_len_that_starts"],
+            assumptions=tuple(d["assumptions"]),
+            sources=tuple(d["sources"]),
+        )

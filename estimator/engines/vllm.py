@@ -1,0 +1,330 @@
+"""vLLM's start-up decision, step by step as its v1 engine takes it.
+
+1. ``Worker.init_device``: ``requested_memory = total_memory * gpu_memory_utilization``;
+   free memory below that refuses to start.
+2. ``determine_available_memory``: a profile run over ``max_num_batched_tokens``
+   tokens; ``available = requested_memory - (weights + torch peak increase +
+   non-torch increase)``.
+3. ``check_enough_kv_cache_memory``: one request of ``max_model_len`` must fit
+   (``FullAttentionSpec.max_memory_usage_bytes = cdiv(max_model_len, block_size)
+   * page_size_bytes``; sliding-window layers hold ``window - 1 +
+   max_num_batched_tokens`` tokens plus one block).
+4. ``get_kv_cache_config_from_groups``: ``num_blocks = available // page_size //
+   group_size``; "GPU KV cache size" is ``num_blocks // len(groups) * block_size``
+   tokens and the maximum concurrency ``num_blocks / cdiv(per-request bytes,
+   page_size)``.
+5. CUDA graphs are captured after the KV cache is allocated, from what is left
+   outside ``gpu_memory_utilization``.
+The version and file of each step are in ``data/engines.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from estimator.engines.common import (
+    Device,
+    bytes_per_weight,
+    cdiv,
+    device_for,
+    engine_data,
+    gib,
+    largest_passing,
+    quantization_note,
+)
+from estimator.engines.request import EngineRequest
+from estimator.engines.shape import KvLayer, ServingShape
+from estimator.engines.verdict import EngineVerdict
+
+NAME = "vllm"
+CONSERVING = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """vLLM's ``FullAttentionSpec`` / ``SlidingWindowSpec`` / ``MLAAttentionSpec`` for one layer."""
+
+    block_size: int
+    heads: int
+    head_size: int
+    dtype_bytes: int
+    latent: bool
+    sliding_window: int | None
+
+    @property
+    def page_size_bytes(self) -> int:
+        coef = 1 if self.latent else 2
+        return coef * self.block_size * self.heads * self.head_size * self.dtype_bytes
+
+    def max_memory_usage_bytes(self, max_model_len: int, max_num_batched_tokens: int) -> int:
+        if self.sliding_window is None:
+            return cdiv(max_model_len, self.block_size) * self.page_size_bytes
+        num_tokens = min(self.sliding_window - 1 + max_num_batched_tokens, max_model_len)
+        return (cdiv(num_tokens, self.block_size) + 1) * self.page_size_bytes
+
+
+@dataclass(frozen=True)
+class Settings:
+    gpu_memory_utilization: float
+    block_size: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    kv_cache_dtype: str
+    quantization: str
+    derived_max_model_len: int
+
+
+def settings_for(request: EngineRequest, device: Device, shape: ServingShape) -> Settings:
+    d = engine_data(NAME).values
+    excluded = str(d["large_card_excludes"]).lower() in device.name.lower()
+    size = "large" if device.total_bytes >= d["large_card_bytes"] and not excluded else "small"
+    return Settings(
+        gpu_memory_utilization=request.gpu_memory_utilization or d["gpu_memory_utilization"],
+        block_size=request.block_size or d["block_size"],
+        max_num_batched_tokens=request.max_num_batched_tokens or d["max_num_batched_tokens"][size],
+        max_num_seqs=request.max_num_seqs or d["max_num_seqs"][size],
+        kv_cache_dtype=request.kv_cache_dtype,
+        quantization=request.quantization,
+        derived_max_model_len=shape.max_position_embeddings or 2048,
+    )
+
+
+def layer_specs(shape: ServingShape, s: Settings, tp: int) -> tuple[LayerSpec, ...]:
+    dtype_bytes = 1 if s.kv_cache_dtype == "fp8" else 2
+    return tuple(_spec(layer, s.block_size, dtype_bytes, tp) for layer in shape.kv_layers)
+
+
+def _spec(layer: KvLayer, block_size: int, dtype_bytes: int, tp: int) -> LayerSpec:
+    return LayerSpec(
+        block_size,
+        layer.heads_per_gpu(tp),
+        layer.head_size,
+        dtype_bytes,
+        layer.latent,
+        layer.sliding_window,
+    )
+
+
+def needed_memory(specs: tuple[LayerSpec, ...], max_model_len: int, batched: int) -> int:
+    """``max_memory_usage_bytes(vllm_config, kv_cache_spec.values())``: one request's KV."""
+    return sum(spec.max_memory_usage_bytes(max_model_len, batched) for spec in specs)
+
+
+def groups_of(specs: tuple[LayerSpec, ...]) -> list[tuple[LayerSpec, int]]:
+    """KV cache groups: one for uniform specs, else ``_get_kv_cache_groups_uniform_page_size``."""
+    by_spec: dict[LayerSpec, int] = {}
+    for spec in specs:
+        by_spec[spec] = by_spec.get(spec, 0) + 1
+    if len(by_spec) == 1:
+        return [(specs[0], len(specs))]
+    counts = list(by_spec.values())
+    group_size = min(counts)
+    if max(counts) < min(counts) * 1.5:
+        group_size = max(counts)
+    groups: list[tuple[LayerSpec, int]] = []
+    for spec, n in by_spec.items():
+        groups.extend([(spec, group_size)] * cdiv(n, group_size))
+    return groups
+
+
+@dataclass(frozen=True)
+class KvConfig:
+    num_blocks: int
+    tokens: int
+    bytes: int
+    max_concurrency: float
+
+
+def kv_cache_config(
+    specs: tuple[LayerSpec, ...], available: int, max_model_len: int, batched: int
+) -> KvConfig:
+    groups = groups_of(specs)
+    group_size = max(n for _, n in groups)
+    page = max(spec.page_size_bytes for spec, _ in groups)
+    num_blocks = max(int(available // page // group_size), 0)
+    min_block = min(spec.block_size for spec, _ in groups)
+    tokens = num_blocks // len(groups) * min_block
+    per_request = sum(spec.max_memory_usage_bytes(max_model_len, batched) for spec, _ in groups)
+    concurrency = num_blocks / cdiv(per_request, page)
+    return KvConfig(num_blocks, tokens, num_blocks * page * group_size, concurrency)
+
+
+def activation_peak(shape: ServingShape, s: Settings, tp: int, per_logit: int) -> int:
+    """Torch peak increase of ``profile_run``: a forward over the token budget, then the sampler."""
+    tokens = s.max_num_batched_tokens
+    forward = shape.forward_peak_bytes(tokens, tp)
+    num_reqs = min(s.max_num_seqs, tokens)
+    sampler = tokens * 2 * shape.hidden_size + num_reqs * shape.vocab_size * per_logit
+    return max(forward, sampler)
+
+
+def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
+    device = device_for(request)
+    s = settings_for(request, device, shape)
+    length = request.max_model_len or s.derived_max_model_len
+    return _run(shape, request, device, s, length)
+
+
+@dataclass(frozen=True)
+class Decision:
+    weights: int
+    activation: int
+    requested: float
+    kv: KvConfig
+    error: str | None
+
+
+def decide(
+    shape: ServingShape, request: EngineRequest, device: Device, s: Settings, length: int
+) -> Decision:
+    """Every start-up check in vLLM's order; the first that fails is the engine's error."""
+    d = engine_data(NAME).values
+    tp = request.tensor_parallel
+    weights = shape.weights_bytes(bytes_per_weight(s.quantization), tp)
+    activation = activation_peak(shape, s, tp, int(d["sampler_bytes_per_logit"]))
+    non_torch = int(d["non_torch_bytes"])
+    total = device.total_bytes
+    requested = total * s.gpu_memory_utilization
+    free_at_start = total - device.context_bytes
+    specs = layer_specs(shape, s, tp)
+    available = int(requested - (weights + activation + non_torch))
+    none = KvConfig(0, 0, 0, 0.0)
+    error = _early_error(s, length, free_at_start, requested, total, weights)
+    if error is None and non_torch + activation + weights > free_at_start:
+        error = (
+            "torch.OutOfMemoryError: CUDA out of memory during the profile run of "
+            f"max_num_batched_tokens={s.max_num_batched_tokens} tokens"
+        )
+    if error is None and not specs and available <= 0:
+        error = "No available memory for the cache blocks. " + CONSERVING
+    if error is None and specs:
+        error = _kv_error(specs, available, length, s)
+    if error is not None or not specs:
+        return Decision(weights, activation, requested, none, error)
+    kv = kv_cache_config(specs, available, length, s.max_num_batched_tokens)
+    left = free_at_start - weights - non_torch - kv.bytes
+    if int(d["cuda_graph_bytes"]) > left:
+        error = (
+            "torch.OutOfMemoryError: CUDA out of memory while capturing CUDA graphs "
+            f"({gib(left)} GiB left outside gpu_memory_utilization "
+            f"{s.gpu_memory_utilization}); pass --enforce-eager or lower "
+            "--gpu-memory-utilization"
+        )
+    return Decision(weights, activation, requested, kv, error)
+
+
+def _run(
+    shape: ServingShape, request: EngineRequest, device: Device, s: Settings, length: int
+) -> EngineVerdict:
+    data = engine_data(NAME)
+    d = data.values
+    tp = request.tensor_parallel
+    bpw = bytes_per_weight(s.quantization)
+    at = decide(shape, request, device, s, length)
+    that_starts = largest_passing(
+        1,
+        s.derived_max_model_len,
+        lambda n: decide(shape, request, device, s, n).error is None,
+    )
+    settings = (
+        ("gpu_memory_utilization", s.gpu_memory_utilization),
+        ("block_size", s.block_size),
+        ("max_num_batched_tokens", s.max_num_batched_tokens),
+        ("max_num_seqs", s.max_num_seqs),
+        ("kv_cache_dtype", s.kv_cache_dtype),
+        ("quantization", s.quantization),
+        ("derived_max_model_len", s.derived_max_model_len),
+    )
+    non_torch, graphs = int(d["non_torch_bytes"]), int(d["cuda_graph_bytes"])
+    return EngineVerdict(
+        name=NAME,
+        version_modelled=data.version_modelled,
+        card=device.name,
+        total_memory_bytes=device.total_bytes,
+        tensor_parallel=tp,
+        settings=settings,
+        weights_bytes=at.weights,
+        activation_peak_bytes=at.activation,
+        non_torch_bytes=non_torch,
+        cuda_graph_bytes=graphs,
+        reserved_bytes=int(device.total_bytes - at.requested),
+        kv_cache_bytes=at.kv.bytes,
+        kv_cache_tokens=at.kv.tokens,
+        max_model_len=length,
+        max_concurrency=round(at.kv.max_concurrency, 2) if shape.has_kv_cache else None,
+        starts=at.error is None,
+        error=at.error,
+        max_model_len_that_starts=that_starts,
+        assumptions=(
+            quantization_note(s.quantization, bpw),
+            f"KV cache {'fp8' if s.kv_cache_dtype == 'fp8' else '16-bit'}, block_size "
+            f"{s.block_size}, KV heads split over {tp} GPU(s) (at least one per GPU)",
+            "profile run: one layer's forward transients for max_num_batched_tokens tokens, "
+            "then the sampler over min(max_num_seqs, max_num_batched_tokens) rows (modelled)",
+            f"non-torch memory {gib(non_torch)} GiB and CUDA graphs {gib(graphs)} GiB "
+            "are modelled constants, not measured",
+        ),
+        sources=data.sources,
+    )
+
+
+def _early_error(
+    s: Settings,
+    length: int,
+    free_at_start: int,
+    requested: float,
+    total: int,
+    weights: int,
+) -> str | None:
+    if length > s.derived_max_model_len:
+        return (
+            f"User-specified max_model_len ({length}) is greater than the derived "
+            f"max_model_len (max_position_embeddings={s.derived_max_model_len} or "
+            "model_max_length=None in model's config.json). To allow overriding this "
+            "maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."
+        )
+    if s.max_num_batched_tokens < s.max_num_seqs:
+        return (
+            f"max_num_batched_tokens ({s.max_num_batched_tokens}) must be greater than or "
+            f"equal to max_num_seqs ({s.max_num_seqs})."
+        )
+    if free_at_start < requested:
+        return (
+            f"Free memory on device ({gib(free_at_start)}/{gib(total)} GiB) on startup is "
+            f"less than desired GPU memory utilization ({s.gpu_memory_utilization}, "
+            f"{gib(requested)} GiB). Decrease GPU memory utilization or reduce GPU memory "
+            "used by other processes."
+        )
+    if weights > free_at_start:
+        return (
+            "torch.OutOfMemoryError: CUDA out of memory while loading the model weights "
+            f"({gib(weights)} GiB per GPU on a {gib(total)} GiB device)"
+        )
+    return None
+
+
+def _kv_error(specs: tuple[LayerSpec, ...], available: int, length: int, s: Settings) -> str | None:
+    """``_check_enough_kv_cache_memory``, message for message."""
+    if available <= 0:
+        return (
+            "No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine. " + CONSERVING
+        )
+    needed = needed_memory(specs, length, s.max_num_batched_tokens)
+    if needed <= available:
+        return None
+    estimated = largest_passing(
+        1, length, lambda n: needed_memory(specs, n, s.max_num_batched_tokens) <= available
+    )
+    estimated_msg = (
+        f"Based on the available memory, the estimated maximum model length is {estimated}. "
+        if estimated > 0
+        else ""
+    )
+    return (
+        f"To serve at least one request with the models's max seq len ({length}), "
+        f"({gib(needed)} GiB KV cache is needed, which is larger than the available KV cache "
+        f"memory ({gib(available)} GiB). {estimated_msg}"
+        "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+        "initializing the engine. " + CONSERVING
+    )
