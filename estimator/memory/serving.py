@@ -13,16 +13,15 @@ from typing import Final
 
 from estimator.architecture import Architecture
 from estimator.memory.phases import MethodModel, Phase, Term
+from estimator.memory.quantized import (
+    DEQUANT_FROM_TOKENS,
+    FORMATS,
+    GROUP_SIZE,
+    quantised_weights,
+)
 from estimator.memory.states import ParameterSplit
 from estimator.workload import Workload
 
-# Bytes per parameter of block linears, and per-group scale bytes.
-WEIGHT_BYTES: Final[dict[str, float]] = {
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "int8": 1.0 + 2.0 / 4096,  # per-output-row fp16 scale on a typical 4096-wide row
-    "int4": 0.5 + 4.0 / 128,  # group size 128: fp16 scale + zero point per group
-}
 RESERVE_STATIC: Final = 0.01
 RESERVE_DYNAMIC: Final = 0.10
 CUBLAS_WORKSPACE: Final = 32 * 2**20
@@ -71,24 +70,44 @@ def _prefill_per_sequence(arch: Architecture, w: Workload, compute: int) -> floa
 
 def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> MethodModel:
     compute = 2 if w.precision != "fp32" else 4
-    per_param = WEIGHT_BYTES[w.serve_weights] if w.precision != "fp32" else 4.0
-    outside = split.total - split.block_linears
-    weights = (split.block_linears * per_param + outside * compute) / w.gpus
+    fmt = FORMATS.get(w.serve_weights) if w.precision != "fp32" else None
+    scratch = 0.0
+    scratch_per_token = 0.0
+    if fmt is None:
+        weights = split.total * compute / w.gpus
+    else:
+        q = quantised_weights(arch, fmt, w.double_quant, w.seq_len, compute)
+        weights = (q.quantised_bytes + q.unquantised_parameters * compute) / w.gpus
+        scratch = q.scratch_fixed / w.gpus
+        scratch_per_token = q.scratch_per_token / w.gpus
     kv = kv_cache_bytes_per_sequence(arch, w.seq_len, w.kv_cache_bytes) / w.gpus
-    prefill = _prefill_per_sequence(arch, w, compute) / w.gpus
+    prefill = _prefill_per_sequence(arch, w, compute) / w.gpus + scratch_per_token * w.seq_len
     phase = Phase(
         "prefill",
         (
             Term("weights", weights),
             Term("kv_cache", 0.0, kv),
             Term("activations", 0.0, prefill),
+            Term("quantization_overhead", scratch),
             Term("framework_overhead", CUBLAS_WORKSPACE),
         ),
     )
     assumptions = [
-        f"serving: block linears in {w.serve_weights}, embeddings and head 16-bit; "
+        f"serving: block linears in {w.serve_weights}"
+        + (
+            f" (group size {GROUP_SIZE}: scales and zeros per group"
+            if fmt is not None and fmt.group_bytes
+            else ""
+        )
+        + (")" if fmt is not None and fmt.group_bytes else "")
+        + "; embeddings, LM head, norms, biases and MoE routers 16-bit; "
         f"KV cache {w.kv_cache_bytes} B per element for {w.seq_len} tokens per sequence",
     ]
+    if scratch:
+        assumptions.append(
+            f"{w.serve_weights}: prompts of {DEQUANT_FROM_TOKENS}+ tokens dequantise the largest "
+            "fused linear to 16 bit before the matmul"
+        )
     if not arch.has_kv_cache:
         assumptions.append("encoder: no KV cache; memory is weights plus one layer's transient")
     if w.gpus > 1:

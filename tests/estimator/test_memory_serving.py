@@ -59,3 +59,47 @@ def test_unknown_model_types_honour_multi_query_and_kv_head_fields() -> None:
     assert describe({**base, "multi_query": True}).blocks[0].attention.num_kv_heads == 1
     assert describe({**base, "num_key_value_heads": 2}).blocks[0].attention.num_kv_heads == 2
     assert describe(base).blocks[0].attention.num_kv_heads == 8
+
+
+SERVE_ARCH = llama_like(hidden=256, layers=2, heads=4, kv_heads=2, intermediate=512, vocab=1024)
+
+
+def serve(weights: str, seq_len: int = 64) -> dict[str, int]:
+    w = Workload(method="serve", batch=1, seq_len=seq_len, serve_weights=weights)  # type: ignore[arg-type]
+    return method_models(SERVE_ARCH, w, True)["serve"].phases[0].breakdown(1)
+
+
+def _linears() -> list[tuple[int, int]]:
+    return [(lin.in_features, lin.out_features) for lin in SERVE_ARCH.blocks[0].linears]
+
+
+def test_awq_counts_packed_weights_group_scales_and_zeros_and_keeps_the_rest_16bit() -> None:
+    linears = _linears()
+    quantised = sum(i * o for i, o in linears) * SERVE_ARCH.num_layers
+    # qweight 4 bit + per group of 128 inputs: a 16-bit scale and a 4-bit zero per output.
+    stored = sum(i * o / 2 + (i / 128) * o * 2.5 for i, o in linears) * SERVE_ARCH.num_layers
+    rest = SERVE_ARCH.total_parameters - quantised
+    assert serve("awq")["weights"] == round(stored + rest * 2)
+    # GPTQ adds g_idx, one int32 per input row.
+    gidx = sum(4 * i for i, _ in linears) * SERVE_ARCH.num_layers
+    assert serve("gptq")["weights"] == round(stored + gidx + rest * 2)
+
+
+def test_nf4_int8_and_fp8_bytes_per_weight() -> None:
+    linears = _linears()
+    layers = SERVE_ARCH.num_layers
+    quantised = sum(i * o for i, o in linears) * layers
+    rest = (SERVE_ARCH.total_parameters - quantised) * 2
+    # double-quantised absmax: one byte per 64 weights + an fp32 per 256 blocks.
+    assert serve("nf4")["weights"] == round(quantised * (0.5 + (1 + 4 / 256) / 64) + rest)
+    assert serve("int8")["weights"] == round(
+        quantised + sum(4 * o for _, o in linears) * layers + rest
+    )
+    assert serve("fp8")["weights"] == quantised + rest
+
+
+def test_long_prompts_dequantise_the_widest_fused_linear() -> None:
+    # gate and up read the same input: one fused 256 x 1024 GEMM, 16-bit copy.
+    assert serve("awq", seq_len=255)["quantization_overhead"] == 0
+    assert serve("awq", seq_len=256)["quantization_overhead"] == 256 * 1024 * 2
+    assert serve("fp8", seq_len=4096)["quantization_overhead"] == 0

@@ -1,0 +1,130 @@
+"""Serving weight formats: bytes per quantised weight, what stays 16-bit, and the kernels' scratch.
+
+Each format is counted from the tensors the engines allocate per linear
+(``in`` x ``out`` weights, group size ``g``):
+
+* ``awq`` (vLLM ``vllm/model_executor/layers/quantization/awq.py``,
+  ``AWQLinearMethod.create_weights``): ``qweight`` int32 [in, out/8],
+  ``qzeros`` int32 [in/g, out/8], ``scales`` 16-bit [in/g, out]: 0.5 + 2.5/g B
+  per weight. From 256 tokens on, ``apply`` dequantises the whole weight to
+  16 bit (``awq_dequantize``) before ``torch.matmul``: one fused linear's
+  16-bit copy during prefill.
+* ``gptq`` / ``int4`` (vLLM ``gptq.py``): ``qweight`` int32 [in/8, out],
+  ``qzeros`` [in/g, out/8], ``scales`` [in/g, out] and ``g_idx`` int32 [in]:
+  AWQ's bytes plus 4 B per input row. Group size 128, the AutoGPTQ/AutoAWQ
+  default quantisation config. The exllama/marlin kernels' workspace is a few
+  MB (``marlin_make_workspace``: one int32 per SM); the dequantised copy is
+  counted as for AWQ (the exllama path reconstructs the weight for prompts).
+* ``nf4`` (bitsandbytes ``Params4bit``, blocksize 64): 0.5 B plus an fp32
+  absmax per 64 weights (8-bit with one fp32 per 256 blocks when double
+  quantised); ``matmul_4bit`` dequantises the weight for prompts.
+* ``int8`` (bitsandbytes ``Int8Params``, LLM.int8()): 1 B plus an fp32 scale per
+  output row; the int32 product of the running linear is scratch.
+* ``fp8`` (vLLM ``fp8.py``, per-tensor scales): 1 B per weight; the input is
+  quantised to fp8 (1 B per element) for the GEMM.
+
+Embeddings, the LM head, norms, biases and MoE routers stay in the 16-bit
+dtype (vLLM builds ``lm_head`` and the router ``gate`` without a quant method).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from estimator.architecture import Architecture, Block
+
+GROUP_SIZE: Final = 128
+NF4_BLOCK: Final = 64
+NF4_DOUBLE_QUANT_BLOCK: Final = 256
+DEQUANT_FROM_TOKENS: Final = 256  # vLLM AWQ: FP16_MATMUL_HEURISTIC_CONDITION
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """Bytes of one quantised linear and the scratch its kernel needs."""
+
+    name: str
+    bits: float
+    group_bytes: float  # per group of GROUP_SIZE inputs and per output (scales + zeros)
+    row_bytes: float  # per input row (g_idx)
+    col_bytes: float  # per output column (per-row scales)
+    dequantises: bool  # reconstructs the 16-bit weight for prompts
+    int32_output: bool = False
+
+
+FORMATS: Final[dict[str, WeightFormat]] = {
+    "awq": WeightFormat("awq", 4, 2.5, 0.0, 0.0, True),
+    "gptq": WeightFormat("gptq", 4, 2.5, 4.0, 0.0, True),
+    "int4": WeightFormat("int4", 4, 2.5, 4.0, 0.0, True),
+    "nf4": WeightFormat("nf4", 4, 0.0, 0.0, 0.0, True),
+    "int8": WeightFormat("int8", 8, 0.0, 0.0, 4.0, False, int32_output=True),
+    "fp8": WeightFormat("fp8", 8, 0.0, 0.0, 0.0, False),
+}
+
+
+def linear_bytes(
+    fmt: WeightFormat, in_features: int, out_features: int, double_quant: bool
+) -> float:
+    """Stored bytes of one quantised ``in`` x ``out`` weight."""
+    weights = in_features * out_features
+    total = weights * fmt.bits / 8
+    total += fmt.group_bytes * (in_features / GROUP_SIZE) * out_features
+    total += fmt.row_bytes * in_features + fmt.col_bytes * out_features
+    if fmt.name == "nf4":
+        blocks = weights / NF4_BLOCK
+        total += blocks * (1 + 4 / NF4_DOUBLE_QUANT_BLOCK) if double_quant else blocks * 4
+    return total
+
+
+def _is_router(block: Block, in_features: int, out_features: int, copies: int) -> bool:
+    moe = block.moe
+    return moe is not None and copies == 1 and out_features == moe.num_experts
+
+
+@dataclass(frozen=True)
+class QuantisedWeights:
+    quantised_bytes: float
+    unquantised_parameters: int
+    scratch_per_token: float  # bytes per prompt token (fp8 input, int8 product)
+    scratch_fixed: float  # the dequantised copy of the largest fused linear
+
+
+def quantised_weights(
+    arch: Architecture, fmt: WeightFormat, double_quant: bool, prompt_tokens: int, compute: int
+) -> QuantisedWeights:
+    """Block linears in ``fmt``; everything else (and each router) in the compute dtype."""
+    per_template: dict[int, tuple[float, int, float, float]] = {}
+    quantised = 0.0
+    linear_params = 0
+    widest = 0.0
+    per_token = 0.0
+    for block, count in arch.block_groups:
+        key = id(block.linears)
+        if key not in per_template:
+            stored = 0.0
+            params = 0
+            fused: dict[tuple[int, str], int] = {}
+            for lin in block.linears:
+                if _is_router(block, lin.in_features, lin.out_features, lin.copies):
+                    continue
+                stored += lin.copies * linear_bytes(
+                    fmt, lin.in_features, lin.out_features, double_quant
+                )
+                params += lin.copies * lin.in_features * lin.out_features
+                part = (lin.in_features, lin.name.rpartition(".")[0])
+                fused[part] = fused.get(part, 0) + lin.out_features
+            # Linears of one module reading one input are one fused GEMM in the
+            # engines (qkv_proj, gate_up_proj).
+            big = max((i * o for (i, _), o in fused.items()), default=0)
+            io = max((i + o for (i, _), o in fused.items()), default=0)
+            per_template[key] = (stored, params, float(big), float(io))
+        t_stored, t_params, t_big, t_io = per_template[key]
+        quantised += t_stored * count
+        linear_params += t_params * count
+        widest = max(widest, t_big)
+        per_token = max(per_token, t_io)
+    unquantised = arch.total_parameters - linear_params
+    fixed = widest * compute if fmt.dequantises and prompt_tokens >= DEQUANT_FROM_TOKENS else 0.0
+    scratch_token = per_token * (4 if fmt.int32_output else 1 if fmt.name == "fp8" else 0)
+    return QuantisedWeights(quantised, unquantised, scratch_token, fixed)
