@@ -7,6 +7,7 @@ files, no network, no torch.
 from estimator.accuracy import Accuracy, measured_accuracy
 from estimator.cards import Card, all_cards, card
 from estimator.deltas import DeltaEntry, PlanDelta, delta
+from estimator.engines import EngineRequest, EngineVerdict
 from estimator.errors import (
     ConfigError,
     EstimateError,
@@ -26,6 +27,8 @@ __all__ = [
     "Card",
     "ConfigError",
     "DeltaEntry",
+    "EngineRequest",
+    "EngineVerdict",
     "EstimateError",
     "Finding",
     "ManifestError",

@@ -18,6 +18,7 @@ from typing import Any, Final
 from estimator.architecture import Architecture
 from estimator.cards import Card, all_cards, card
 from estimator.cost import Cost, estimate_cost
+from estimator.engines import EngineRequest, EngineVerdict, simulate_engine
 from estimator.errors import EstimateError, PlanJsonError
 from estimator.families import describe
 from estimator.fit import CardFit, MethodFit, fit_card
@@ -46,6 +47,8 @@ class Plan:
     cost: Cost
     findings: tuple[Finding, ...]
     assumptions: tuple[str, ...]
+    # The serving engine's start-up verdict, when the plan was asked for one (``engine=``).
+    engine: EngineVerdict | None = None
 
     @property
     def selected(self) -> MemoryEstimate:
@@ -83,7 +86,7 @@ class Plan:
             "cost": self.cost.to_json(),
             "findings": [f.to_json() for f in self.findings],
             "assumptions": list(self.assumptions),
-        }
+        } | ({} if self.engine is None else {"serving": {"engine": self.engine.to_json()}})
 
 
 def _plan_from_json(d: Mapping[str, Any]) -> Plan:
@@ -114,6 +117,7 @@ def _plan_from_json(d: Mapping[str, Any]) -> Plan:
         cost=Cost(**{**d["cost"], "assumptions": tuple(d["cost"]["assumptions"])}),
         findings=tuple(Finding(**f) for f in d["findings"]),
         assumptions=tuple(d["assumptions"]),
+        engine=EngineVerdict.from_json(d["serving"]["engine"]) if "serving" in d else None,
     )
 
 
@@ -196,8 +200,13 @@ def plan(
     config: Mapping[str, object],
     workload: Workload | None = None,
     manifest: WeightManifest | None = None,
+    engine: EngineRequest | None = None,
 ) -> Plan:
-    """Estimate everything for ``config`` (a parsed config.json) under ``workload``."""
+    """Estimate everything for ``config`` (a parsed config.json) under ``workload``.
+
+    With ``engine``, the plan also carries that serving engine's start-up
+    verdict (``serving.engine`` in the JSON): would it start, with what KV cache.
+    """
     w = workload or Workload()
     target = card(w.card)
     arch = describe(config)
@@ -242,6 +251,7 @@ def plan(
         cost=cost,
         findings=findings,
         assumptions=assumptions,
+        engine=None if engine is None else simulate_engine(arch, split, engine),
     )
 
 
