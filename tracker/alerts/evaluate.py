@@ -149,8 +149,12 @@ def fit_flips(
     """Every card of ``spec`` whose fits verdict differs between the two sides.
 
     A config the estimator refuses (or one stating no context length for a
-    "max" sequence length) gives no verdict to compare, so no flips.
+    "max" sequence length) gives no verdict to compare, so no flips; an
+    unchanged config.json (the same content key) cannot flip a verdict, so
+    it is not estimated at all.
     """
+    if old_side.key == new_side.key:
+        return []
     try:
         old = _fit_states(spec, old_side, plans)
         new = _fit_states(spec, new_side, plans)

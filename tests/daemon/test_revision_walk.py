@@ -1,0 +1,252 @@
+"""One revision from claim to alert: what it reads, counted on a real database.
+
+A check worker claims the repo, snapshots the new revision from the Hub
+emulator, diffs it, estimates it and commits it with the daemon's publisher
+table (advisory writer, then alert queuer) in one transaction. Every SELECT
+that fetches blob bytes is counted with SQLAlchemy's ``before_cursor_execute``
+event, and every ``estimator.plan`` call through a pass-through wrapper of the
+real function. The promises: within one revision each blob is read at most
+once and each plan is computed once per (config, workload), however many
+subscriptions ask; the publishers read no blob at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+import estimator
+from storage import Database, deliveries
+from storage.records import Publication, RevisionOutcome, Subscription
+from tests.daemon.conftest import run_until_idle, track_all
+from tracker.alerts.registry import save_subscription
+from tracker.alerts.spec import parse_subscription
+from tracker.daemon import Daemon, publisher
+from tracker.demo import HISTORIES
+from tracker.discovery import HeadProbe
+from tracker.hub import Hub
+from tracker.hubsim import HubEmulator
+from tracker.metrics import DaemonMetrics
+from tracker.process import Publisher, Publishers
+from tracker.settings import Settings
+from tracker.worker import Worker, WorkerPolicy
+
+pytestmark = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
+
+REPO = "walk/llama2-7b"
+LLAMA2 = HISTORIES / "neurarch-demo" / "llama2-7b" / "7dba8667ad27534931d66b826bbdc7b31fad885c"
+START = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+SERVE_4_AT_MAX = {"method": "serve", "batch": 4, "seq_len": "max", "cards": ["L4", "A100 80GB"]}
+SUBSCRIPTIONS = (
+    {"name": "fit-a", "alert_on": ["fit", "config"], **SERVE_4_AT_MAX},
+    {"name": "fit-b", "alert_on": ["fit"], **SERVE_4_AT_MAX},  # same workload as fit-a
+    {
+        "name": "lora",
+        "method": "lora",
+        "batch": 8,
+        "seq_len": 512,
+        "cards": ["T4"],
+        "alert_on": ["fit", "generation_config", "chat_template"],
+    },
+)
+
+
+def config(**override: object) -> bytes:
+    document = json.loads((LLAMA2 / "config.json").read_text())
+    return json.dumps({**document, **override}, indent=2).encode()
+
+
+def tokenizer_config(template: str) -> bytes:
+    return json.dumps({"chat_template": template, "model_max_length": 4096}).encode()
+
+
+UPLOAD = {
+    "config.json": config(),
+    "generation_config.json": (LLAMA2 / "generation_config.json").read_bytes(),
+    "tokenizer_config.json": tokenizer_config("{{ messages[0]['content'] }}"),
+    "README.md": (LLAMA2 / "README.md").read_bytes(),
+}
+STEPS = {
+    "context 2048 -> 4096": {"config.json": config(max_position_embeddings=4096)},
+    "generation_config only": {"generation_config.json": b'{"eos_token_id": [2, 32000]}'},
+    "chat template": {"tokenizer_config.json": tokenizer_config("{{ bos_token }}{{ messages }}")},
+    "context 4096 -> 2048": {"config.json": config()},
+}
+
+
+@dataclass
+class Reads:
+    """What the database and the estimator were asked for since the last ``take``."""
+
+    blobs: list[str] = field(default_factory=list)
+    """Content keys of every SELECT that fetched blob bytes, in order."""
+    probes: int = 0
+    """SELECTs that only asked which content keys the store holds."""
+    plans: list[tuple[str, estimator.Workload]] = field(default_factory=list)
+    """(digest of the config, workload) of every estimator.plan call."""
+
+    by_publishers: dict[str, int] = field(default_factory=dict)
+    """Blob reads made while each publisher ran."""
+
+    def take(self) -> Reads:
+        taken = Reads(list(self.blobs), self.probes, list(self.plans), dict(self.by_publishers))
+        self.blobs.clear()
+        self.plans.clear()
+        self.probes = 0
+        self.by_publishers.clear()
+        return taken
+
+    def watch(self, name: str, publisher: Publisher) -> Publisher:
+        """``publisher`` as it is, with the blob reads it makes counted under ``name``."""
+
+        def watched(
+            session: Any, outcome: RevisionOutcome, publication: Publication
+        ) -> Publication:
+            before = len(self.blobs)
+            try:
+                return publisher(session, outcome, publication)
+            finally:
+                self.by_publishers[name] = (
+                    self.by_publishers.get(name, 0) + len(self.blobs) - before
+                )
+
+        return watched
+
+
+@pytest.fixture
+def reads(database: Database, monkeypatch: pytest.MonkeyPatch) -> Iterator[Reads]:
+    counted = Reads()
+
+    def on_execute(
+        conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool
+    ) -> None:
+        text = " ".join(statement.split())
+        if not text.upper().startswith("SELECT") or " FROM blobs" not in text:
+            return
+        if "blobs.data" in text:
+            values = parameters.values() if isinstance(parameters, dict) else parameters
+            counted.blobs.extend(str(v) for v in values if isinstance(v, str))
+        else:
+            counted.probes += 1
+
+    real_plan: Callable[..., estimator.Plan] = estimator.plan
+
+    def counting_plan(
+        config: Any, workload: estimator.Workload | None = None, **kwargs: Any
+    ) -> estimator.Plan:
+        digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+        counted.plans.append((digest, workload or estimator.Workload()))
+        return real_plan(config, workload, **kwargs)
+
+    event.listen(database.engine, "before_cursor_execute", on_execute)
+    monkeypatch.setattr(estimator, "plan", counting_plan)
+    try:
+        yield counted
+    finally:
+        event.remove(database.engine, "before_cursor_execute", on_execute)
+
+
+def daemon_worker(
+    database: Database, hub: HubEmulator, tmp_path: Path, clock: Clock, reads: Reads
+) -> Worker:
+    """A check worker with the publisher table the daemon registers (advisories, then alerts),
+    each entry watched for the blob reads it makes."""
+    settings = Settings.in_dir(tmp_path)
+    daemon = Daemon(settings=settings, config=settings.daemon, database=database)
+    table = daemon.with_alerts(publisher())
+    assert table.names == ("advisories", "alerts")
+    return Worker(
+        database,
+        Hub(hub.endpoint, max_retries=2, timeout=5.0),
+        HeadProbe(hub.endpoint),
+        owner="walk/0",
+        policy=WorkerPolicy(interval_s=60.0, max_backoff_s=600.0, lease_s=60.0),
+        metrics=DaemonMetrics(),
+        clock=clock,
+        publish=Publishers(tuple((name, reads.watch(name, p)) for name, p in table.entries)),
+    )
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+EXPECTED = {
+    # step: (blob reads, plan calls, alerts queued by subscription)
+    "context 2048 -> 4096": (3, 7, {"fit-a": ["fit", "changes"], "fit-b": ["fit"]}),
+    "generation_config only": (3, 1, {"lora": ["changes"]}),
+    "chat template": (3, 1, {"lora": ["changes"]}),
+    "context 4096 -> 2048": (4, 7, {"fit-a": ["fit", "changes"], "fit-b": ["fit"]}),
+}
+"""What each revision of the walk costs. Blob reads are the texts the diff or the record needs
+that were not fetched from the Hub (each once); plans are the revision's own estimate plus, when
+config.json changed, one per side and distinct (workload, card): serve on L4 and A100 (shared by
+fit-a and fit-b) and LoRA on T4."""
+
+
+def test_one_revision_reads_each_blob_once_and_plans_each_workload_once(
+    database: Database, hub_emulator: HubEmulator, tmp_path: Path, reads: Reads
+) -> None:
+    with database.session() as session:
+        stored = [
+            save_subscription(session, parse_subscription({"repos": [REPO], **document}), now=START)
+            for document in SUBSCRIPTIONS
+        ]
+    clock = Clock()
+    hub_emulator.publish(REPO, UPLOAD, title="Upload folder", date=START)
+    track_all(database, [REPO], clock.now)
+    worker = daemon_worker(database, hub_emulator, tmp_path, clock, reads)
+    run_until_idle(worker)
+    baseline = reads.take()  # the initial commit and the upload: fetched, nothing read back
+
+    walked: dict[str, tuple[Reads, dict[str, list[str]]]] = {}
+    for index, (title, files) in enumerate(STEPS.items(), start=1):
+        hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
+        clock.now += timedelta(minutes=2)
+        before = queued_alerts(database, stored)
+        assert run_until_idle(worker) == 1
+        after = queued_alerts(database, stored)
+        alerts = {
+            name: after[name][len(before[name]) :] for name in after if after[name] != before[name]
+        }
+        walked[title] = (reads.take(), alerts)
+
+    assert (len(baseline.blobs), len(baseline.plans)) == (0, 1)
+    assert baseline.by_publishers == {"advisories": 0, "alerts": 0}
+    for title, (step, _) in walked.items():
+        assert max(Counter(step.blobs).values()) == 1, (title, step.blobs)
+        assert max(Counter(step.plans).values()) == 1, (title, step.plans)
+        assert step.by_publishers == {"advisories": 0, "alerts": 0}, title
+    figures = {
+        title: (len(step.blobs), len(step.plans), alerts)
+        for title, (step, alerts) in walked.items()
+    }
+    assert figures == EXPECTED
+
+
+def queued_alerts(
+    database: Database, stored: list[tuple[Subscription, bool]]
+) -> dict[str, list[str]]:
+    """Per subscription, the kinds of the alerts in its feed channel, oldest first."""
+    with database.read_session() as session:
+        return {
+            record.name: [
+                d.event_key.rsplit("/", 1)[-1]
+                for d in deliveries(session, record.id)
+                if d.channel == "feed"
+            ]
+            for record, _ in stored
+        }
