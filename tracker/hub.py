@@ -35,6 +35,7 @@ from huggingface_hub.errors import (
     DisabledRepoError,
     GatedRepoError,
     HfHubHTTPError,
+    LocalEntryNotFoundError,
     RemoteEntryNotFoundError,
     RepositoryNotFoundError,
     RevisionNotFoundError,
@@ -104,7 +105,7 @@ class Hub:
     def head_sha(self, repo_id: str, revision: str = "main") -> str:
         """The commit ``revision`` points at now (one API request)."""
         validate_repo_id(repo_id)
-        with _translated(f"{repo_id}@{revision}"):
+        with translate_hub_errors(f"{repo_id}@{revision}"):
             info = self.retrying.call(
                 partial(
                     self._api.model_info,
@@ -125,7 +126,7 @@ class Hub:
         # The path HfApi.list_repo_commits pages (huggingface_hub 2.4.0, hf_api.py).
         url: str | None = f"{self.endpoint}/api/models/{repo_id}/commits/{quote(revision, safe='')}"
         listed: list[Any] = []
-        with _translated(where):
+        with translate_hub_errors(where):
             while url is not None:
                 page, url = self.retrying.call(partial(self._get_page, where, url))
                 listed.extend(page)
@@ -148,7 +149,7 @@ class Hub:
     def files(self, repo_id: str, sha: str) -> RepoFiles:
         """Every file of the revision with size, git blob id and LFS sha256 (one request)."""
         validate_repo_id(repo_id)
-        with _translated(f"{repo_id}@{sha}"):
+        with translate_hub_errors(f"{repo_id}@{sha}"):
             info = self.retrying.call(
                 partial(
                     self._api.model_info,
@@ -195,7 +196,7 @@ class Hub:
                 )
             return data
 
-        with _translated(where):
+        with translate_hub_errors(where):
             return self.retrying.call(fetch)
 
     def safetensors_header(
@@ -253,7 +254,7 @@ class Hub:
             hf_raise_for_status(response)
             return response
 
-        with _translated(where):
+        with translate_hub_errors(where):
             response = self.retrying.call(fetch)
         data = response.content
         if response.status_code != 206 and len(data) > end - start + 1:
@@ -302,7 +303,7 @@ def _content_key(entry: FileEntry, data: bytes) -> str:
 
 
 @contextmanager
-def _translated(where: str) -> Iterator[None]:
+def translate_hub_errors(where: str) -> Iterator[None]:
     """huggingface_hub and transport exceptions as our HubError tree, cause kept."""
     try:
         yield
@@ -318,6 +319,10 @@ def _translated(where: str) -> Iterator[None]:
         raise RevisionGone(f"{where}: revision not found (history rewritten?)") from exc
     except RemoteEntryNotFoundError as exc:
         raise FileGone(f"{where}: file not found at this revision") from exc
+    except LocalEntryNotFoundError as exc:
+        raise HubUnavailable(
+            f"{where}: the Hub cannot be reached and the HF cache does not hold it"
+        ) from exc
     except HfHubHTTPError as exc:
         raise _from_status(where, exc) from exc
     except httpx2.HTTPError as exc:
@@ -336,4 +341,4 @@ def _from_status(where: str, exc: HfHubHTTPError) -> HubError:
     return HubError(f"{where}: the Hub answered HTTP {status}: {exc}")
 
 
-__all__ = ["MAX_HEADER_BYTES", "Hub", "RepoFiles"]
+__all__ = ["MAX_HEADER_BYTES", "Hub", "RepoFiles", "translate_hub_errors"]

@@ -2,7 +2,11 @@
 
 SOURCE is a config.json, or a directory holding one plus optionally a
 model.safetensors.index.json and/or *.safetensors headers (only the JSON
-header at the start of each file is read, never the weights).
+header at the start of each file is read, never the weights); or a model on
+the Hub: ORG/NAME, ORG/NAME@REV (branch, tag or sha), hf://ORG/NAME@REV or a
+model page URL. From the Hub only config.json, the safetensors index or the
+single file's header are fetched (at most four requests, none when the HF
+cache or the database already holds the revision); --json names the sha planned.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from tracker.settings import Settings
 
 if TYPE_CHECKING:
     from estimator import Plan, WeightManifest, Workload
+    from tracker.hub_source import PlanInputs
 
 NAME = "plan"
 HELP = "estimate memory per method, card fits and cost from a config.json"
@@ -28,7 +33,9 @@ MAX_HEADER_BYTES: Final = 100 * 2**20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="SOURCE", type=Path, help="config.json or a directory")
+    parser.add_argument(
+        "source", metavar="SOURCE", help="config.json, a directory, or ORG/NAME[@REV] on the Hub"
+    )
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     out.add_argument("--markdown", action="store_true", help="print the model page as Markdown")
@@ -144,24 +151,50 @@ def workload_from(args: argparse.Namespace) -> Workload:
     )
 
 
-def render(result: Plan, args: argparse.Namespace) -> str:
+def render(result: Plan, args: argparse.Namespace, planned: PlanInputs | None = None) -> str:
     from estimator.report import render_markdown, render_terminal
 
     if args.json:
-        return json.dumps(result.to_json(), indent=2) + "\n"
+        document = result.to_json()
+        if planned is not None:
+            document["source"] = {
+                "repo_id": planned.ref.repo_id,
+                "requested": planned.ref.revision or "main",
+                "revision": planned.sha,
+                "read_from": planned.origin,
+            }
+        return json.dumps(document, indent=2) + "\n"
     if args.markdown:
         return render_markdown(result)
     return render_terminal(result)
 
 
+def inputs_of(
+    source: str, settings: Settings
+) -> tuple[Any, WeightManifest | None, PlanInputs | None]:
+    """(config, manifest, what was read from the Hub or database) for SOURCE."""
+    from tracker.commands.common import user_errors
+    from tracker.hub_source import parse_hub_ref
+    from tracker.plan_fetch import fetch_inputs
+
+    path = Path(source)
+    if path.exists():
+        return (*load_source(path), None)
+    with user_errors():
+        ref = parse_hub_ref(source, settings.hub.endpoint)
+        if ref is None:
+            raise UsageError(f"{source}: no such file, and not a Hub repo (ORG/NAME[@REV])")
+        planned = fetch_inputs(ref, settings)
+    return planned.config, planned.manifest, planned
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from estimator import EstimateError, plan
 
-    del settings  # planning reads only SOURCE
+    config, manifest, planned = inputs_of(args.source, settings)
     try:
-        config, manifest = load_source(args.source)
         result = plan(config, workload_from(args), manifest)
     except EstimateError as exc:
         raise UsageError(str(exc)) from exc
-    sys.stdout.write(render(result, args))
+    sys.stdout.write(render(result, args, planned))
     return 0
