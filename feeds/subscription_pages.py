@@ -4,8 +4,8 @@ Every subscription has a feed whatever its channels: the alerts queued on
 its "feed" channel are its entries, newest first, with the id
 ``urn:neurarch-trace:alert:<subscription>:<event key>``, which never changes
 when the entry is rendered again. The page shows what the subscription
-watches (repos and workload) and the alerts given up on, by channel kind
-only: channel URLs and secrets are for the API's bearer-token holders, not
+watches (repos and workload, as stored: the fields of the subscription
+field table) and the alerts given up on, by channel kind only: channel URLs and secrets are for the API's bearer-token holders, not
 the public. Stored text is escaped (autoescape for HTML, feedgen for Atom),
 and a link is only ever http(s) or a path of this app.
 """
@@ -33,16 +33,6 @@ from storage.records import Delivery, DeliveryStatus, Subscription
 
 FEED_CHANNEL: Final = "feed"
 ATOM_MEDIA_TYPE: Final = "application/atom+xml; charset=utf-8"
-WORKLOAD_FIELDS: Final = (
-    "method",
-    "batch",
-    "seq_len",
-    "precision",
-    "lora_rank",
-    "cards",
-    "gpus",
-    "alert_on",
-)
 EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -128,13 +118,17 @@ def load(state: AppState, name: str) -> SubscriptionPage:
 
 
 def workload_rows(record: Subscription) -> list[tuple[str, str]]:
-    """(field, shown value) of the stored workload: the job, the cards and what alerts."""
+    """(field, shown value) of the stored workload: the job, the cards and what alerts.
+
+    The rows are the record's own ``spec`` fields in stored order, which is
+    the subscription field table's (the tracker writes them from it), then
+    its severity; no list of fields is kept here to drift from that table.
+    Channels are left out: their URLs and secrets are not for the public.
+    """
     rows = []
-    for key in WORKLOAD_FIELDS:
-        if key in record.spec:
-            value = record.spec[key]
-            shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-            rows.append((key, shown))
+    for key, value in record.spec.items():
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        rows.append((key, shown))
     rows.append(("min_severity", record.min_severity.label))
     return rows
 

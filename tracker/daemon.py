@@ -43,6 +43,7 @@ from tracker.alerts.channels import AppriseSender, FeedSender, Sender, WebhookSe
 from tracker.alerts.deliver import DeliveryWorker, RetryPolicy
 from tracker.alerts.egress import Egress
 from tracker.alerts.evaluate import AlertLinks, alert_publisher
+from tracker.alerts.fields import document_schema
 from tracker.alerts.registry import sync_configured
 from tracker.alerts.spec import parse_subscription
 from tracker.config_file import DaemonConfig
@@ -314,6 +315,7 @@ class Daemon:
                 token=self.config.api_token,
                 parse=parse_subscription,
                 vet=self.egress.vet,
+                schema=document_schema(),
                 clock=utc_now,
             ),
         )

@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 import estimator
 from estimator.deltas import method_label
 from estimator.errors import WorkloadError
+from storage import subscription_document
 from storage.records import JsonValue, Severity, Subscription
 from tracker.alerts.fields import ALERT_ON, BY_NAME, CONTEXT, NAMES, STORED_SPEC
 from tracker.errors import TrackerError
@@ -174,13 +175,7 @@ class SubscriptionSpec:
     def from_record(cls, record: Subscription) -> SubscriptionSpec:
         """Rebuild the spec of a stored subscription (it was validated when stored)."""
         return parse_subscription(
-            {
-                "name": record.name,
-                "repos": list(record.repo_patterns),
-                **record.spec,
-                "min_severity": record.min_severity.label,
-                "channels": [dict(c) for c in record.channels],
-            },
+            subscription_document(record),
             source=f"subscription {record.name!r}",
         )
 
