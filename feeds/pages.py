@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from feeds import view
+from feeds.chart import history_chart
 from feeds.http import conditional
 from feeds.osv import osv_document, timestamp
 from feeds.state import AppState
@@ -46,11 +47,22 @@ def environment() -> Environment:
     return env
 
 
+MARKDOWN_ESCAPES: Final = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", "\\": "\\\\", "`": "\\`", "[": "\\[", "]": "\\]"}
+)
+
+
 def markdown_text(text: object) -> str:
-    """Stored text made safe to paste into Markdown: one line, HTML-significant characters as
-    entities, so a renderer that passes raw HTML through still shows ``<script>`` as text."""
-    line = " ".join(str(text).split())
-    return line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Stored text made safe to paste into a Markdown line, still readable as plain text.
+
+    One line; ``&`` and ``<`` as entities, so no raw HTML, autolink or entity
+    survives a renderer that passes HTML through; backslash-escaped brackets,
+    backticks and backslashes, so no link, image or code span can be formed.
+    ``>`` stays as it is (``1 -> 2``): without a ``<`` it opens no tag, and a
+    line that would start with it (a quote) or with ``#`` is escaped.
+    """
+    line = " ".join(str(text).split()).translate(MARKDOWN_ESCAPES)
+    return "\\" + line if line.startswith((">", "#")) else line
 
 
 def router(state: AppState) -> APIRouter:
@@ -74,6 +86,7 @@ def router(state: AppState) -> APIRouter:
             "page": data,
             "repo_id": data.summary.repo.repo_id,
             "plan": view.stored_plan(data.summary.plan),
+            "chart": history_chart(data.history),
             "advisories": found,
             "accuracy": view.accuracy(state.settings.accuracy),
         }

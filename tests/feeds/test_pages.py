@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import json
+import re
 from collections.abc import Iterator
 
 import httpx
 import pytest
+from markdown_it import MarkdownIt
 
 import estimator
 from feeds import PublishSettings, create_app
-from storage import latest_revision, plan_at
+from feeds.pages import markdown_text
+from storage import changes_of, latest_revision, plan_at, revision_log
 from tests.conftest import REPO_ROOT
 from tests.feeds.conftest import ServerThread, Site
 from tests.feeds.populate import HOSTILE, HOSTILE_REPO
@@ -131,7 +135,49 @@ def test_openapi_documents_the_osv_and_feed_paths(client: httpx.Client) -> None:
 
 def test_markdown_twin_shows_stored_markup_as_entities(client: httpx.Client) -> None:
     text = client.get(f"/models/{HOSTILE_REPO}.md").text
-    assert HOSTILE not in text and "&lt;script&gt;alert(1)&lt;/script&gt; extend context" in text
+    assert HOSTILE not in text and "&lt;script>alert(1)&lt;/script> extend context" in text
+    rendered = MarkdownIt("commonmark", {"html": True}).render(text)
+    assert "<script" not in rendered and "&lt;script&gt;alert(1)&lt;/script&gt;" in rendered
+
+
+def test_markdown_twin_writes_arrows_as_arrows(client: httpx.Client, demo_site: Site) -> None:
+    text = client.get(f"/models/{HOSTILE_REPO}.md").text
+    with demo_site.database.read_session() as session:
+        messages = [
+            c.message
+            for stored in revision_log(session, HOSTILE_REPO)
+            for c in changes_of(session, HOSTILE_REPO, stored.revision.sha)
+            if " -> " in c.message and not {"<", "&", "[", "]", "`", "\\"} & set(c.message)
+        ]
+    assert messages, "the demo history words some change as old -> new"
+    assert "-&gt;" not in text
+    assert all(" ".join(m.split()) in text for m in messages)
+
+
+HOSTILE_MARKDOWN = [
+    HOSTILE,
+    "[click](javascript:alert(1))",
+    "![pixel](http://tracker.invalid/p.png)",
+    "<img src=x onerror=alert(1)>",
+    "&lt;script&gt;alert(1)&lt;/script&gt;",
+    "`code` \\`escaped\\`",
+    "<https://autolink.invalid>",
+    "> quoted",
+    "# heading",
+    "line\n\n<script>two</script>",
+]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_MARKDOWN)
+def test_markdown_text_forms_no_markup_and_keeps_the_words(hostile: str) -> None:
+    line = markdown_text(hostile)
+    assert "\n" not in line
+    html = MarkdownIt("commonmark", {"html": True}).render(f"- **high** config {line}")
+    for tag in ("<script", "<img", "<a ", "<code", "<blockquote", "<h1"):
+        assert tag not in html, (hostile, html)
+    shown = html_lib.unescape(re.sub(r"<[^>]*>", "", html))
+    assert " ".join(hostile.split()) in shown, (hostile, shown)
+    assert markdown_text("parameters 1,000 -> 2,000") == "parameters 1,000 -> 2,000"
 
 
 def page_with(site: Site, accuracy: estimator.Accuracy | None) -> str:
