@@ -35,7 +35,14 @@ from storage import (
 )
 from storage.records import Change, JsonValue, RevisionOutcome, Snapshot, Subscription
 from tests.storage.builders import eos_change, git_blob_id, snapshot
-from tracker.alerts.evaluate import AlertLinks, ModelSide, enqueue_alerts, evaluate, model_side
+from tracker.alerts.evaluate import (
+    AlertLinks,
+    ModelSide,
+    PlanCache,
+    enqueue_alerts,
+    evaluate,
+    model_side,
+)
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import SubscriptionSpec, parse_subscription
 from tracker.diff.revision import RevisionContent
@@ -135,7 +142,7 @@ def side(sha: str, config: Mapping[str, Any] | None) -> ModelSide | None:
         snapshot(Revision(REPO, sha, (), NOW, sha), {"config.json": data}), {"config.json": data}
     )
     plan, _ = estimate(content)
-    return model_side(content.snapshot, configs_of(content), plan)
+    return model_side(content.snapshot, configs_of(content), plan, PlanCache())
 
 
 def advisory(advisory_id: str, revision: Revision, previous: Revision | None) -> Advisory:
@@ -437,3 +444,14 @@ def test_fit_and_changes_are_two_alerts_of_one_revision() -> None:
         f"config changed in {REPO}@2c19299: max_position_embeddings 2048 -> 4096"
     )
     assert evaluate(spec, REPO, LONGER, UPLOAD, old, new, found) == alerts
+
+
+def test_a_stored_plan_of_an_older_schema_is_planned_again_once_for_its_context() -> None:
+    current = side(UPLOAD, json.loads(demo_config(UPLOAD)))
+    assert current is not None and current.context == 2048
+    plans = PlanCache()
+    older = {"schema_version": "0.1", "model": {"max_position_embeddings": 1}}
+
+    assert plans.context(current, older) == 2048  # read from a fresh plan, not the stale one
+    assert plans.context(current, older) == 2048 and len(plans) == 1
+    assert plans.context(current, None) is None  # no plan: the estimator refused the config

@@ -30,7 +30,7 @@ from typing import Any, Final, Literal
 from sqlalchemy.orm import Session
 
 import estimator
-from estimator.errors import EstimateError
+from estimator.errors import EstimateError, PlanJsonError
 from storage import Delivery, enqueue_delivery, subscriptions
 from storage.records import (
     Change,
@@ -112,6 +112,25 @@ class PlanCache:
         if isinstance(found, EstimateError):
             raise found
         return found
+
+    def context(self, side: ModelSide, document: Mapping[str, JsonValue] | None) -> int | None:
+        """The context length ``document`` (the side's stored Plan JSON) states, read typed.
+
+        None when the revision has no plan (the estimator refused its config).
+        A stored plan the estimator no longer reads (written under an older
+        schema) is planned again under the default workload, once.
+        """
+        if document is None:
+            return None
+        try:
+            typed = estimator.Plan.from_json(document)
+        except PlanJsonError:
+            try:
+                typed = self.plan(side, estimator.Workload())
+            except EstimateError:
+                return None
+        value = dict(typed.model).get("max_position_embeddings")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def __len__(self) -> int:
         return len(self._plans)
@@ -209,9 +228,11 @@ def enqueue_alerts(
         return []
     if CONFIG in outcome.snapshot.texts and CONFIG not in previous.texts:
         return []
-    new_side = model_side(outcome.snapshot, outcome.configs, outcome.plan)
-    old_side = model_side(previous, outcome.previous_configs, outcome.previous_plan)
     plans = PlanCache()
+    new_side = old_side = None
+    if any(spec.fit for _, spec in matching):
+        new_side = model_side(outcome.snapshot, outcome.configs, outcome.plan, plans)
+        old_side = model_side(previous, outcome.previous_configs, outcome.previous_plan, plans)
     queued: list[Delivery] = []
     for record, spec in matching:
         alerts = evaluate(
@@ -258,14 +279,18 @@ def alert_publisher(links: AlertLinks, clock: Callable[[], datetime]) -> Publish
 
 
 def model_side(
-    snapshot: Snapshot, configs: Mapping[str, JsonValue], plan: Mapping[str, JsonValue] | None
+    snapshot: Snapshot,
+    configs: Mapping[str, JsonValue],
+    plan: Mapping[str, JsonValue] | None,
+    plans: PlanCache,
 ) -> ModelSide | None:
     """A revision's side of the transition from its outcome; None without a parsed config.json."""
     key = snapshot.texts.get(CONFIG)
     config = configs.get(CONFIG)
     if key is None or not isinstance(config, Mapping):
         return None
-    return ModelSide(key, config, _context(plan))
+    side = ModelSide(key, config, None)
+    return replace(side, context=plans.context(side, plan))
 
 
 def _matching_subscriptions(
@@ -308,13 +333,6 @@ def _fit_states(
             ),
         )
     return states
-
-
-def _context(plan: Mapping[str, JsonValue] | None) -> int | None:
-    """The model's own context length, as the estimator read it when the revision was planned."""
-    model = plan.get("model") if plan is not None else None
-    value = model.get("max_position_embeddings") if isinstance(model, Mapping) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _alert(
