@@ -1,4 +1,4 @@
-"""Show the recorded revisions of a repo, oldest first, with the changes each brought."""
+"""Show the recorded revisions of a repo, newest first (as ``git log``), with their changes."""
 
 from __future__ import annotations
 
@@ -7,30 +7,27 @@ import argparse
 from tracker.settings import Settings
 
 NAME = "history"
-HELP = "list a repo's recorded revisions and their changes"
+HELP = "list a repo's recorded revisions, newest first, and their changes"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("repo", metavar="REPO", help="model repo id, ORG/NAME")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--json", action="store_true", help="print JSON (newest first)")
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    # Storage only: the changes were computed when each revision was processed.
     from storage import changes_of, revision_log
-    from tracker.commands.common import (
-        open_storage,
-        print_changes,
-        print_json,
-        user_errors,
-    )
+    from tracker.commands.common import print_changes, print_json, user_errors
+    from tracker.commands.reading import open_for_reading
     from tracker.diff.common import change_json
     from tracker.errors import NotTracked
     from tracker.repo_id import validate_repo_id
 
     with user_errors():
         repo_id = validate_repo_id(args.repo)
-        with open_storage(settings) as database, database.read_session() as session:
-            log = revision_log(session, repo_id)
+        with open_for_reading(settings) as database, database.read_session() as session:
+            log = revision_log(session, repo_id)  # newest first
             if not log:
                 raise NotTracked(f"{repo_id}: no revisions recorded; run 'neurarch-trace track'")
             entries = [

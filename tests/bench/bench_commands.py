@@ -1,0 +1,132 @@
+"""``history`` and ``diff`` per call on the recorded corpus, as a user runs them.
+
+Run: ``.venv/bin/python tests/bench/bench_commands.py [--db PATH] [--calls N]``.
+
+The whole corpus is backfilled once through the Hub emulator into a SQLite file (kept at
+``--db`` when given, so later runs skip it), then each command runs as its own process,
+exactly as typed at a shell: ``history REPO`` for every repo, ``diff REPO PARENT SHA`` for
+recorded parent/child pairs (what ``history`` lists per revision) and ``diff REPO OLDEST
+NEWEST`` across each repo's whole history. Printed per command: p50 and p90 of wall time
+and of CPU time (user + system of the child; on a shared, loaded machine wall time also
+holds the waits for a core). Two baselines put the figures in context: an empty
+interpreter, and one that only imports ``storage`` (SQLAlchemy), which both commands need.
+Goal: p50 under 300 ms per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT))
+
+CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
+
+
+def build_database(path: Path) -> None:
+    from storage import open_database
+    from tracker.backfill import backfill
+    from tracker.hub import Hub
+    from tracker.hubsim import HubEmulator, estimator_tensor_shapes
+
+    emulator = HubEmulator(CORPUS, tensor_shapes=estimator_tensor_shapes)
+    url = emulator.start()
+    database = open_database(f"sqlite:///{path}")
+    database.migrate()
+    started = time.monotonic()
+    for repo in emulator.repo_ids():
+        backfill(database, Hub(url, max_retries=0), repo)
+    database.close()
+    emulator.stop()
+    print(f"backfilled the corpus into {path} in {time.monotonic() - started:.1f}s")
+
+
+def pairs(path: Path) -> dict[str, list[tuple[str, str | None]]]:
+    """repo -> (sha, recorded parent or None) of every revision on main, oldest first."""
+    from storage import open_database, revisions
+    from tracker.hubsim import load_corpus
+
+    database = open_database(f"sqlite:///{path}")
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    with database.read_session() as session:
+        for repo in sorted(load_corpus(CORPUS)):
+            log = list(reversed(revisions(session, repo)))
+            shas = {r.sha for r in log}
+            out[repo] = [(r.sha, next((p for p in r.parents if p in shas), None)) for r in log]
+    database.close()
+    return out
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds and exit status of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{argv[3:]} exited {done.returncode}: {done.stderr.decode()[-500:]}")
+    return wall, cpu, done.returncode
+
+
+def report(name: str, samples: list[tuple[float, float, int]]) -> float:
+    walls = sorted(s[0] * 1000 for s in samples)
+    cpus = sorted(s[1] * 1000 for s in samples)
+    p50 = statistics.median(walls)
+    p90 = walls[int(0.9 * (len(walls) - 1))]
+    print(
+        f"{name:<28} calls {len(samples):>4}  wall p50 {p50:6.0f} ms  p90 {p90:6.0f} ms  "
+        f"cpu p50 {statistics.median(cpus):6.0f} ms"
+    )
+    return p50
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, help="SQLite file to reuse (built if missing)")
+    parser.add_argument("--calls", type=int, default=40, help="calls per command (default 40)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = args.db or Path(tmp) / "corpus.db"
+        if not db.exists():
+            build_database(db)
+        env = {
+            **os.environ,
+            "NEURARCH_DATABASE_URL": f"sqlite:///{db}",
+            "NEURARCH_DATA_DIR": tmp,
+            "PYTHONPATH": str(REPO_ROOT),
+        }
+        env.pop("NEURARCH_CONFIG", None)
+        cli = [sys.executable, "-m", "tracker.cli"]
+        recorded = pairs(db)
+        repos = sorted(recorded)
+        adjacent = [(r, p, s) for r in repos for s, p in recorded[r] if p is not None]
+        spans = [(r, recorded[r][0][0], recorded[r][-1][0]) for r in repos if len(recorded[r]) > 2]
+        step = max(1, len(adjacent) // args.calls)
+        runs = {
+            "python -c pass": [[sys.executable, "-c", "pass"]] * 10,
+            "python -c 'import storage'": [[sys.executable, "-c", "import storage"]] * 10,
+            "history REPO": [[*cli, "history", r] for r in repos[: args.calls]],
+            "diff REPO PARENT SHA": [[*cli, "diff", r, p, s] for r, p, s in adjacent[::step]],
+            "diff REPO OLDEST NEWEST": [[*cli, "diff", r, o, n] for r, o, n in spans[: args.calls]],
+        }
+        print(f"{sys.executable}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}")
+        medians = {
+            name: report(name, [timed(a, env) for a in argvs]) for name, argvs in runs.items()
+        }
+    slow = [n for n in ("history REPO", "diff REPO PARENT SHA") if medians[n] >= 300]
+    print("goal p50 < 300 ms: " + ("met" if not slow else "not met for " + ", ".join(slow)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
