@@ -1,0 +1,80 @@
+"""The engine verdict inside a Plan: schema-valid on every corpus config, read back by from_json,
+and the context-extension case the feature exists for (Llama 3.2's 128k on small cards)."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from estimator import EngineRequest, EstimateError, Plan, Workload, plan
+
+SCHEMA = json.loads(resources.files("estimator").joinpath("schema/plan.schema.json").read_text())
+LLAMA_32_3B = "meta-llama/Llama-3.2-3B-Instruct"
+
+
+def configs(corpus_dir: Path) -> list[dict[str, object]]:
+    out = []
+    for path in sorted(corpus_dir.rglob("config.json")):
+        try:
+            raw = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(raw, dict) and "architectures" in raw:
+            out.append(raw)
+    return out
+
+
+@pytest.mark.parametrize("engine", ["transformers", "vllm", "sglang", "tgi"])
+def test_engine_verdicts_validate_and_round_trip_on_every_corpus_config(
+    corpus_dir: Path, engine: str
+) -> None:
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    checked = 0
+    for config in configs(corpus_dir)[::3]:  # a third of the corpus keeps this under a few seconds
+        try:
+            p = plan(config, Workload(), engine=EngineRequest(engine=engine, card="L4"))  # type: ignore[arg-type]
+        except EstimateError:
+            continue
+        document = p.to_json()
+        errors = sorted(validator.iter_errors(document), key=str)
+        assert not errors, f"{config.get('_name_or_path')}: {errors[0].message}"
+        assert p.engine is not None and Plan.from_json(document).engine == p.engine
+        assert p.engine.starts == (p.engine.error is None)
+        checked += 1
+    assert checked >= 60
+
+
+def test_a_plan_without_an_engine_has_no_serving_block(corpus_dir: Path) -> None:
+    config = configs(corpus_dir)[0]
+    assert "serving" not in plan(config).to_json()
+
+
+def llama_32_3b(corpus_dir: Path) -> dict[str, object]:
+    for path in sorted((corpus_dir / LLAMA_32_3B).glob("*/config.json")):
+        config: dict[str, object] = json.loads(path.read_text())
+        if config.get("max_position_embeddings") == 131072:
+            return config
+    raise AssertionError("the corpus holds Llama 3.2 3B's 128k config")
+
+
+def test_vllm_refuses_llama_32_at_128k_on_l4_and_names_the_length_that_starts(
+    corpus_dir: Path,
+) -> None:
+    config = llama_32_3b(corpus_dir)
+    v = plan(config, engine=EngineRequest(engine="vllm", card="L4")).engine
+    assert v is not None and not v.starts
+    assert v.error is not None
+    assert v.error.startswith(
+        "To serve at least one request with the models's max seq len (131072), (14.0 GiB KV "
+        "cache is needed, which is larger than the available KV cache memory"
+    )
+    assert f"the estimated maximum model length is {v.max_model_len_that_starts}." in v.error
+    shorter = EngineRequest(engine="vllm", card="L4", max_model_len=v.max_model_len_that_starts)
+    ok = plan(config, engine=shorter).engine
+    assert ok is not None and ok.starts and ok.kv_cache_tokens >= v.max_model_len_that_starts
+    two = plan(config, engine=EngineRequest(engine="vllm", card="L4", tensor_parallel=2)).engine
+    assert two is not None and two.starts
