@@ -91,7 +91,7 @@ def take_snapshot(
     """Snapshot ``revision``; ``previous`` is the last recorded snapshot of the repo, if any."""
     listing = hub.files(revision.repo_id, revision.sha)
     files = tuple(_plausible(f) for f in listing.files)
-    problems = _implausible(listing.files)
+    problems = _implausible(listing.files, previous)
     wanted, oversized = _text_candidates(files)
     known = blobs.known(f.content_key for f in wanted)
     fetched: dict[str, bytes] = {}
@@ -136,8 +136,19 @@ def _plausible(entry: FileEntry) -> FileEntry:
     return FileEntry(entry.path, MAX_FILE_SIZE, entry.blob_id, entry.lfs_sha256)
 
 
-def _implausible(files: Iterable[FileEntry]) -> list[Change]:
-    bad = sorted(f.path for f in files if not 0 <= f.size <= MAX_FILE_SIZE)
+def _implausible(files: Iterable[FileEntry], previous: Snapshot | None) -> list[Change]:
+    """Files the Hub lists with impossible sizes, unless the previous snapshot already held
+    the same file (path and content key) capped: that was said when it first appeared."""
+    said = (
+        {(f.path, f.content_key) for f in previous.files if f.size == MAX_FILE_SIZE}
+        if previous is not None
+        else set()
+    )
+    bad = sorted(
+        f.path
+        for f in files
+        if not 0 <= f.size <= MAX_FILE_SIZE and (f.path, f.content_key) not in said
+    )
     if not bad:
         return []
     shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
