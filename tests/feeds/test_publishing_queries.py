@@ -152,3 +152,20 @@ def test_a_withdrawn_advisory_is_served_withdrawn_everywhere(database: Database)
     assert titles[first.id].startswith("[withdrawn] ") and not titles[second.id].startswith("[")
     assert index[0] == f"2024-06-03T00:00:00Z,{first.id}"
     assert revalidated.status_code == 200
+
+
+def test_model_page_hands_back_each_revisions_stored_plan_and_every_other_repo(
+    database: Database,
+) -> None:
+    plan = {"schema_version": "1.0", "model": {"family": "llama"}, "opaque": [1, 2]}
+    with database.session() as session:
+        for n, stored in ((0, None), (1, plan)):
+            revision = Revision("org/one", sha("org/one", n), (), START + timedelta(hours=n), "c")
+            record_revision(session, Snapshot(revision, ()), [], stored)  # type: ignore[arg-type]
+        other = Revision("org/two", sha("org/two", 0), (), START, "c")
+        record_revision(session, Snapshot(other, ()), [], None)
+    with database.read_session() as session:
+        page = model_page(session, "org/one")
+    assert [e.plan for e in page.history] == [plan, None]  # newest first, JSON as stored
+    assert page.summary.plan == plan
+    assert [o.repo.repo_id for o in page.others] == ["org/two"]
