@@ -35,6 +35,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from feeds.errors import FeedsError
+
 DEFAULT_MAX_BODY_BYTES: Final = 1024 * 1024
 DEFAULT_MAX_JSON_DEPTH: Final = 64
 
@@ -46,7 +48,7 @@ _NOT_BRACKET: Final = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP: Final = tuple(1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range(256))
 
 
-class RequestRefused(Exception):
+class RequestRefused(FeedsError):
     """A request body the app will not process, with the status to answer."""
 
     status = 400

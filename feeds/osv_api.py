@@ -20,6 +20,7 @@ from fastapi import APIRouter, Body, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from feeds.errors import OsvError
 from feeds.http import conditional
 from feeds.osv import HUB, osv_document, timestamp
 from feeds.state import AppState
@@ -32,14 +33,6 @@ from storage.publishing import (
 )
 
 PURL_PREFIX = "pkg:huggingface/"
-
-
-class OsvError(Exception):
-    """A request OSV.dev would refuse, with its gRPC code and HTTP status."""
-
-    def __init__(self, message: str, code: int = 3, status: int = 400) -> None:
-        super().__init__(message)
-        self.message, self.code, self.status = message, code, status
 
 
 class Package(BaseModel):

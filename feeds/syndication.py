@@ -21,6 +21,7 @@ from typing import Literal
 
 from feedgen.feed import FeedGenerator
 
+from feeds.errors import FeedFilterError
 from feeds.osv import DATA
 from feeds.settings import PublishSettings
 from storage.records import Advisory, Severity
@@ -32,10 +33,6 @@ MEDIA_TYPES: dict[str, str] = {
 }
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-class FeedFilterError(ValueError):
-    """A feed filter (artifact, min_severity) that names nothing we publish."""
 
 
 @dataclass(frozen=True)

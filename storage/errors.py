@@ -10,13 +10,14 @@
     ├── BlobTooLarge            a blob is over the store's size limit; nothing was written
     ├── BlobCorrupt             stored bytes do not decompress to their recorded size
     ├── InvalidRecord           a record cannot be stored as given (naive datetime, NUL in text)
+    │   └── InvalidRepoId       a repo id the Hub would reject (storage.repo_ids); ValueError
     └── NotFound
         ├── RepoNotFound
         ├── RevisionNotFound
         └── BlobNotFound
 
-Messages name the thing and what to do about it, and never carry a password:
-the CLI prints them as one line.
+Classes without a module named are defined here. Messages name the thing and
+what to do about it, and never carry a password: the CLI prints them as one line.
 """
 
 from __future__ import annotations

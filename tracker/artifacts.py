@@ -24,6 +24,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
 from storage.records import Change, Snapshot
+from tracker.errors import ArtifactParseError
 from tracker.json_input import JsonInputError, read_json
 
 MiB = 1024 * 1024
@@ -31,10 +32,6 @@ TEXT_LIMIT = 10 * MiB
 TOKENIZER_LIMIT = 50 * MiB
 
 Parser = Callable[[bytes], Any]
-
-
-class ArtifactParseError(ValueError):
-    """An artifact's bytes do not parse; the message says where and why."""
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracker.alerts.egress import AllowList, AllowListError
-from tracker.alerts.spec import SubscriptionError, SubscriptionSpec, parse_subscription
 from tracker.errors import ConfigFileError, RepoIdError
-from tracker.repo_id import validate_repo_id
+
+if TYPE_CHECKING:
+    from tracker.alerts.spec import SubscriptionSpec
 
 DEFAULT_INTERVAL_S = 3600.0
 DEFAULT_HOST = "127.0.0.1"
@@ -191,6 +192,11 @@ def parse_subscriptions(document: Mapping[str, Any], source: str) -> tuple[Subsc
         raise ConfigFileError(
             f"{source}: subscriptions must be an array of tables ([[subscriptions]])"
         )
+    if not value:
+        return ()
+    # Only now: the spec loads the estimator and storage, which `plan` and --help never need.
+    from tracker.alerts.spec import SubscriptionError, parse_subscription
+
     specs: list[SubscriptionSpec] = []
     seen: dict[str, int] = {}
     for index, entry in enumerate(value):
@@ -223,6 +229,9 @@ def _repo_list(document: Mapping[str, Any], source: str) -> list[Any]:
 
 
 def _repo(entry: Any, index: int, source: str) -> RepoConfig:
+    # Here, not at the top: the repo id rules live in storage, which `plan` never loads.
+    from tracker.repo_id import validate_repo_id
+
     where = f"{source}: repos[{index}]"
     if isinstance(entry, str):
         entry = {"id": entry}

@@ -1,9 +1,13 @@
 """Errors the tracker raises, each with a message a user can act on.
 
     TrackerError
-    ├── RepoIdError            a repo id breaks the Hub's naming rules (names the rule)
+    ├── RepoIdError            a repo id breaks the Hub's naming rules (names the rule); ValueError
     ├── SettingsError          the configuration file or an environment variable is unusable
     │   └── ConfigFileError    a value in the TOML file (names the table and key)
+    ├── UsageError             bad arguments or input: the CLI prints it and exits 2
+    │                          (tracker.commands)
+    ├── JsonInputError         a document is not JSON that can be read (says where); ValueError
+    │   └── JsonSyntaxError    the bytes are not JSON at all (bad UTF-8, a syntax error)
     ├── HubError               the Hub could not give us what we asked for
     │   ├── RepoGone           the repo does not exist (deleted, renamed, or never was)
     │   ├── RevisionGone       the repo exists but the revision does not (force-push)
@@ -15,11 +19,41 @@
     │   ├── OversizedFile      a text file is larger than its limit, so it was not loaded
     │   ├── HeaderTooLarge     a safetensors header declares more bytes than we accept
     │   ├── HeaderInvalid      a safetensors header is not the JSON the format defines
-    │   └── UnsafePath         a file name that could escape a directory (``..``, ``/x``)
-    └── NotTracked             the command names a repo or revision we have not recorded
+    │   ├── UnsafePath         a file name that could escape a directory (``..``, ``/x``)
+    │   └── ArtifactParseError an artifact's bytes do not parse (a parse_error change); ValueError
+    │       ├── TokenizerParseError  the tokenizers library rejected tokenizer.json
+    │       └── FrontMatterError     README.md front matter is not YAML a card can be read from
+    ├── NotTracked             the command names a repo or revision we have not recorded
+    ├── RenderError            a chat template failed to render in the sandbox
+    │   └── RenderLimit        it asked for more than a limit allows (refused, stopped, OOM)
+    ├── IsolationError         an isolated call returned no value (tracker.isolation)
+    │   ├── LimitExceeded      it hit a limit and its worker is gone
+    │   │   ├── DeadlineExceeded   past its wall-clock deadline; the worker was killed
+    │   │   └── WorkerDied         CPU or memory limit, or a crash in native code
+    │   ├── RemoteError        the isolated function raised; ``kind`` names its type
+    │   ├── WorkerUnavailable  no worker process could be started
+    │   └── PoolClosed         the pool no longer takes calls
+    ├── LeaseLost              another instance holds the repo's lease now (tracker.pollstate)
+    ├── ServeFailed            a serving process could not start or died (tracker.roles)
+    │   └── CannotListen       the HTTP listener could not be bound
+    ├── SubscriptionError      a malformed subscription document (tracker.alerts.spec); ValueError
+    ├── AllowListError         an unusable [alerts] allow entry (tracker.alerts.egress); ValueError
+    ├── EgressRefused          an alert destination that is not public (tracker.alerts.addresses)
+    │   ├── Unresolvable       the host has no address now; a later attempt may find one
+    │   └── ConnectRefused     a socket was about to connect where alerts may not go;
+    │                          PermissionError
+    ├── DeliveryFailed         pushing an alert failed (tracker.alerts.channels)
+    ├── RetryPolicyError       a retry policy that describes no backoff (tracker.alerts.deliver)
+    ├── AuditInputError        a pin, lock file or tree the audit cannot read (tracker.audit.pins)
+    ├── AdvisoryServerError    the advisory server is unreachable or not OSV (tracker.audit)
+    └── HubSimError            the Hub emulator's own errors (tracker.hubsim.errors has its tree)
 
+Classes without a module named are defined here; the others live beside the
+code that raises them and subclass these. ``ValueError`` / ``PermissionError``
+are second bases kept so that callers catching the builtin keep working.
 Hub errors are translated from huggingface_hub's own exceptions in
 ``tracker.hub`` with ``raise ... from``, so the cause stays visible.
+tests/test_docs.py checks that every error class is drawn here and in the README.
 """
 
 from __future__ import annotations
@@ -39,6 +73,14 @@ class SettingsError(TrackerError):
 
 class ConfigFileError(SettingsError):
     """The configuration file is missing, not TOML, or holds a bad value (named)."""
+
+
+class JsonInputError(TrackerError, ValueError):
+    """A document is not JSON that can be read; the message says where and why."""
+
+
+class JsonSyntaxError(JsonInputError):
+    """The bytes are not JSON at all (bad UTF-8, a syntax error)."""
 
 
 class HubError(TrackerError):
@@ -93,26 +135,53 @@ class UnsafePath(ArtifactError):
     """A file name that could name something outside the repo if used as a path."""
 
 
+class ArtifactParseError(ArtifactError, ValueError):
+    """An artifact's bytes do not parse; the message says where and why."""
+
+
+class TokenizerParseError(ArtifactParseError):
+    """The tokenizers library rejected the file."""
+
+
+class FrontMatterError(ArtifactParseError):
+    """README.md front matter is not YAML the card can be read from."""
+
+
+class RenderError(TrackerError):
+    """A template failed to render; the message says how."""
+
+
+class RenderLimit(RenderError):
+    """The template asked for more than a limit allows (refused, stopped or out of memory)."""
+
+
 class NotTracked(TrackerError):
     """Nothing is recorded for the repo or revision the command names."""
 
 
 __all__ = [
     "ArtifactError",
+    "ArtifactParseError",
     "ConfigFileError",
     "FileGone",
+    "FrontMatterError",
     "Gated",
     "HeaderInvalid",
     "HeaderTooLarge",
     "HubError",
     "HubUnavailable",
+    "JsonInputError",
+    "JsonSyntaxError",
     "NotTracked",
     "OversizedFile",
     "RateLimited",
+    "RenderError",
+    "RenderLimit",
     "RepoGone",
     "RepoIdError",
     "RevisionGone",
     "SettingsError",
+    "TokenizerParseError",
     "TrackerError",
     "UnsafePath",
 ]

@@ -21,6 +21,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any, Final
 
+from tracker.errors import JsonInputError, JsonSyntaxError
+
 MAX_DEPTH: Final = 128
 """Nesting refused past this; serde_json's default recursion limit (serde_json 1.0,
 src/de.rs ``remaining_depth: 128``), which is also what tokenizers and safetensors
@@ -28,14 +30,6 @@ apply. The deepest file of the recorded hub corpus nests 10 levels."""
 
 MAX_INT_DIGITS: Final = sys.int_info.default_max_str_digits
 """4300 on CPython 3.11 (sys.int_info.default_max_str_digits): longer integers are refused."""
-
-
-class JsonInputError(ValueError):
-    """A document is not JSON that can be read; the message says where and why."""
-
-
-class JsonSyntaxError(JsonInputError):
-    """The bytes are not JSON at all (bad UTF-8, a syntax error)."""
 
 
 class _LongInteger:

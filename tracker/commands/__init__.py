@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from tracker.errors import TrackerError
 
-class UsageError(Exception):
+
+class UsageError(TrackerError):
     """Bad arguments or input: the CLI prints the message and exits 2."""
 
 

@@ -15,15 +15,12 @@ from typing import Any
 import yaml
 
 from storage.records import Change
-from tracker.artifacts import ArtifactParseError, Side
+from tracker.artifacts import Side
 from tracker.diff.json_diff import diff_json
+from tracker.errors import FrontMatterError
 
 ARTIFACT = "card"
 CARD_FIELDS = ("license", "license_name", "license_link", "base_model", "extra_gated_prompt")
-
-
-class FrontMatterError(ArtifactParseError):
-    """README.md front matter is not YAML the card can be read from."""
 
 
 def parse_front_matter(data: bytes) -> dict[str, Any]:

@@ -18,6 +18,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tracker.errors import RenderError, RenderLimit
+
 MAX_OUTPUT_CHARS = 1_000_000
 """A rendered prompt, or any string a template builds, longer than this is refused."""
 MAX_REPEAT = 100_000
@@ -33,14 +35,6 @@ _PRINTF_SPEC = re.compile(
     r"%(?:\([^)]*\))?[#0\- +]*(?P<width>\*|\d+)?(?:\.(?P<precision>\*|\d*))?[hlL]?[a-zA-Z%]"
 )
 _DIGITS = re.compile(r"\d+")
-
-
-class RenderError(Exception):
-    """A template failed to render; the message says how."""
-
-
-class RenderLimit(RenderError):
-    """The template asked for more than a limit allows (refused, stopped or out of memory)."""
 
 
 def check_power(left: Any, right: Any) -> None:

@@ -25,9 +25,10 @@ from importlib import resources
 from tokenizers import Tokenizer
 
 from storage.records import Change, Severity
-from tracker.artifacts import ArtifactParseError, Side
+from tracker.artifacts import Side
 from tracker.diff.common import format_value, per_file
 from tracker.diff.special_tokens import diff_special_tokens
+from tracker.errors import TokenizerParseError
 from tracker.isolation import LimitExceeded, RemoteError, default_pool
 
 ARTIFACT = "tokenizer"
@@ -42,10 +43,6 @@ class TokenizerFacts:
     vocab_size: int
     special_tokens: dict[str, int]
     encodings: tuple[tuple[int, ...], ...]
-
-
-class TokenizerParseError(ArtifactParseError):
-    """The tokenizers library rejected the file."""
 
 
 @cache

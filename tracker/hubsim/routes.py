@@ -14,6 +14,7 @@ from urllib.parse import quote, unquote, urlencode
 
 from tracker.hubsim import views
 from tracker.hubsim.blobs import Blob, Body, InlineBody
+from tracker.hubsim.errors import HubSimError
 from tracker.hubsim.history import Commit, Repo
 from tracker.hubsim.store import HubStore
 
@@ -59,8 +60,12 @@ class Response:
         )
 
 
-class HubError(Exception):
-    """An error answer, raised inside a route and rendered as the Hub renders it."""
+class ErrorAnswer(HubSimError):
+    """An error answer, raised inside a route and rendered as the Hub renders it.
+
+    Not the tracker's HubError (what a client concludes from such an answer):
+    this is the emulator's side, carrying the Response it sends.
+    """
 
     def __init__(self, status: int, code: str | None, message: str, **headers: str) -> None:
         super().__init__(message)
@@ -111,7 +116,7 @@ class Router:
         try:
             with self.store.lock:
                 return route(request, parts)
-        except HubError as error:
+        except ErrorAnswer as error:
             return error.response
 
     # -- access ----------------------------------------------------------------------
@@ -120,22 +125,22 @@ class Router:
         if repo_id in self.store.moved:
             new = self.store.moved[repo_id]
             location = request.raw_path.replace(f"/{org}/{name}", "/" + quote(new), 1)
-            raise HubError(307, None, f"Repository moved to {new}", Location=location)
+            raise ErrorAnswer(307, None, f"Repository moved to {new}", Location=location)
         repo = self.store.repos.get(repo_id)
         allowed = repo is not None and (not repo.private or request.token in repo.tokens)
         if repo is None or not allowed:
             status = 401 if request.token is None else 404
-            raise HubError(status, "RepoNotFound", "Repository not found")
+            raise ErrorAnswer(status, "RepoNotFound", "Repository not found")
         if repo.disabled:
-            raise HubError(403, None, "Access to this resource is disabled.")
+            raise ErrorAnswer(403, None, "Access to this resource is disabled.")
         if files and repo.gated and not self._approved(repo, request.token):
             if request.token is None:
                 message = (f"Access to model {repo_id} is restricted. You must have access to it "
                            "and be authenticated to access it. Please log in.")  # fmt: skip
-                raise HubError(401, "GatedRepo", message)
+                raise ErrorAnswer(401, "GatedRepo", message)
             message = (f"Access to model {repo_id} is restricted and you are not in the "
                        f"authorized list. Visit {request.base_url}/{repo_id} to ask for access.")  # fmt: skip
-            raise HubError(403, "GatedRepo", message)
+            raise ErrorAnswer(403, "GatedRepo", message)
         return repo
 
     @staticmethod
@@ -147,7 +152,7 @@ class Router:
         revision = unquote(raw_revision)
         commit = repo.resolve(revision)
         if commit is None:
-            raise HubError(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+            raise ErrorAnswer(404, "RevisionNotFound", f"Invalid rev id: {revision}")
         return commit
 
     def _page(self, kind: str) -> int:
@@ -198,7 +203,7 @@ class Router:
         tree = self.store.tree(commit)
         prefix = folder + "/" if folder else ""
         if folder and not any(p.startswith(prefix) for p in tree):
-            raise HubError(404, "EntryNotFound", f"{folder} does not exist on {commit.sha}",
+            raise ErrorAnswer(404, "EntryNotFound", f"{folder} does not exist on {commit.sha}",
                            **{"X-Repo-Commit": commit.sha})  # fmt: skip
         expand = request.flag("expand")
         paths = self._listing(tree, prefix, request.flag("recursive"))
@@ -269,7 +274,7 @@ class Router:
         filename = unquote("/".join(parts[3:]))
         index = tree.get(filename)
         if index is None or index.text() is None:
-            raise HubError(404, "EntryNotFound", f"{filename} does not exist on main",
+            raise ErrorAnswer(404, "EntryNotFound", f"{filename} does not exist on main",
                            **{"X-Repo-Commit": commit.sha})  # fmt: skip
         document = json.loads(index.text() or b"{}")
         folder = filename.rsplit("/", 1)[0] + "/" if "/" in filename else ""
@@ -288,7 +293,9 @@ class Router:
         path = unquote("/".join(parts[4:]))
         blob = self.store.tree(commit).get(path)
         if blob is None:
-            raise HubError(404, "EntryNotFound", "Entry not found", **{"X-Repo-Commit": commit.sha})
+            raise ErrorAnswer(
+                404, "EntryNotFound", "Entry not found", **{"X-Repo-Commit": commit.sha}
+            )
         headers = {
             "X-Repo-Commit": commit.sha,
             "ETag": f'"{blob.etag}"',

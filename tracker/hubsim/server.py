@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 
 from tracker.hubsim.blobs import Body
 from tracker.hubsim.faults import Fault, FaultPlan
-from tracker.hubsim.routes import HubError, Request, Response, Router, classify
+from tracker.hubsim.routes import ErrorAnswer, Request, Response, Router, classify
 from tracker.hubsim.stats import RequestRecord, Stats
 
 
@@ -118,14 +118,14 @@ class HubHandler(BaseHTTPRequestHandler):
     ) -> Response:
         if fault is not None and fault.action == "rate_limit":
             bucket = "resolvers" if kind == "resolve" else "api"
-            return HubError(
+            return ErrorAnswer(
                 429, None, "You have exceeded our request quota. Retry later.",
                 **{"Retry-After": str(fault.retry_after),
                    "RateLimit": f'"{bucket}";r=0;t={fault.retry_after}',
                    "RateLimit-Policy": f'"fixed window";"{bucket}";q=500;w=300'},
             ).response  # fmt: skip
         if fault is not None and fault.action == "status":
-            return HubError(fault.status, None, f"Injected error {fault.status}").response
+            return ErrorAnswer(fault.status, None, f"Injected error {fault.status}").response
         response = self.server.router.handle(kind, parts, request)
         if response.status == 200 and kind == "resolve":
             response = self._ranged(
@@ -141,7 +141,7 @@ class HubHandler(BaseHTTPRequestHandler):
         span = parse_range(header, size)
         if span is None:
             headers = {**response.headers, "Content-Range": f"bytes */{size}"}
-            return HubError(416, None, "Requested Range Not Satisfiable", **headers).response
+            return ErrorAnswer(416, None, "Requested Range Not Satisfiable", **headers).response
         start, end = span
         headers = {**response.headers, "Content-Range": f"bytes {start}-{end - 1}/{size}"}
         return Response(206, headers, _Slice(response.body, start, end))

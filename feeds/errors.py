@@ -1,0 +1,39 @@
+"""Errors the published side raises, each answered as an HTTP status a client can act on.
+
+::
+
+    FeedsError
+    ├── RequestRefused        a request body the app will not process; ``status`` to answer
+    │   │                     (feeds.limits)
+    │   ├── BodyTooLarge      over its route's byte cap (413)
+    │   ├── JsonTooDeep       JSON nested deeper than the depth cap (400)
+    │   └── JsonInvalid       not JSON the app can store as it was sent (400)
+    ├── OsvError              a query OSV.dev would refuse, with its gRPC code and HTTP status
+    └── FeedFilterError       a feed filter (artifact, min_severity) naming nothing we publish;
+                              ValueError
+
+Classes without a module named are defined here. Errors are caught at the
+edge (the app's exception handlers in feeds.app and the routes), never in
+the middle; ``ValueError`` is a second base kept for callers that catch it.
+"""
+
+from __future__ import annotations
+
+
+class FeedsError(Exception):
+    """Base of every error the published side raises."""
+
+
+class OsvError(FeedsError):
+    """A request OSV.dev would refuse, with its gRPC code and HTTP status."""
+
+    def __init__(self, message: str, code: int = 3, status: int = 400) -> None:
+        super().__init__(message)
+        self.message, self.code, self.status = message, code, status
+
+
+class FeedFilterError(FeedsError, ValueError):
+    """A feed filter (artifact, min_severity) that names nothing we publish."""
+
+
+__all__ = ["FeedFilterError", "FeedsError", "OsvError"]
