@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from tracker.commands import UsageError
+from tracker.commands.engine_flags import add_engine_arguments, engine_request_from
 from tracker.json_input import JsonInputError, JsonSyntaxError, read_json
 from tracker.settings import Settings
 
@@ -76,6 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--offload-activations", action="store_true", help="saved activations on CPU"
     )
+    add_engine_arguments(parser)
 
 
 def _read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> Any:
@@ -166,7 +168,10 @@ def render(result: Plan, args: argparse.Namespace, planned: PlanInputs | None = 
         return json.dumps(document, indent=2) + "\n"
     if args.markdown:
         return render_markdown(result)
-    return render_terminal(result)
+    text = render_terminal(result)
+    if result.engine is not None:
+        text = text.rstrip("\n") + "\n\n" + result.engine.summary() + "\n"
+    return text
 
 
 def inputs_of(
@@ -193,7 +198,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     config, manifest, planned = inputs_of(args.source, settings)
     try:
-        result = plan(config, workload_from(args), manifest)
+        result = plan(config, workload_from(args), manifest, engine_request_from(args))
     except EstimateError as exc:
         raise UsageError(str(exc)) from exc
     sys.stdout.write(render(result, args, planned))
