@@ -50,11 +50,14 @@ class EngineVerdict:
                 f"{self.kv_cache_tokens:,} tokens{conc} at max_model_len {self.max_model_len:,}"
             )
         fix = (
-            f"largest max_model_len that starts: {self.max_model_len_that_starts:,}"
+            f"largest that starts: {self.max_model_len_that_starts:,}"
             if self.max_model_len_that_starts
             else "no max_model_len starts on this card"
         )
-        return f"{head}: does not start at max_model_len {self.max_model_len:,}\n  {self.error}\n  {fix}"
+        return (
+            f"{head}: does not start at max_model_len {self.max_model_len:,} "
+            f"(KV cache {self.kv_cache_tokens:,} tokens; {fix})\n  {self.error}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

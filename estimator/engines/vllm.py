@@ -197,11 +197,17 @@ def decide(
         )
     if error is None and not specs and available <= 0:
         error = "No available memory for the cache blocks. " + CONSERVING
-    if error is None and specs:
-        error = _kv_error(specs, available, length, s)
     if error is not None or not specs:
         return Decision(weights, activation, requested, none, error)
-    kv = kv_cache_config(specs, available, length, s.max_num_batched_tokens)
+    # What the pool would hold is reported even when one request of max_model_len does not fit.
+    kv = (
+        none
+        if available <= 0
+        else kv_cache_config(specs, available, length, s.max_num_batched_tokens)
+    )
+    error = _kv_error(specs, available, length, s)
+    if error is not None:
+        return Decision(weights, activation, requested, kv, error)
     left = free_at_start - weights - non_torch - kv.bytes
     if int(d["cuda_graph_bytes"]) > left:
         error = (

@@ -4,6 +4,8 @@ and the context-extension case the feature exists for (Llama 3.2's 128k on small
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -78,3 +80,36 @@ def test_vllm_refuses_llama_32_at_128k_on_l4_and_names_the_length_that_starts(
     assert ok is not None and ok.starts and ok.kv_cache_tokens >= v.max_model_len_that_starts
     two = plan(config, engine=EngineRequest(engine="vllm", card="L4", tensor_parallel=2)).engine
     assert two is not None and two.starts
+
+
+EXE = str(Path(sys.executable).with_name("neurarch-trace"))
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [EXE, "plan", *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_plan_engine_flags_reach_the_verdict(corpus_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(llama_32_3b(corpus_dir)))
+    flags = ["--engine", "vllm", "--card-memory", "40", "--max-model-len", "32768"]
+    flags += ["--gpu-memory-utilization", "0.85", "--block-size", "32", "--kv-cache-dtype", "fp8"]
+    done = cli(str(path), "--json", *flags)
+    assert done.returncode == 0, done.stderr
+    v = json.loads(done.stdout)["serving"]["engine"]
+    assert (v["name"], v["card"], v["total_memory_bytes"]) == ("vllm", "40 GiB card", 40 * 2**30)
+    assert v["settings"]["gpu_memory_utilization"] == 0.85
+    assert (v["settings"]["block_size"], v["settings"]["kv_cache_dtype"]) == (32, "fp8")
+    assert v["max_model_len"] == 32768 and v["starts"] is True
+    table = cli(str(path), "--engine", "tgi", "--card", "T4")
+    assert table.returncode == 0 and "TGI (" in table.stdout
+
+
+def test_a_bad_engine_flag_is_one_line_and_exit_2(corpus_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(llama_32_3b(corpus_dir)))
+    done = cli(str(path), "--engine", "vllm", "--gpu-memory-utilization", "1.5")
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "gpu_memory_utilization" in done.stderr
