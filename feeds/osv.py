@@ -187,7 +187,9 @@ def details(
     for artifact in sorted({c.artifact for c in kept}):
         lines.append(f"### {artifact}")
         lines.extend(
-            f"- **{c.severity.label}** `{c.path}` {c.kind}: {_one_line(c.message)}"
+            # the path is shown once: messages that start with it drop it here
+            f"- **{c.severity.label}** `{c.path}` {c.kind}: "
+            f"{_one_line(c.message.removeprefix(f'{c.path}: '))}"
             for c in kept
             if c.artifact == artifact
         )

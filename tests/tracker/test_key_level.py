@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
+from feeds import EstimateDelta, build_advisory
 from storage import Database, changes_of, revisions
-from storage.records import Change, FileEntry, Revision, Severity, Snapshot
+from storage.records import Change, FileEntry, Revision, Severity, Snapshot, StoredRevision
 from tracker.backfill import backfill
 from tracker.diff.json_diff import diff_json
 from tracker.diff.manifest import diff_manifests
@@ -308,3 +309,22 @@ def test_bloom_impossible_sizes_are_said_once_not_on_every_later_revision(
     assert len(shas) > 5
     (said,) = found
     assert isinstance(said[1].new, list) and len(said[1].new) == 72
+
+
+def test_advisory_markdown_names_the_path_once(corpus_dir: Path) -> None:
+    repo = "meta-llama/Llama-3.2-3B-Instruct"
+    old = json.loads(read(corpus_dir, repo, "e6c23ae", "config.json"))
+    new = json.loads(read(corpus_dir, repo, "03fe957", "config.json"))
+    changes = diff_json("config", "config.json", old, new)
+    moments = [datetime(2024, 5, 1, 12, m, tzinfo=UTC) for m in (0, 1)]
+    before, after = (
+        StoredRevision(Revision(repo, sha * 40, (), at, "update"), at)
+        for sha, at in zip("ab", moments, strict=True)
+    )
+    advisory = build_advisory(repo, before, after, changes, EstimateDelta(None, (), ()))
+    assert advisory is not None
+    text = advisory.osv["details"]
+    assert (
+        "config.json: config.json" not in text and "`config.json` modified: config.json" not in text
+    )
+    assert "- **high** `config.json` modified: rope_scaling {" in text
