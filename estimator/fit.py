@@ -86,3 +86,45 @@ def fit_card(
         engine_reserved_bytes=round(VLLM_UTILIZATION * card.usable_bytes),
         precision_note=note,
     )
+
+
+def fit_cards(
+    models: dict[str, MethodModel],
+    cards: tuple[Card, ...],
+    batch: int,
+    gpus: int,
+    headroom: float,
+    precision: str,
+) -> tuple[CardFit, ...]:
+    """``fit_card`` for every card, each model's reserved lines read once for all cards.
+
+    The same answers as ``fit_card`` per card (a test holds them equal); the
+    largest batch per card is one division per phase, done inline.
+    """
+    lines = [(m, m._reserved_lines) for m in models.values()]
+    out = []
+    for card in cards:
+        limit = card.usable_bytes / headroom
+        context = context_bytes(card.context_bytes, gpus)
+        fits = []
+        for model, phases in lines:
+            best: float = 1 << 20
+            for reserved_fixed, slope in phases:
+                room = limit - reserved_fixed - context
+                if room < 0:
+                    best = 0
+                    break
+                if slope > 0:
+                    candidate = room / slope
+                    if candidate < best:
+                        best = candidate
+            largest = int(best)
+            if largest == 0:
+                fits.append(fit_method(model, card, batch, gpus, headroom))
+            else:
+                fits.append(MethodFit(model.method, largest, largest >= batch, None, None))
+        note = None
+        if precision == "bf16" and not card.bf16:
+            note = f"{card.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"
+        out.append(CardFit(card, tuple(fits), round(VLLM_UTILIZATION * card.usable_bytes), note))
+    return tuple(out)

@@ -21,7 +21,7 @@ from estimator.cost import Cost, estimate_cost
 from estimator.engines import EngineRequest, EngineVerdict, simulate_engine
 from estimator.errors import EstimateError, PlanJsonError
 from estimator.families import describe
-from estimator.fit import CardFit, MethodFit, fit_card
+from estimator.fit import CardFit, MethodFit, fit_cards
 from estimator.manifest import ManifestComparison, WeightManifest, compare
 from estimator.memory import MemoryEstimate, evaluate, method_models, split_parameters
 from estimator.memory.lora import resolve_targets
@@ -216,7 +216,7 @@ def plan(
         (name, evaluate(model, w.batch, target.context_bytes, w.gpus))
         for name, model in models.items()
     )
-    fits = tuple(fit_card(models, c, w.batch, w.gpus, w.headroom, w.precision) for c in all_cards())
+    fits = fit_cards(models, all_cards(), w.batch, w.gpus, w.headroom, w.precision)
     selected = models[w.method if w.method != "serve" else "full"]
     cost = estimate_cost(arch, w, target, selected, models["serve"])
     head = next((t.name for t in arch.top_tensors if t.role == "head"), None)

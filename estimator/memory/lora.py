@@ -102,12 +102,30 @@ def _parts(arch: Architecture) -> tuple[dict[str, set[str]], list[str]]:
     return parts, names
 
 
+_last: list[tuple[Architecture, tuple[str, ...], TargetResolution]] = []
+
+
 def resolve_targets(arch: Architecture, targets: tuple[str, ...]) -> TargetResolution:
-    """Resolve role and module names to this model's linears."""
+    """Resolve role and module names to this model's linears.
+
+    A plan resolves the same targets once per training method: the last
+    answer is kept for the same Architecture object.
+    """
+    if _last and _last[0][0] is arch and _last[0][1] == targets:
+        return _last[0][2]
+    if ALL_LINEAR in targets:
+        names = {lin.name for block, _ in arch.block_groups for lin in block.linears}
+        available = tuple(sorted({_leaf(n) for n in names}))
+        resolution = TargetResolution(None, available, (), available, ())
+    else:
+        resolution = _resolve(arch, targets)
+    _last[:] = [(arch, targets, resolution)]
+    return resolution
+
+
+def _resolve(arch: Architecture, targets: tuple[str, ...]) -> TargetResolution:
     parts, names = _parts(arch)
     available = tuple(sorted({_leaf(n) for n in names}))
-    if ALL_LINEAR in targets:
-        return TargetResolution(None, available, (), available, ())
     chosen: set[str] = set()
     unmatched: list[str] = []
     mapped: list[tuple[str, str]] = []

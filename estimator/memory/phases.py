@@ -202,7 +202,9 @@ class MethodModel:
             if room < 0:
                 return None
             if per_share > 0:
-                share = min(share, room / per_share)
+                candidate = room / per_share
+                if candidate < share:
+                    share = candidate
         per_card = int(min(share * layers, layers))
         if per_card < 1 and self.num_layers > 0:
             return None

@@ -18,7 +18,8 @@ runtime allocates per rank. Defaults are the libraries' own:
 * DeepSpeed ZeRO (``deepspeed/runtime/zero/config.py`` at microsoft/DeepSpeed
   03dc2b92): ``reduce_bucket_size`` and ``allgather_bucket_size`` 5e8
   elements, ``stage3_prefetch_bucket_size`` 5e7, ``stage3_param_persistence_threshold``
-  1e5, ``stage3_max_live_parameters`` 1e9, ``overlap_comm`` on only for stage 3
+  1e5, ``stage3_max_live_parameters`` and ``stage3_max_reuse_distance`` 1e9,
+  ``overlap_comm`` on only for stage 3
   (two reduce buffers). Through the HF Trainer the "auto" values apply
   (transformers 5.24 ``integrations/deepspeed.py``): reduce bucket ``h²``,
   prefetch ``0.9·h²``, persistence ``10·h``; those are used here. The model
@@ -42,7 +43,7 @@ from estimator.workload import Workload
 
 ZERO_PERSISTENCE_PER_HIDDEN: Final = 10  # transformers "auto": 10 * hidden_size
 ZERO_PREFETCH_PER_HIDDEN_SQUARED: Final = 0.9  # transformers "auto": 0.9 * hidden_size**2
-ZERO_MAX_LIVE_PARAMETERS: Final = 1e9  # DeepSpeed default stage3_max_live_parameters
+ZERO_MAX_LIVE_PARAMETERS: Final = 1e9  # DeepSpeed stage3_max_live_parameters / max_reuse_distance
 FSDP_INFLIGHT_ALL_GATHERS: Final = 2  # torch FSDP limit_all_gathers
 
 
@@ -163,9 +164,16 @@ def _zero(
             if b.parameters < ZERO_PERSISTENCE_PER_HIDDEN * h
         )
         weights = weights16 / gpus + persistent * n.compute
+        # A fetched parameter is released only when its next use is more than
+        # stage3_max_reuse_distance (1e9) elements away, and at most
+        # stage3_max_live_parameters (1e9) stay live: around the turn from
+        # forward to backward the last 1e9 elements stay gathered. A single
+        # tensor larger than that (a 250k-row embedding) is gathered whole.
         largest = max((lin.parameters for b in _layers(arch) for lin in b.linears), default=0)
-        live = min(largest + ZERO_PREFETCH_PER_HIDDEN_SQUARED * h * h, ZERO_MAX_LIVE_PARAMETERS)
-        gathered += live * n.compute
+        window = min(float(total), ZERO_MAX_LIVE_PARAMETERS)
+        live = max(window, largest + ZERO_PREFETCH_PER_HIDDEN_SQUARED * h * h)
+        width = weights16 / total if total else float(n.compute)
+        gathered += min(live, float(total)) * width
     else:
         gathered += bucket * n.compute  # allgather of updated partitions after the step
     out = replace(
@@ -193,6 +201,8 @@ def distribute(
 ) -> States:
     """The states one rank keeps under the workload's parallelism and offload."""
     if w.gpus == 1:
+        if w.parallelism == "zero" and (w.offload_params or w.offload_optimizer):
+            return _zero(st, arch, n, w, method, total)
         if w.offload_params:
             return _fsdp(st, arch, n, replace(w, parallelism="fsdp"), method)
         if w.offload_optimizer:

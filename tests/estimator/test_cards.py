@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from estimator import Workload, WorkloadError, all_cards, card
-from estimator.fit import fit_method
+from estimator.fit import fit_card, fit_cards, fit_method
 from estimator.memory import evaluate, method_models
 from tests.estimator.archbuilder import llama_like
 
@@ -82,3 +82,12 @@ def test_a_model_too_large_for_one_card_gets_the_smallest_layer_split() -> None:
     assert fit.split_cards == 2
     assert fit.split_per_card_bytes is not None
     assert fit.split_per_card_bytes * 1.15 <= card("T4").usable_bytes
+
+
+def test_fit_cards_answers_as_fit_card_does_on_every_card() -> None:
+    arch = llama_like(hidden=2048, layers=24, heads=16, kv_heads=4, intermediate=8192, vocab=32000)
+    for batch in (1, 64, 4096):
+        w = Workload(batch=batch, seq_len=2048)
+        models = method_models(arch, w, True)
+        expected = tuple(fit_card(models, c, batch, 1, 1.15, "bf16") for c in all_cards())
+        assert fit_cards(models, all_cards(), batch, 1, 1.15, "bf16") == expected
