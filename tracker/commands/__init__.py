@@ -24,6 +24,7 @@ class UsageError(TrackerError):
 
 # Imported after UsageError: command modules import it from here.
 from tracker.commands import (  # noqa: E402
+    audit,
     demo,
     diff,
     history,
@@ -44,6 +45,7 @@ COMMANDS: tuple[ModuleType, ...] = (
     diff,
     untrack,
     plan,
+    audit,
     hubsim,
     serve,
     demo,

@@ -1,0 +1,192 @@
+"""Where an audit reads advisories: the local database, or any OSV-compatible API.
+
+Both give the same ``Published`` facts per repo: the advisory id, the
+transition it reports (old sha -> new sha), its severity and summary. The
+remote one speaks OSV.dev's protocol as pip-audit and osv-scanner do: one
+``POST /v1/querybatch`` with a purl query per repo (repeated with
+``page_token`` while a result carries ``next_page_token``), then
+``GET /v1/vulns/{id}`` per advisory id for its transition and severity. So
+it runs against a remote neurarch-trace, or any server that serves these
+advisories. Withdrawn advisories are left out by both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import requests
+
+from storage import Database, advisories
+from storage.records import Advisory, Severity
+from tracker.errors import TrackerError
+
+PURL_PREFIX = "pkg:huggingface/"
+MAX_BATCH = 1000
+"""OSV.dev's limit of queries per /v1/querybatch."""
+
+
+class AdvisoryServerError(TrackerError):
+    """The advisory server cannot be reached or answered something that is not OSV."""
+
+
+@dataclass(frozen=True)
+class Published:
+    """One advisory as an audit needs it: which transition of which repo, how severe."""
+
+    id: str
+    repo_id: str
+    old_sha: str | None
+    new_sha: str
+    severity: Severity
+    summary: str
+
+
+class AdvisorySource(Protocol):
+    """Advisories per repo id, from wherever they are kept."""
+
+    def for_repos(self, repo_ids: Iterable[str]) -> dict[str, list[Published]]: ...
+
+
+class DatabaseAdvisories:
+    """The advisories this installation published, read from its database."""
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    def for_repos(self, repo_ids: Iterable[str]) -> dict[str, list[Published]]:
+        found: dict[str, list[Published]] = {}
+        with self._database.read_session() as session:
+            for repo_id in dict.fromkeys(repo_ids):
+                found[repo_id] = [
+                    _published(a) for a in advisories(session, repo_id=repo_id) if not a.withdrawn
+                ]
+        return found
+
+
+class OsvServerAdvisories:
+    """Advisories from an OSV-compatible API at ``base_url`` (e.g. a remote ``serve``)."""
+
+    def __init__(
+        self, base_url: str, session: requests.Session | None = None, timeout: float = 30.0
+    ) -> None:
+        self._base = base_url.rstrip("/")
+        self._session = session or requests.Session()
+        self._timeout = timeout
+
+    def for_repos(self, repo_ids: Iterable[str]) -> dict[str, list[Published]]:
+        wanted = list(dict.fromkeys(repo_ids))
+        ids: dict[str, list[str]] = {repo_id: [] for repo_id in wanted}
+        for start in range(0, len(wanted), MAX_BATCH):
+            self._collect_ids(wanted[start : start + MAX_BATCH], ids)
+        found: dict[str, list[Published]] = {}
+        for repo_id, listed in ids.items():
+            documents = (self._document(i) for i in dict.fromkeys(listed))
+            found[repo_id] = [
+                p for p in (_from_osv(d, repo_id) for d in documents) if p is not None
+            ]
+        return found
+
+    def _collect_ids(self, repo_ids: list[str], into: dict[str, list[str]]) -> None:
+        pending = {repo_id: None for repo_id in repo_ids}  # repo -> page token
+        while pending:
+            order = list(pending)
+            queries = [_query(repo_id, pending[repo_id]) for repo_id in order]
+            results = self._post("/v1/querybatch", {"queries": queries}).get("results", [])
+            if not isinstance(results, list) or len(results) != len(order):
+                raise AdvisoryServerError(
+                    f"{self._base}: querybatch answered {len(order)} queries with {len(results) if isinstance(results, list) else 'no'} results"
+                )
+            pending = {}
+            for repo_id, result in zip(order, results, strict=True):
+                vulns = result.get("vulns", []) if isinstance(result, dict) else []
+                into[repo_id].extend(
+                    str(v["id"]) for v in vulns if isinstance(v, dict) and "id" in v
+                )
+                token = result.get("next_page_token") if isinstance(result, dict) else None
+                if token:
+                    pending[repo_id] = token
+
+    def _document(self, advisory_id: str) -> Mapping[str, Any]:
+        return self._request("GET", f"/v1/vulns/{quote(advisory_id, safe='')}", None)
+
+    def _post(self, path: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self._request("POST", path, body)
+
+    def _request(self, method: str, path: str, body: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        url = f"{self._base}{path}"
+        try:
+            response = self._session.request(method, url, json=body, timeout=self._timeout)
+        except requests.RequestException as exc:
+            raise AdvisoryServerError(f"{url}: cannot reach the advisory server ({exc})") from exc
+        if response.status_code != 200:
+            raise AdvisoryServerError(f"{url}: HTTP {response.status_code}: {response.text[:200]}")
+        try:
+            document = response.json()
+        except ValueError as exc:
+            raise AdvisoryServerError(f"{url}: the answer is not JSON") from exc
+        if not isinstance(document, dict):
+            raise AdvisoryServerError(f"{url}: the answer is not a JSON object")
+        return document
+
+
+def _query(repo_id: str, page_token: str | None) -> dict[str, Any]:
+    query: dict[str, Any] = {"package": {"purl": f"{PURL_PREFIX}{repo_id}"}}
+    if page_token:
+        query["page_token"] = page_token
+    return query
+
+
+def _published(advisory: Advisory) -> Published:
+    return Published(
+        advisory.id,
+        advisory.repo_id,
+        advisory.old_sha,
+        advisory.new_sha,
+        advisory.severity,
+        advisory.summary,
+    )
+
+
+def _from_osv(document: Mapping[str, Any], repo_id: str) -> Published | None:
+    """Our fields of an OSV document, from ``database_specific`` or the affected versions."""
+    if document.get("withdrawn"):
+        return None
+    specific = document.get("database_specific")
+    specific = specific if isinstance(specific, dict) else {}
+    new_sha = specific.get("new_sha") or _introduced(document)
+    if not isinstance(new_sha, str):
+        return None
+    old_sha = specific.get("old_sha")
+    try:
+        severity = Severity.parse(str(specific.get("severity", "moderate")))
+    except ValueError:
+        severity = Severity.MODERATE
+    return Published(
+        str(document.get("id")),
+        repo_id,
+        old_sha if isinstance(old_sha, str) else None,
+        new_sha,
+        severity,
+        str(document.get("summary", "")),
+    )
+
+
+def _introduced(document: Mapping[str, Any]) -> str | None:
+    """The first affected version: the sha the transition introduced."""
+    for affected in document.get("affected") or []:
+        versions = affected.get("versions") if isinstance(affected, dict) else None
+        if versions:
+            return str(versions[0])
+    return None
+
+
+__all__ = [
+    "AdvisoryServerError",
+    "AdvisorySource",
+    "DatabaseAdvisories",
+    "OsvServerAdvisories",
+    "Published",
+]

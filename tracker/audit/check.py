@@ -1,0 +1,178 @@
+"""The audit of each pin: advisories published after it, where main is now, and whether it fits.
+
+For a pin at revision P of repo R, on R's main history oldest first:
+
+- every advisory whose transition starts at or after P (its old sha is P or
+  a later commit) affects the pin: upstream changed what matters since P;
+- the newest revision is main's head, and ``behind`` counts the commits since P;
+- with a workload and cards, the plan at P and the plan at the head say, per
+  card, whether the workload fits now and at the newest revision. A card the
+  pin fits now but the newest revision does not is a finding of its own.
+
+Each plan is computed once per (repo, sha); a repo's history and advisories
+are read once per audit whatever the number of pins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from estimator import Plan, Workload, plan
+from estimator.errors import EstimateError
+from storage.records import Severity
+from tracker.audit.advisories import AdvisorySource, Published
+from tracker.audit.history import MainHistory, locate
+from tracker.audit.pins import Pin
+from tracker.errors import TrackerError
+from tracker.hub_source import HubRef, PlanInputs
+
+Resolve = Callable[[str, str], str]
+"""(repo id, branch or tag) -> the sha it points at now."""
+FetchInputs = Callable[[HubRef], PlanInputs]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the audit found about a pin, with a severity ``--min-severity`` compares."""
+
+    kind: str  # advisory, no-longer-fits, not-on-main, unpinned, error
+    severity: Severity
+    message: str
+    advisory: Published | None = None
+
+
+@dataclass(frozen=True)
+class CardVerdict:
+    """Whether the pin's workload fits ``card`` at the pinned and at the newest revision."""
+
+    card: str
+    fits_pinned: bool | None
+    fits_newest: bool | None
+
+
+@dataclass(frozen=True)
+class PinReport:
+    """What the audit says of one pin."""
+
+    pin: Pin
+    sha: str | None
+    newest: str | None
+    behind: int | None
+    findings: tuple[Finding, ...] = ()
+    cards: tuple[CardVerdict, ...] = field(default=())
+
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.findings), default=None)
+
+    def at_least(self, severity: Severity) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity >= severity)
+
+
+class Auditor:
+    """Audits pins against one advisory source, one main history and the Hub for plans."""
+
+    def __init__(
+        self,
+        advisories: AdvisorySource,
+        history: MainHistory,
+        resolve: Resolve,
+        fetch_inputs: FetchInputs,
+    ) -> None:
+        self._advisories = advisories
+        self._history = history
+        self._resolve = resolve
+        self._fetch = fetch_inputs
+        self._plans: dict[tuple[str, str, Workload], Plan | str] = {}
+
+    def audit(self, pins: Sequence[Pin]) -> list[PinReport]:
+        published = self._advisories.for_repos(p.repo_id for p in pins)
+        return [self._one(pin, published.get(pin.repo_id, [])) for pin in pins]
+
+    def _one(self, pin: Pin, published: Sequence[Published]) -> PinReport:
+        try:
+            history = self._history.shas(pin.repo_id) or []
+        except TrackerError as exc:
+            return PinReport(pin, None, None, None, (Finding("error", Severity.HIGH, str(exc)),))
+        newest = history[-1] if history else None
+        if pin.revision is None:
+            note = Finding(
+                "unpinned",
+                Severity.INFO,
+                f"{pin.repo_id} is not pinned: every upstream change reaches it unreviewed",
+            )
+            return PinReport(pin, newest, newest, 0, (note,), self._cards(pin, newest, newest))
+        try:
+            sha, position = self._place(pin, history)
+        except TrackerError as exc:
+            return PinReport(pin, None, newest, None, (Finding("error", Severity.HIGH, str(exc)),))
+        if position is None:
+            gone = Finding(
+                "not-on-main",
+                Severity.MODERATE,
+                f"{pin.label} is not on main (a PR ref, or removed by a force-push); "
+                f"main is at {newest[:12] if newest else 'nothing'}",
+            )
+            return PinReport(pin, sha, newest, None, (gone,), self._cards(pin, sha, newest))
+        after = {s: i for i, s in enumerate(history) if i >= position}
+        affecting = sorted(
+            (a for a in published if a.old_sha in after), key=lambda a: after[a.old_sha or ""]
+        )
+        findings = [Finding("advisory", a.severity, a.summary, a) for a in affecting]
+        cards = self._cards(pin, sha, newest)
+        findings.extend(
+            Finding(
+                "no-longer-fits",
+                Severity.HIGH,
+                f"fits {c.card} at {sha[:12]} but not at the newest revision {newest[:12]}",
+            )
+            for c in cards
+            if newest and c.fits_pinned and c.fits_newest is False
+        )
+        behind = len(history) - 1 - position
+        return PinReport(pin, sha, newest, behind, tuple(findings), cards)
+
+    def _place(self, pin: Pin, history: Sequence[str]) -> tuple[str, int | None]:
+        assert pin.revision is not None
+        position = locate(history, pin.revision)
+        if position is not None:
+            return history[position], position
+        sha = self._resolve(pin.repo_id, pin.revision)
+        return sha, locate(history, sha)
+
+    def _cards(self, pin: Pin, sha: str | None, newest: str | None) -> tuple[CardVerdict, ...]:
+        if pin.workload is None or not pin.cards or sha is None:
+            return ()
+        at_pin = self._plan(pin.repo_id, sha, pin.workload)
+        at_head = self._plan(pin.repo_id, newest, pin.workload) if newest else None
+        return tuple(
+            CardVerdict(card, _fits(at_pin, card, pin.workload), _fits(at_head, card, pin.workload))
+            for card in pin.cards
+        )
+
+    def _plan(self, repo_id: str, sha: str, workload: Workload) -> Plan | str:
+        key = (repo_id, sha, workload)
+        if key not in self._plans:
+            try:
+                inputs = self._fetch(HubRef(repo_id, sha))
+                self._plans[key] = plan(inputs.config, workload, inputs.manifest)
+            except (TrackerError, EstimateError) as exc:
+                self._plans[key] = str(exc)
+        return self._plans[key]
+
+
+def _fits(result: Plan | str | None, card: str, workload: Workload) -> bool | None:
+    if not isinstance(result, Plan):
+        return None
+    for fit in result.cards:
+        if fit.card.name == card:
+            return fit.method(workload.method).fits
+    return None
+
+
+def exit_code(reports: Iterable[PinReport], minimum: Severity) -> int:
+    """1 when any finding reaches ``minimum`` (the check found something), else 0."""
+    return 1 if any(r.at_least(minimum) for r in reports) else 0
+
+
+__all__ = ["Auditor", "CardVerdict", "Finding", "PinReport", "exit_code"]

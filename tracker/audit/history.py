@@ -1,0 +1,82 @@
+"""Where a repo's main history comes from: the local database when it tracks the repo, else the Hub.
+
+An audit places each pin and each advisory on main's first-parent history,
+oldest first: an advisory affects a pin when its transition starts at or
+after the pinned revision. A pin that is not on main (a PR ref, or a revision
+a force-push removed) is said so, not guessed at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from storage import Database, NotFound, revisions
+from tracker.errors import HubError
+from tracker.hub import Hub
+
+FULL_SHA_LENGTH = 40
+
+
+class MainHistory(Protocol):
+    """Main's commit shas of a repo, oldest first; None when this source does not know the repo."""
+
+    def shas(self, repo_id: str) -> list[str] | None: ...
+
+
+class DatabaseHistory:
+    """Main as the local database recorded it (nothing fetched)."""
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    def shas(self, repo_id: str) -> list[str] | None:
+        with self._database.read_session() as session:
+            try:
+                recorded = revisions(session, repo_id)
+            except NotFound:
+                return None
+        return [r.sha for r in reversed(recorded)] or None
+
+
+class HubHistory:
+    """Main as the Hub lists it now (one paged commit listing per repo)."""
+
+    def __init__(self, hub: Hub) -> None:
+        self._hub = hub
+
+    def shas(self, repo_id: str) -> list[str] | None:
+        return [r.sha for r in self._hub.commits(repo_id)]
+
+
+class FirstKnown:
+    """The first of several histories that knows the repo, each asked once per repo."""
+
+    def __init__(self, sources: Sequence[MainHistory]) -> None:
+        self._sources = sources
+        self._known: dict[str, list[str]] = {}
+
+    def shas(self, repo_id: str) -> list[str] | None:
+        if repo_id not in self._known:
+            for source in self._sources:
+                found = source.shas(repo_id)
+                if found:
+                    self._known[repo_id] = found
+                    break
+            else:
+                raise HubError(f"{repo_id}: no history found on main")
+        return self._known[repo_id]
+
+
+def locate(history: Sequence[str], revision: str) -> int | None:
+    """The position of ``revision`` (a full sha or a unique prefix of 7+ hex digits) on main."""
+    wanted = revision.lower()
+    if len(wanted) == FULL_SHA_LENGTH:
+        return history.index(wanted) if wanted in history else None
+    if len(wanted) < 7:
+        return None
+    matches = [i for i, sha in enumerate(history) if sha.startswith(wanted)]
+    return matches[0] if len(matches) == 1 else None
+
+
+__all__ = ["DatabaseHistory", "FirstKnown", "HubHistory", "MainHistory", "locate"]
