@@ -8,8 +8,6 @@ records (frozen dataclasses from ``storage.records``), never ORM rows.
 
 from storage.advisories import (
     advisories,
-    advisories_for_sha,
-    get_advisory,
     put_advisory,
     withdraw_advisories,
 )
@@ -130,7 +128,6 @@ __all__ = [
     "WebhookEvent",
     "add_subscription",
     "advisories",
-    "advisories_for_sha",
     "changes_between",
     "changes_of",
     "check_repo_id",
@@ -142,7 +139,6 @@ __all__ = [
     "enqueue_delivery",
     "ensure_repo",
     "extend_lease",
-    "get_advisory",
     "get_blob",
     "get_repo",
     "get_subscription",

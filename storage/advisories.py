@@ -4,6 +4,9 @@ An advisory's id is deterministic (the same transition always gets the same
 id), so storing one that exists is a no-op and a retried revision never
 publishes twice. ``withdrawn`` and ``modified`` in the record are the
 authority; renderers lay them over the stored OSV document.
+
+``advisory_query`` and ``advisory_from_row`` are the one query shape and the
+one row converter every advisory read uses (storage.publishing's pages too).
 """
 
 from __future__ import annotations
@@ -11,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import Select, select, update
 from sqlalchemy.orm import Session
 
 from storage.dialect import insert_ignoring_duplicates
-from storage.errors import InvalidRecord, NotFound
+from storage.errors import InvalidRecord
 from storage.models import AdvisoryRow, RepoRow
 from storage.models.publishing import ADVISORY_ID_LENGTH
 from storage.records import Advisory, Severity
@@ -50,19 +53,6 @@ def put_advisory(session: Session, advisory: Advisory) -> bool:
     )
 
 
-def get_advisory(session: Session, advisory_id: str) -> Advisory:
-    """The advisory with that id, withdrawn or not."""
-    row = session.execute(
-        select(AdvisoryRow, RepoRow.repo_id)
-        .join(RepoRow, RepoRow.id == AdvisoryRow.repo_pk)
-        .where(AdvisoryRow.id == advisory_id)
-        .execution_options(populate_existing=True)
-    ).one_or_none()
-    if row is None:
-        raise NotFound(f"no advisory has the id {advisory_id!r}")
-    return _advisory(*row)
-
-
 def advisories(
     session: Session,
     *,
@@ -74,11 +64,8 @@ def advisories(
 ) -> list[Advisory]:
     """Advisories, newest published first, optionally of one repo or modified since a moment."""
     query = (
-        select(AdvisoryRow, RepoRow.repo_id)
-        .join(RepoRow, RepoRow.id == AdvisoryRow.repo_pk)
+        advisory_query()
         .where(AdvisoryRow.severity >= int(min_severity))
-        .order_by(AdvisoryRow.published.desc(), AdvisoryRow.id)
-        .execution_options(populate_existing=True)
         .offset(offset)
         .limit(limit)
     )
@@ -87,19 +74,7 @@ def advisories(
     if modified_since is not None:
         require_aware(modified_since, "modified_since")
         query = query.where(AdvisoryRow.modified > modified_since)
-    return [_advisory(row, repo) for row, repo in session.execute(query)]
-
-
-def advisories_for_sha(session: Session, sha: str) -> list[Advisory]:
-    """Advisories whose transition starts or ends at ``sha`` (the OSV query by commit)."""
-    rows = session.execute(
-        select(AdvisoryRow, RepoRow.repo_id)
-        .join(RepoRow, RepoRow.id == AdvisoryRow.repo_pk)
-        .where((AdvisoryRow.new_sha == sha) | (AdvisoryRow.old_sha == sha))
-        .order_by(AdvisoryRow.published.desc(), AdvisoryRow.id)
-        .execution_options(populate_existing=True)
-    )
-    return [_advisory(row, repo) for row, repo in rows]
+    return [advisory_from_row(row, repo) for row, repo in session.execute(query)]
 
 
 def withdraw_advisories(
@@ -128,7 +103,18 @@ def withdraw_advisories(
     return sorted(ids)
 
 
-def _advisory(row: AdvisoryRow, repo_id: str) -> Advisory:
+def advisory_query() -> Select[AdvisoryRow, str]:
+    """(row, repo id) of advisories, newest published first; callers add their filters."""
+    return (
+        select(AdvisoryRow, RepoRow.repo_id)
+        .join(RepoRow, RepoRow.id == AdvisoryRow.repo_pk)
+        .order_by(AdvisoryRow.published.desc(), AdvisoryRow.id)
+        .execution_options(populate_existing=True)
+    )
+
+
+def advisory_from_row(row: AdvisoryRow, repo_id: str) -> Advisory:
+    """The record of a stored advisory row."""
     return Advisory(
         id=row.id,
         repo_id=repo_id,

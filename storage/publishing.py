@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, exists, func, or_, select, update
+from sqlalchemy import and_, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from storage.advisories import advisory_from_row, advisory_query
 from storage.errors import InvalidRecord
 from storage.history import changes_of, revision_log
 from storage.models import (
@@ -96,8 +97,8 @@ def withdraw_advisory(session: Session, advisory_id: str, at: datetime) -> bool:
 
 def advisory_by_id(session: Session, advisory_id: str) -> Advisory | None:
     """The advisory with exactly that (case-sensitive) id, withdrawn or not."""
-    row = session.execute(_select().where(AdvisoryRow.id == advisory_id)).one_or_none()
-    return None if row is None else _advisory(row[0], row[1])
+    row = session.execute(advisory_query().where(AdvisoryRow.id == advisory_id)).one_or_none()
+    return None if row is None else advisory_from_row(row[0], row[1])
 
 
 def advisories_for(
@@ -116,7 +117,7 @@ def advisories_for(
     ``artifact`` keeps advisories whose revision changed that artifact;
     ``commit`` those introduced at that sha. ``limit=None`` reads all.
     """
-    query = _select().where(AdvisoryRow.severity >= int(min_severity))
+    query = advisory_query().where(AdvisoryRow.severity >= int(min_severity))
     if repo_id is not None:
         query = query.where(RepoRow.repo_id == repo_id)
     if org is not None:
@@ -135,7 +136,7 @@ def advisories_for(
         )
     if limit is not None:
         query = query.limit(limit + 1)
-    found = [_advisory(row, repo) for row, repo in session.execute(query)]
+    found = [advisory_from_row(row, repo) for row, repo in session.execute(query)]
     if limit is None or len(found) <= limit:
         return AdvisoryPage(tuple(found), None)
     page = found[:limit]
@@ -244,15 +245,6 @@ def _changed(artifact: str) -> Any:
     )
 
 
-def _select() -> Select[AdvisoryRow, str]:
-    return (
-        select(AdvisoryRow, RepoRow.repo_id)
-        .join(RepoRow, RepoRow.id == AdvisoryRow.repo_pk)
-        .order_by(AdvisoryRow.published.desc(), AdvisoryRow.id)
-        .execution_options(populate_existing=True)
-    )
-
-
 def _encode(last: Advisory) -> str:
     raw = f"{last.published.isoformat()}|{last.id}".encode()
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
@@ -268,21 +260,6 @@ def _decode(cursor: str) -> tuple[datetime, str]:
     if published.tzinfo is None:
         raise InvalidCursor(f"invalid cursor {cursor[:40]!r}")
     return published, advisory_id
-
-
-def _advisory(row: AdvisoryRow, repo_id: str) -> Advisory:
-    return Advisory(
-        id=row.id,
-        repo_id=repo_id,
-        old_sha=row.old_sha,
-        new_sha=row.new_sha,
-        published=row.published,
-        modified=row.modified,
-        summary=row.summary,
-        severity=Severity(row.severity),
-        osv=dict(row.osv),
-        withdrawn=row.withdrawn,
-    )
 
 
 __all__: Sequence[str] = [

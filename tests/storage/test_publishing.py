@@ -14,13 +14,11 @@ from storage import (
     Severity,
     add_subscription,
     advisories,
-    advisories_for_sha,
     claim_due_deliveries,
     dead_letters,
     deliveries,
     enqueue_delivery,
     ensure_repo,
-    get_advisory,
     mark_webhook_events_processed,
     pending_webhook_events,
     put_advisory,
@@ -33,6 +31,7 @@ from storage import (
     subscriptions_by_id,
     withdraw_advisories,
 )
+from storage.publishing import advisories_for, advisory_by_id
 from tests.storage.builders import BASE_DATE, revision, snapshot
 
 REPO = "meta-llama/Llama-3.2-1B"
@@ -60,8 +59,11 @@ def test_an_advisory_is_stored_once_and_reads_back_equal(database: Database) -> 
         assert put_advisory(session, _advisory(1)) is True
         assert put_advisory(session, _advisory(1)) is False
     with database.read_session() as session:
-        assert get_advisory(session, "x_neurarch-0001") == _advisory(1)
-        assert advisories_for_sha(session, revision(REPO, 1).sha) == [_advisory(1)]
+        assert advisory_by_id(session, "x_neurarch-0001") == _advisory(1)
+        assert advisory_by_id(session, "x_neurarch-0002") is None
+        by_commit = advisories_for(session, commit=revision(REPO, 1).sha)
+        assert by_commit.advisories == (_advisory(1),)
+        assert advisories(session) == [_advisory(1)]
 
 
 def test_advisories_filter_by_severity_newest_first(database: Database) -> None:
@@ -84,7 +86,8 @@ def test_force_push_withdraws_an_advisory_and_keeps_it(database: Database) -> No
         put_advisory(session, _advisory(2))
         lost = withdraw_advisories(session, REPO, [revision(REPO, 2).sha], gone_at)
         assert withdraw_advisories(session, REPO, [revision(REPO, 2).sha], gone_at) == []
-        withdrawn = get_advisory(session, "x_neurarch-0002")
+        withdrawn = advisory_by_id(session, "x_neurarch-0002")
+    assert withdrawn is not None
     assert lost == ["x_neurarch-0002"]
     assert (withdrawn.withdrawn, withdrawn.modified) == (gone_at, gone_at)
     with database.read_session() as session:
