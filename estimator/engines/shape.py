@@ -45,7 +45,8 @@ class ServingShape:
     hidden_size: int
     vocab_size: int
     max_position_embeddings: int | None
-    kv_layers: tuple[KvLayer, ...]
+    # Each distinct decoder layer's KV spec with how many layers share it, in model order.
+    kv_layers: tuple[tuple[KvLayer, int], ...]
     # Largest per-token transient of one layer's forward pass, in elements, at tp=1 and per tp.
     attention_width: int
     mlp_width: int
@@ -67,25 +68,26 @@ class ServingShape:
         return int(tokens * COMPUTE_BYTES * (2 * self.hidden_size + widest))
 
     def kv_bytes_per_token(self, dtype_bytes: int, tp: int) -> int:
-        return sum(layer.elements_per_token(tp) for layer in self.kv_layers) * dtype_bytes
+        return sum(layer.elements_per_token(tp) * n for layer, n in self.kv_layers) * dtype_bytes
 
 
 def serving_shape(arch: Architecture, split: ParameterSplit) -> ServingShape:
-    layers: list[KvLayer] = []
+    layers: dict[KvLayer, int] = {}
     attention = mlp = moe = 0
     for block, count in arch.block_groups:
         a, m, e = _widths(block)
         attention, mlp, moe = max(attention, a), max(mlp, m), max(moe, e)
         if block.stack != "decoder":
             continue
-        layers.extend([_kv_layer(block)] * count)
+        layer = _kv_layer(block)
+        layers[layer] = layers.get(layer, 0) + count
     return ServingShape(
         total_parameters=split.total,
         block_linear_parameters=split.block_linears,
         hidden_size=arch.hidden_size,
         vocab_size=arch.vocab_size,
         max_position_embeddings=arch.max_position_embeddings,
-        kv_layers=tuple(layers),
+        kv_layers=tuple(layers.items()),
         attention_width=attention,
         mlp_width=mlp,
         moe_width=moe,

@@ -89,9 +89,17 @@ def settings_for(request: EngineRequest, device: Device, shape: ServingShape) ->
     )
 
 
-def layer_specs(shape: ServingShape, s: Settings, tp: int) -> tuple[LayerSpec, ...]:
+# Each distinct layer spec with the number of layers that have it, in model order.
+Specs = tuple[tuple[LayerSpec, int], ...]
+
+
+def layer_specs(shape: ServingShape, s: Settings, tp: int) -> Specs:
     dtype_bytes = 1 if s.kv_cache_dtype == "fp8" else 2
-    return tuple(_spec(layer, s.block_size, dtype_bytes, tp) for layer in shape.kv_layers)
+    counts: dict[LayerSpec, int] = {}
+    for layer, n in shape.kv_layers:
+        spec = _spec(layer, s.block_size, dtype_bytes, tp)
+        counts[spec] = counts.get(spec, 0) + n
+    return tuple(counts.items())
 
 
 def _spec(layer: KvLayer, block_size: int, dtype_bytes: int, tp: int) -> LayerSpec:
@@ -105,24 +113,21 @@ def _spec(layer: KvLayer, block_size: int, dtype_bytes: int, tp: int) -> LayerSp
     )
 
 
-def needed_memory(specs: tuple[LayerSpec, ...], max_model_len: int, batched: int) -> int:
+def needed_memory(specs: Specs, max_model_len: int, batched: int) -> int:
     """``max_memory_usage_bytes(vllm_config, kv_cache_spec.values())``: one request's KV."""
-    return sum(spec.max_memory_usage_bytes(max_model_len, batched) for spec in specs)
+    return sum(spec.max_memory_usage_bytes(max_model_len, batched) * n for spec, n in specs)
 
 
-def groups_of(specs: tuple[LayerSpec, ...]) -> list[tuple[LayerSpec, int]]:
+def groups_of(specs: Specs) -> list[tuple[LayerSpec, int]]:
     """KV cache groups: one for uniform specs, else ``_get_kv_cache_groups_uniform_page_size``."""
-    by_spec: dict[LayerSpec, int] = {}
-    for spec in specs:
-        by_spec[spec] = by_spec.get(spec, 0) + 1
-    if len(by_spec) == 1:
-        return [(specs[0], len(specs))]
-    counts = list(by_spec.values())
+    if len(specs) == 1:
+        return [specs[0]]
+    counts = [n for _, n in specs]
     group_size = min(counts)
     if max(counts) < min(counts) * 1.5:
         group_size = max(counts)
     groups: list[tuple[LayerSpec, int]] = []
-    for spec, n in by_spec.items():
+    for spec, n in specs:
         groups.extend([(spec, group_size)] * cdiv(n, group_size))
     return groups
 
@@ -135,9 +140,7 @@ class KvConfig:
     max_concurrency: float
 
 
-def kv_cache_config(
-    specs: tuple[LayerSpec, ...], available: int, max_model_len: int, batched: int
-) -> KvConfig:
+def kv_cache_config(specs: Specs, available: int, max_model_len: int, batched: int) -> KvConfig:
     groups = groups_of(specs)
     group_size = max(n for _, n in groups)
     page = max(spec.page_size_bytes for spec, _ in groups)
@@ -175,7 +178,12 @@ class Decision:
 
 
 def decide(
-    shape: ServingShape, request: EngineRequest, device: Device, s: Settings, length: int
+    shape: ServingShape,
+    request: EngineRequest,
+    device: Device,
+    s: Settings,
+    length: int,
+    explain: bool = True,
 ) -> Decision:
     """Every start-up check in vLLM's order; the first that fails is the engine's error."""
     d = engine_data(NAME).values
@@ -205,7 +213,7 @@ def decide(
         if available <= 0
         else kv_cache_config(specs, available, length, s.max_num_batched_tokens)
     )
-    error = _kv_error(specs, available, length, s)
+    error = _kv_error(specs, available, length, s, explain)
     if error is not None:
         return Decision(weights, activation, requested, kv, error)
     left = free_at_start - weights - non_torch - kv.bytes
@@ -230,7 +238,7 @@ def _run(
     that_starts = largest_passing(
         1,
         s.derived_max_model_len,
-        lambda n: decide(shape, request, device, s, n).error is None,
+        lambda n: decide(shape, request, device, s, n, explain=False).error is None,
     )
     settings = (
         ("gpu_memory_utilization", s.gpu_memory_utilization),
@@ -309,7 +317,9 @@ def _early_error(
     return None
 
 
-def _kv_error(specs: tuple[LayerSpec, ...], available: int, length: int, s: Settings) -> str | None:
+def _kv_error(
+    specs: Specs, available: int, length: int, s: Settings, explain: bool = True
+) -> str | None:
     """``_check_enough_kv_cache_memory``, message for message."""
     if available <= 0:
         return (
@@ -319,6 +329,8 @@ def _kv_error(specs: tuple[LayerSpec, ...], available: int, length: int, s: Sett
     needed = needed_memory(specs, length, s.max_num_batched_tokens)
     if needed <= available:
         return None
+    if not explain:
+        return "KV cache too small"
     estimated = largest_passing(
         1, length, lambda n: needed_memory(specs, n, s.max_num_batched_tokens) <= available
     )
