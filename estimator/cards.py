@@ -37,6 +37,8 @@ class Card:
     context_bytes: int
     spec_source: str
     price: Price | None
+    # Why a card has no price (the card table says so instead of leaving it blank).
+    price_note: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -49,6 +51,7 @@ class Card:
             "context_bytes": self.context_bytes,
             "spec_source": self.spec_source,
             "price": None if self.price is None else vars(self.price),
+            "price_note": self.price_note,
         }
 
 
@@ -70,6 +73,7 @@ def all_cards() -> tuple[Card, ...]:
                 context_bytes=int(entry["context_bytes"]),
                 spec_source=entry["spec_source"],
                 price=None if price is None else Price(**price),
+                price_note=entry.get("price_note"),
             )
         )
     return tuple(cards)

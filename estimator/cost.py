@@ -119,7 +119,9 @@ def estimate_cost(
         seconds=seconds,
         bound="compute" if compute_s >= bandwidth_s else "memory bandwidth",
         usd=usd,
-        price_source=None if price is None else f"{price.provider}, {price.date} ({price.source})",
+        price_source=(
+            card.price_note if price is None else f"{price.provider}, {price.date} ({price.source})"
+        ),
         mfu=w.mfu,
         decode_tokens_per_s_batch1=decode(1),
         decode_tokens_per_s=decode(w.batch),

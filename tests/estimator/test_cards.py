@@ -91,3 +91,24 @@ def test_fit_cards_answers_as_fit_card_does_on_every_card() -> None:
         models = method_models(arch, w, True)
         expected = tuple(fit_card(models, c, batch, 1, 1.15, "bf16") for c in all_cards())
         assert fit_cards(models, all_cards(), batch, 1, 1.15, "bf16") == expected
+
+
+def test_every_card_has_a_dated_price_with_its_source_or_says_why_not() -> None:
+    for c in all_cards():
+        if c.price is None:
+            assert c.price_note, c.name
+        else:
+            assert c.price.usd_per_hour > 0 and c.price.date[:4].isdigit() and c.price.source
+    a100 = card("A100 40GB")
+    assert a100.price is not None and a100.price.usd_per_hour == 4.096
+
+
+def test_cost_names_the_price_or_the_reason_there_is_none() -> None:
+    from estimator import plan
+
+    cfg = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}
+    cfg |= {"num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 256}
+    priced = plan(cfg, Workload(card="A100 40GB", batch=1, seq_len=64)).cost
+    assert priced.usd is not None and "p4d.24xlarge" in (priced.price_source or "")
+    unpriced = plan(cfg, Workload(card="RTX 4060", batch=1, seq_len=64)).cost
+    assert unpriced.usd is None and "consumer card" in (unpriced.price_source or "")
