@@ -11,6 +11,9 @@ transition starts at or after the pinned revision, and no other.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ from typing import Any
 import huggingface_hub.constants
 import jsonschema
 import pytest
+import yaml
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 from huggingface_hub import hf_hub_download
@@ -36,6 +40,7 @@ from tracker.hubsim import HubEmulator, estimator_tensor_shapes
 
 REPOS = ("mistralai/Mistral-7B-v0.1", "meta-llama/Llama-2-7b-hf", "openai-community/gpt2")
 SARIF_SCHEMA = Path(__file__).parents[1] / "data" / "sarif" / "sarif-2.1.0.json"
+ACTION = Path(__file__).parents[2] / "deploy" / "github-action"
 
 
 class World:
@@ -332,28 +337,97 @@ def test_without_a_database_or_server_audit_says_what_to_do(
     assert not (tmp_path / "none.db").exists()
 
 
-def test_audit_against_a_second_running_serve_equals_the_local_database(
-    env: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture(scope="module")
+def web_server(world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A second installation: `serve --role web` over the same database, on its own port."""
+    where = tmp_path_factory.mktemp("web")
     port = free_port()
     config = write_config(
-        tmp_path / "web.toml",
-        database_url=env.database_url,
-        endpoint=env.emulator.endpoint,
+        where / "web.toml",
+        database_url=world.database_url,
+        endpoint=world.emulator.endpoint,
         repos=(),
         port=port,
     )
-    server = DaemonProcess(config, tmp_path / "web.log", args=("--role", "web")).start()
+    server = DaemonProcess(config, where / "web.log", args=("--role", "web")).start()
     try:
         server.wait_ready()
-        pins = [f"{r}@{env.main_history(r)[1]}" for r in REPOS]
-        local = audit_json(capsys, *pins)
-        remote = audit_json(capsys, *pins, "--server", f"http://127.0.0.1:{port}")
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()
+
+
+def test_audit_against_a_second_running_serve_equals_the_local_database(
+    env: World, web_server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pins = [f"{r}@{env.main_history(r)[1]}" for r in REPOS]
+    local = audit_json(capsys, *pins)
+    remote = audit_json(capsys, *pins, "--server", web_server)
     assert remote == local
     assert local[0] == 1
     assert sum(len(advisory_ids(r)) for r in local[1]["pins"]) > 0
+
+
+def action_step_environment(action: dict[str, Any], inputs: dict[str, str]) -> dict[str, str]:
+    """The audit step's env as GitHub would fill it from ``inputs`` and the inputs' defaults."""
+    values = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
+    values.update(inputs)
+    (step,) = [s for s in action["runs"]["steps"] if s.get("name") == "Audit model pins"]
+    assert step["run"] == 'bash "${{ github.action_path }}/audit.sh"'
+    filled = {}
+    for key, template in step["env"].items():
+        name = template.removeprefix("${{ inputs.").removesuffix(" }}")
+        filled[key] = values[name]
+    return filled
+
+
+def test_the_github_action_audit_step_writes_valid_sarif_and_fails_on_findings(
+    env: World, web_server: str, tmp_path: Path
+) -> None:
+    action = yaml.safe_load((ACTION / "action.yml").read_text("utf-8"))
+    assert action["runs"]["using"] == "composite"
+    pins = {r: env.main_history(r)[1] for r in REPOS}
+    project = sample_project(tmp_path / "checkout", pins)
+    (project / "models.lock").write_text(
+        f'[[model]]\nrepo = "{REPOS[0]}"\nrevision = "{pins[REPOS[0]]}"\n', encoding="utf-8"
+    )
+    step_env = action_step_environment(action, {"server": web_server, "min-severity": "high"})
+    run_env = {
+        **os.environ,
+        **step_env,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "HF_ENDPOINT": env.emulator.endpoint,
+        "NEURARCH_DATA_DIR": str(tmp_path / "data"),
+    }
+    run_env.pop("NEURARCH_DATABASE_URL", None)
+    done = subprocess.run(
+        ["bash", str(ACTION / "audit.sh")],
+        cwd=project,
+        env=run_env,
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stderr
+    log = json.loads((project / "neurarch-trace.sarif").read_text("utf-8"))
+    jsonschema.validate(log, json.loads(SARIF_SCHEMA.read_text("utf-8")))
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in log["runs"][0]["results"]
+    }
+    assert uris == {"app/model.py", "models.lock"}
+
+    clean = {r: env.main_history(r)[-1] for r in REPOS}
+    sample_project(tmp_path / "clean", clean)
+    done = subprocess.run(
+        ["bash", str(ACTION / "audit.sh")],
+        cwd=tmp_path / "clean",
+        env=run_env,
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    clean_log = json.loads((tmp_path / "clean" / "neurarch-trace.sarif").read_text("utf-8"))
+    assert clean_log["runs"][0]["results"] == []
 
 
 def test_markdown_cells_keep_arrows_and_neutralise_markup() -> None:

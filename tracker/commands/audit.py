@@ -102,9 +102,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.commands.common import user_errors
 
     with user_errors():
-        pins = collect_pins(args)
-        if not pins:
+        if not (args.pins or args.lock or args.scan_src or args.hf_cache is not None):
             raise UsageError("nothing to audit: give REPO[@REV], --lock, --hf-cache or --scan-src")
+        pins = collect_pins(args)
         reports = audit(pins, args, settings)
     text = render(reports, args)
     if args.output is not None:
