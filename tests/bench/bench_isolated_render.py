@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.tracker.test_isolation import c_bound_power, worker_pid  # noqa: E402
 from tests.tracker.test_sandbox_limits import HOSTILE, rss_bytes  # noqa: E402
-from tracker.diff.chat_template import probes_for, render_probes  # noqa: E402
+from tracker.diff.template_probes import probes, render_probes  # noqa: E402
 from tracker.diff.sandbox import render_prompts  # noqa: E402
 from tracker.isolation import DeadlineExceeded, IsolatedPool, Limits  # noqa: E402
 
@@ -56,7 +56,7 @@ def overhead(rounds: int) -> None:
         variables = [
             {"messages": list(p.messages), "add_generation_prompt": p.add_generation_prompt}
             | ({"tools": list(p.tools)} if p.tools is not None else {})
-            for p in probes_for(template)
+            for p in probes()
         ]
         render_probes(template, {})  # warm: the pool is started, imports done
         isolated = median_ms(partial(render_probes, template, {}), rounds)

@@ -1,118 +1,45 @@
 """Chat template changes judged by the prompts they render, not by their text.
 
-Both revisions' templates are rendered in the sandbox over the fixed probe
-conversations in ``data/probe_conversations.json`` (with
-``add_generation_prompt`` off and on, and with tools when a template mentions
-them). A reformatted template that renders the same prompts is an INFO
-change; one that renders differently names the first probe that differs and
-shows both prompts around the difference; one that no longer renders is a
-HIGH change of its own.
+Both revisions' templates are rendered in the sandbox over the same probe
+conversations (``tracker.diff.template_probes``: plain chat, system message,
+multi-turn, tool definitions, tool calls and results; ``add_generation_prompt``
+off and on), and each change is classified by what a user of the template sees:
 
-All probes of one template render in one call to an isolated worker
-(``tracker.isolation``), which is killed if it runs past its deadline. A
-template refused by a limit, stopped, or killed is recorded like any other
-that fails to render, with "template could not be rendered within limits
-(why)": a hostile template costs a few seconds of one worker, never the daemon.
+- a prompt that renders differently (HIGH, naming the shapes and the first
+  difference), or what ``add_generation_prompt`` appends (HIGH);
+- a shape the new template refuses by design (``raise_exception``, MODERATE:
+  callers that pass it now get an error) or accepts again (LOW);
+- a shape that no longer renders at all (HIGH);
+- a reformatted template that renders every probe the same (INFO).
+
+A template added at a revision says which shapes it refuses, ignores or cannot
+render; refusing a system message on purpose is not a failure to render. A
+hostile template costs a few seconds of one isolated worker, never the daemon.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
-from functools import cache
-from importlib import resources
-from typing import Any
 
 from storage.records import Change, Severity
-from tracker.diff.sandbox import RENDER_SECONDS, ProbeOutcome, render_prompts
-from tracker.isolation import LimitExceeded, RemoteError, default_pool
+from tracker.diff.template_probes import (
+    LIMITED,
+    Probe,
+    Rendering,
+    ShapeSupport,
+    Support,
+    describe_support,
+    probes,
+    render_probes,
+    support_of,
+)
 
 ARTIFACT = "chat_template"
 CONTEXT_CHARS = 60
-RENDER_WALL_SECONDS = RENDER_SECONDS + 1.0
-"""Wall time one template's probes may take before its worker is killed."""
-LIMITED = "template could not be rendered within limits ({})"
-
-
-@dataclass(frozen=True)
-class Probe:
-    name: str
-    messages: tuple[Mapping[str, Any], ...]
-    tools: tuple[Mapping[str, Any], ...] | None
-    add_generation_prompt: bool
-
-    @property
-    def label(self) -> str:
-        return (
-            f"{self.name} (add_generation_prompt={'on' if self.add_generation_prompt else 'off'})"
-        )
-
-
-@dataclass(frozen=True)
-class Rendering:
-    text: str | None
-    error: str | None = None
-
-
-@cache
-def _probe_data() -> tuple[datetime, tuple[Probe, ...]]:
-    raw = resources.files("tracker").joinpath("data/probe_conversations.json").read_text("utf-8")
-    data = json.loads(raw)
-    probes = tuple(
-        Probe(c["name"], tuple(c["messages"]), tuple(c["tools"]) if "tools" in c else None, agp)
-        for c in data["conversations"]
-        for agp in (False, True)
-    )
-    return datetime.fromisoformat(data["date"]), probes
-
-
-def probes_for(template: str) -> tuple[Probe, ...]:
-    """The probes a template is rendered over: tool probes only if it mentions tools."""
-    _, probes = _probe_data()
-    takes_tools = "tools" in template
-    return tuple(p for p in probes if p.tools is None or takes_tools)
-
-
-def render_probes(template: str, special_tokens: Mapping[str, str]) -> dict[str, Rendering]:
-    """Every probe's rendered prompt (or its error) for one template, in one isolated call.
-
-    Raises only if no worker can be had at all (tracker.isolation's
-    WorkerUnavailable, PoolClosed): then nothing about the template is known,
-    and the revision is retried rather than recorded wrongly.
-    """
-    now, _ = _probe_data()
-    probes = probes_for(template)
-    variable_sets = [_variables(probe, special_tokens) for probe in probes]
-    try:
-        outcomes = default_pool().call(
-            render_prompts, template, now, variable_sets, wall_seconds=RENDER_WALL_SECONDS
-        )
-    except LimitExceeded as exc:
-        failed = Rendering(None, LIMITED.format(exc.reason))
-        return dict.fromkeys((p.label for p in probes), failed)
-    except RemoteError as exc:  # e.g. the worker's memory ran out sending the prompts back
-        failed = Rendering(None, LIMITED.format(exc))
-        return dict.fromkeys((p.label for p in probes), failed)
-    return {p.label: _rendering(o) for p, o in zip(probes, outcomes, strict=True)}
-
-
-def _variables(probe: Probe, special_tokens: Mapping[str, str]) -> dict[str, Any]:
-    variables: dict[str, Any] = {
-        **special_tokens,
-        "messages": [dict(m) for m in probe.messages],
-        "add_generation_prompt": probe.add_generation_prompt,
-    }
-    if probe.tools is not None:
-        variables["tools"] = [dict(t) for t in probe.tools]
-    return variables
-
-
-def _rendering(outcome: ProbeOutcome) -> Rendering:
-    if outcome.limited:
-        return Rendering(None, LIMITED.format(outcome.error))
-    return Rendering(outcome.text, outcome.error)
+ACCEPTED = (Support.RENDERS, Support.IGNORES)
+"""Shapes a caller can pass without an error."""
+_BEFORE = {Support.REFUSES: "refused by design", Support.FAILS: "failed to render"}
 
 
 def diff_chat_templates(
@@ -152,18 +79,20 @@ def diff_chat_templates(
 
 def _added(path: str, label: str, template: str, tokens: Mapping[str, str]) -> Change:
     rendered = render_probes(template, tokens)
-    errors = {k: r.error for k, r in rendered.items() if r.error}
-    if errors:
-        first = next(iter(errors.items()))
+    support = support_of(rendered)
+    plain = next(iter(support.values()), None)
+    if plain is not None and plain.support is Support.FAILS:
+        probe = next(k for k, r in rendered.items() if r.text is None and not r.refused)
         return Change(
             ARTIFACT,
             path,
             "render_error",
             None,
-            errors,
+            {k: r.error for k, r in rendered.items() if r.error},
             Severity.HIGH,
-            f"{label} added but fails to render {first[0]}: {first[1]}",
+            f"{label} added but fails to render {probe}: {rendered[probe].error}",
         )
+    notes = describe_support(support, (Support.REFUSES, Support.IGNORES, Support.FAILS))
     return Change(
         ARTIFACT,
         path,
@@ -171,7 +100,8 @@ def _added(path: str, label: str, template: str, tokens: Mapping[str, str]) -> C
         None,
         template,
         Severity.MODERATE,
-        f"{label} added: prompts built with apply_chat_template change",
+        f"{label} added: prompts built with apply_chat_template change"
+        + (f"; it {notes}" if notes else ""),
     )
 
 
@@ -184,7 +114,11 @@ def _compared(
     new_tokens: Mapping[str, str],
 ) -> list[Change]:
     before, after = render_probes(old, old_tokens), render_probes(new, new_tokens)
-    broken = {k: r.error for k, r in after.items() if r.error and not before.get(k, r).error}
+    broken = {
+        k: r.error
+        for k, r in after.items()
+        if r.text is None and not r.refused and (before[k].text is not None or before[k].refused)
+    }
     if broken:
         probe, error = next(iter(broken.items()))
         return [
@@ -198,9 +132,20 @@ def _compared(
                 f"{label} no longer renders {probe}: {error}",
             )
         ]
-    differing = [k for k in after if k in before and before[k] != after[k]]
-    if not differing:
-        return [
+    was, now = support_of(before), support_of(after)
+    changes = _acceptance_changes(path, label, was, now)
+    differing = [
+        k
+        for k in after
+        if before[k].text is not None and after[k].text is not None and before[k] != after[k]
+    ]
+    if differing:
+        changes.insert(0, _rendering_change(path, label, differing, before, after, was, now))
+    suffix = _generation_prompt_change(path, label, before, after)
+    if suffix is not None:
+        changes.append(suffix)
+    if not changes:
+        changes.append(
             Change(
                 ARTIFACT,
                 path,
@@ -210,11 +155,48 @@ def _compared(
                 Severity.INFO,
                 f"{label} text changed; the {len(after)} probe prompts render identically",
             )
-        ]
-    changes = [_rendering_change(path, label, differing, before, after)]
-    suffix = _generation_prompt_change(path, label, before, after)
-    if suffix is not None:
-        changes.append(suffix)
+        )
+    return changes
+
+
+def _acceptance_changes(
+    path: str, label: str, was: Mapping[str, ShapeSupport], now: Mapping[str, ShapeSupport]
+) -> list[Change]:
+    """Shapes refused by design now that were accepted before, and the reverse."""
+    refused = [
+        s for s, n in now.items() if n.support is Support.REFUSES and was[s].support in ACCEPTED
+    ]
+    accepted = [
+        s for s, n in now.items() if n.support in ACCEPTED and was[s].support not in ACCEPTED
+    ]
+    changes = []
+    if refused:
+        reason = now[refused[0]].error
+        changes.append(
+            Change(
+                ARTIFACT,
+                path,
+                "shape_refused",
+                {s: was[s].support.value for s in refused},
+                {s: now[s].error for s in refused},
+                Severity.MODERATE,
+                f"{label} now refuses {', '.join(refused)} ({reason}): apply_chat_template "
+                "raises for such conversations",
+            )
+        )
+    if accepted:
+        changes.append(
+            Change(
+                ARTIFACT,
+                path,
+                "shape_accepted",
+                {s: was[s].error for s in accepted},
+                {s: now[s].support.value for s in accepted},
+                Severity.LOW,
+                f"{label} now accepts {', '.join(accepted)} "
+                f"({_BEFORE[was[accepted[0]].support]} before: {was[accepted[0]].error})",
+            )
+        )
     return changes
 
 
@@ -224,21 +206,37 @@ def _rendering_change(
     differing: list[str],
     before: Mapping[str, Rendering],
     after: Mapping[str, Rendering],
+    was: Mapping[str, ShapeSupport],
+    now: Mapping[str, ShapeSupport],
 ) -> Change:
     first = differing[0]
-    if before[first].error is not None:
-        excerpt = f"used to fail ({before[first].error}), now renders"
-    else:
-        excerpt = _excerpt(before[first].text or "", after[first].text or "")
+    by_label = {p.label: p for p in probes()}
+    touched = list(dict.fromkeys(by_label[k].shape for k in differing if k in by_label))
+    uses = [
+        s
+        for s in touched
+        if was[s].support is Support.IGNORES and now[s].support is Support.RENDERS
+    ]
+    drops = [
+        s
+        for s in touched
+        if was[s].support is Support.RENDERS and now[s].support is Support.IGNORES
+    ]
+    notes = ""
+    if uses:
+        notes += f"; now uses {', '.join(uses)}, which it ignored before"
+    if drops:
+        notes += f"; now drops {', '.join(drops)}"
     return Change(
         ARTIFACT,
         path,
         "rendering_changed",
-        {k: before[k].text or before[k].error for k in differing},
+        {k: before[k].text for k in differing},
         {k: after[k].text for k in differing},
         Severity.HIGH,
-        f"{label} renders {len(differing)} of {len(after)} probe prompts differently; "
-        f"first {first}: {excerpt}",
+        f"{label} renders {len(differing)} of {len(after)} probe prompts differently "
+        f"({', '.join(touched)}){notes}; first {first}: "
+        f"{_excerpt(before[first].text or '', after[first].text or '')}",
     )
 
 
@@ -284,4 +282,4 @@ def _excerpt(old: str, new: str) -> str:
     )
 
 
-__all__ = ["LIMITED", "Probe", "Rendering", "diff_chat_templates", "probes_for", "render_probes"]
+__all__ = ["LIMITED", "Probe", "Rendering", "diff_chat_templates", "render_probes"]

@@ -59,6 +59,8 @@ class ProbeOutcome:
     text: str | None
     error: str | None = None
     limited: bool = False
+    refused: bool = False
+    """The template called ``raise_exception``: it refuses this conversation by design."""
 
 
 class _Deadline(Exception):
@@ -188,8 +190,12 @@ class GenerationTag(jinja2.ext.Extension):
         return str(caller())
 
 
+class TemplateRefusal(jinja2.exceptions.TemplateError):
+    """``raise_exception(message)`` in a template: a conversation it refuses on purpose."""
+
+
 def _raise_exception(message: str) -> None:
-    raise jinja2.exceptions.TemplateError(message)
+    raise TemplateRefusal(message)
 
 
 def _finalize(value: Any) -> Any:
@@ -257,6 +263,8 @@ def _failure(exc: BaseException) -> ProbeOutcome:
         return ProbeOutcome(None, "ran out of memory", limited=True)
     if isinstance(exc, OverflowError):  # jinja's range cap, float overflow
         return ProbeOutcome(None, f"OverflowError: {exc}", limited=True)
+    if isinstance(exc, TemplateRefusal):  # named as transformers names it: TemplateError
+        return ProbeOutcome(None, f"TemplateError: {exc}", refused=True)
     return ProbeOutcome(None, f"{type(exc).__name__}: {exc}")
 
 
@@ -297,6 +305,7 @@ __all__ = [
     "RenderError",
     "RenderLimit",
     "RenderTimeout",
+    "TemplateRefusal",
     "make_environment",
     "render_prompts",
 ]
