@@ -277,6 +277,8 @@ def _run(
             "then the sampler over min(max_num_seqs, max_num_batched_tokens) rows (modelled)",
             f"non-torch memory {gib(non_torch)} GiB and CUDA graphs {gib(graphs)} GiB "
             "are modelled constants, not measured",
+            "derived max_model_len: the config's max_position_embeddings (rope_scaling "
+            "factors are not applied)",
         ),
         sources=data.sources,
     )

@@ -113,3 +113,32 @@ def test_a_bad_engine_flag_is_one_line_and_exit_2(corpus_dir: Path, tmp_path: Pa
     done = cli(str(path), "--engine", "vllm", "--gpu-memory-utilization", "1.5")
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "gpu_memory_utilization" in done.stderr
+
+
+def test_every_engine_flag_and_verdict_field_is_documented() -> None:
+    import argparse
+
+    from tracker.commands.engine_flags import add_engine_arguments
+
+    readme = (Path(__file__).parents[2] / "estimator" / "README.md").read_text()
+    parser = argparse.ArgumentParser()
+    add_engine_arguments(parser)
+    flags = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    assert flags and all(f"`{flag}" in readme for flag in flags if flag != "--help")
+    schema = SCHEMA["properties"]["serving"]["properties"]["engine"]
+    fields = set(schema["required"])
+    assert all(f"`{name}`" in readme for name in fields)
+    sample = plan(
+        {
+            "model_type": "llama",
+            "architectures": ["LlamaForCausalLM"],
+            "hidden_size": 256,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "intermediate_size": 512,
+            "vocab_size": 1000,
+            "max_position_embeddings": 2048,
+        },
+        engine=EngineRequest(engine="vllm", card="T4"),
+    ).engine
+    assert sample is not None and set(sample.to_json()) == fields
