@@ -120,7 +120,11 @@ def fit_cards(
                         best = candidate
             largest = int(best)
             if largest == 0:
-                fits.append(fit_method(model, card, batch, gpus, headroom))
+                found = model.smallest_split(limit, context, 1, MAX_SPLIT)
+                if found is None:
+                    fits.append(MethodFit(model.method, 0, False, None, None))
+                else:
+                    fits.append(MethodFit(model.method, 0, False, found[0], round(found[1])))
             else:
                 fits.append(MethodFit(model.method, largest, largest >= batch, None, None))
         note = None
