@@ -3,7 +3,7 @@
 The API's handlers (feeds.subscriptions_api) stay thin: a body is read here
 no further than ``MAX_BODY_BYTES``, handed to the tracker's parser (passed
 in as ``parse``: feeds never imports the tracker) and destination check
-(``vet``), and turned into storage's columns by ``stored_fields``. What goes
+(``vet``), whose ``columns()`` are what storage keeps. What goes
 out is the parser's own redacted document; a stored row the parser now
 refuses is masked here instead, never shown raw.
 
@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request
 
-from storage import subscription_document
-from storage.records import JsonValue, Severity, Subscription
+from storage import SubscriptionColumns, subscription_document
+from storage.records import JsonValue, Subscription
 
 MAX_BODY_BYTES: Final = 64 * 1024
 MASK: Final = "********"
@@ -41,12 +41,8 @@ class SubscriptionDraft(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def repos(self) -> Sequence[str]: ...
-    @property
-    def min_severity(self) -> Severity: ...
-    @property
     def channels(self) -> Sequence[ChannelDraft]: ...
-    def spec_json(self) -> Mapping[str, JsonValue]: ...
+    def columns(self) -> SubscriptionColumns: ...
     def to_document(self, *, redact: bool = ...) -> Mapping[str, JsonValue]: ...
 
 
@@ -71,16 +67,6 @@ def draft(parse: Parse, document: Mapping[str, Any], vet: Vet) -> SubscriptionDr
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
     return parsed
-
-
-def stored_fields(parsed: SubscriptionDraft) -> dict[str, Any]:
-    """The columns ``add_subscription``/``update_subscription`` take, from a draft."""
-    return {
-        "repo_patterns": tuple(parsed.repos),
-        "spec": dict(parsed.spec_json()),
-        "channels": [dict(channel.to_json()) for channel in parsed.channels],
-        "min_severity": parsed.min_severity,
-    }
 
 
 def redacted_document(record: Subscription, parse: Parse) -> dict[str, JsonValue]:
@@ -166,5 +152,4 @@ __all__ = [
     "keep_secrets",
     "read_body",
     "redacted_document",
-    "stored_fields",
 ]

@@ -49,21 +49,19 @@ from feeds.subscription_documents import (
     keep_secrets,
     read_body,
     redacted_document,
-    stored_fields,
 )
 from storage import (
     Database,
     IntegrityConflict,
     InvalidRecord,
     NotFound,
-    add_subscription,
     dead_letters,
     deliveries,
     get_subscription,
+    put_subscription,
     remove_subscription,
     subscriptions,
     subscriptions_by_id,
-    update_subscription,
 )
 from storage.records import Delivery, DeliveryStatus, JsonValue, Subscription
 
@@ -221,21 +219,18 @@ def _answer(record: Subscription, parse: Parse) -> dict[str, Any]:
 
 
 def _create(database: Database, parsed: SubscriptionDraft, now: datetime) -> Subscription:
-    fields = stored_fields(parsed)
     name = parsed.name
     try:
         with database.session() as session:
-            try:
-                existing = get_subscription(session, name)
-            except NotFound:
-                return add_subscription(session, name, created_at=now, **fields)
-            if existing.active:
+            existing = _stored(session, name)
+            if existing is not None and existing.active:
                 raise HTTPException(
                     409,
                     f"a subscription named {name!r} exists; PUT {PREFIX}/{name} "
                     "to replace it, or pick another name",
                 )
-            return update_subscription(session, name, **fields)
+            record, _ = put_subscription(session, name, parsed.columns(), now=now)
+            return record
     except IntegrityConflict as exc:  # a concurrent POST of the same name won
         raise HTTPException(409, str(exc)) from None
     except InvalidRecord as exc:
@@ -256,20 +251,26 @@ def _replace(
         with database.session() as session:
             current = _active(session, name)
             parsed = draft(parse, keep_secrets(document, current), vet)
-            return update_subscription(session, name, **stored_fields(parsed))
+            # the name is stored (and active), so this replaces; created_at stays
+            record, _ = put_subscription(session, name, parsed.columns(), now=current.created_at)
+            return record
     except InvalidRecord as exc:
         raise HTTPException(422, str(exc)) from None
 
 
 def _active(session: Session, name: str) -> Subscription:
     _storable(name)
-    try:
-        record = get_subscription(session, name)
-    except NotFound:
-        raise HTTPException(404, _missing(name)) from None
-    if not record.active:
+    record = _stored(session, name)
+    if record is None or not record.active:
         raise HTTPException(404, _missing(name))
     return record
+
+
+def _stored(session: Session, name: str) -> Subscription | None:
+    try:
+        return get_subscription(session, name)
+    except NotFound:
+        return None
 
 
 def _storable(name: str) -> None:

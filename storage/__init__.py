@@ -85,8 +85,10 @@ from storage.records import (
 from storage.repo_ids import MAX_REPO_ID_LENGTH, InvalidRepoId, check_repo_id
 from storage.repos import ensure_repo, get_repo, set_repo_status, tracked_repos, untrack
 from storage.subscriptions import (
+    SubscriptionColumns,
     add_subscription,
     get_subscription,
+    put_subscription,
     remove_subscription,
     subscription_document,
     subscriptions,
@@ -124,6 +126,7 @@ __all__ = [
     "StorageError",
     "StoredRevision",
     "Subscription",
+    "SubscriptionColumns",
     "TrackedRepo",
     "WebhookEvent",
     "add_subscription",
@@ -154,6 +157,7 @@ __all__ = [
     "poll_states",
     "put_advisory",
     "put_blob",
+    "put_subscription",
     "record_check_failure",
     "record_check_success",
     "record_delivery_failure",

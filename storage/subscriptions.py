@@ -8,6 +8,7 @@ later add of the name replaces what it asks for.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select, update
@@ -17,6 +18,49 @@ from storage.errors import IntegrityConflict, InvalidRecord, NotFound
 from storage.models import SubscriptionRow
 from storage.records import JsonValue, Severity, Subscription
 from storage.values import require_aware, require_text
+
+
+@dataclass(frozen=True)
+class SubscriptionColumns:
+    """What a subscription asks for, as storage keeps it beside its name.
+
+    The tracker's spec builds it (``SubscriptionSpec.columns``) for the CLI,
+    the configuration file and the HTTP API alike, so a subscription is
+    stored the same way whichever door it came in by.
+    """
+
+    repo_patterns: tuple[str, ...]
+    spec: Mapping[str, JsonValue]
+    channels: tuple[Mapping[str, JsonValue], ...]
+    min_severity: Severity = Severity.INFO
+
+    def held_by(self, record: Subscription) -> bool:
+        """True if ``record`` is active and stores exactly these columns."""
+        return (
+            record.active
+            and tuple(record.repo_patterns) == self.repo_patterns
+            and dict(record.spec) == dict(self.spec)
+            and [dict(c) for c in record.channels] == [dict(c) for c in self.channels]
+            and record.min_severity == self.min_severity
+        )
+
+
+def put_subscription(
+    session: Session, name: str, columns: SubscriptionColumns, *, now: datetime
+) -> tuple[Subscription, bool]:
+    """Store ``columns`` under ``name``: add it, or replace (and reactivate) the stored one.
+
+    True when added. A replaced subscription keeps its outbox history and
+    sequence counter.
+    """
+    exists = session.scalar(select(SubscriptionRow.id).where(SubscriptionRow.name == name))
+    arguments = (name, columns.repo_patterns, columns.spec, columns.channels)
+    if exists is None:
+        added = add_subscription(
+            session, *arguments, created_at=now, min_severity=columns.min_severity
+        )
+        return added, True
+    return update_subscription(session, *arguments, min_severity=columns.min_severity), False
 
 
 def add_subscription(
@@ -141,8 +185,10 @@ def _subscription(row: SubscriptionRow) -> Subscription:
 
 
 __all__ = [
+    "SubscriptionColumns",
     "add_subscription",
     "get_subscription",
+    "put_subscription",
     "remove_subscription",
     "subscription_document",
     "subscriptions",

@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 import estimator
 from estimator.deltas import method_label
 from estimator.errors import WorkloadError
-from storage import subscription_document
+from storage import SubscriptionColumns, subscription_document
 from storage.records import JsonValue, Severity, Subscription
 from tracker.alerts.fields import ALERT_ON, BY_NAME, CONTEXT, NAMES, STORED_SPEC
 from tracker.errors import TrackerError
@@ -158,6 +158,15 @@ class SubscriptionSpec:
             "alert_on": ([FIT] if self.fit else []) + list(self.artifacts),
         }
         return {name: values[name] for name in STORED_SPEC}
+
+    def columns(self) -> SubscriptionColumns:
+        """What storage keeps of this subscription beside its name (real secrets included)."""
+        return SubscriptionColumns(
+            repo_patterns=self.repos,
+            spec=self.spec_json(),
+            channels=tuple(channel.to_json() for channel in self.channels),
+            min_severity=self.min_severity,
+        )
 
     def to_document(self, *, redact: bool = False) -> dict[str, JsonValue]:
         """The document shape this module parses, fields in table order; secrets masked
