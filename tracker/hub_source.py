@@ -9,16 +9,19 @@ HF cache honoured as the library does):
 1. config.json with ``hf_hub_download``: a HEAD that resolves REV to its
    commit (and is where a gated or missing repo answers) and a GET. None at
    all when the cache already holds the file at that commit.
-2. model.safetensors.index.json the same way; huggingface_hub caches a 404 as
-   "no such file at this commit", so a repeated plan asks nothing.
+2. model.safetensors.index.json the same way; huggingface_hub keeps a 404 in
+   the cache as "no such file at this commit" (``_CACHED_NO_EXIST``, read
+   with ``try_to_load_from_cache``), so it is asked once per commit.
 3. Only when there is no index: the header of model.safetensors, by one range
    request, as ``HfApi.get_safetensors_metadata`` reads it (huggingface_hub
    2.4.0, hf_api.py ``parse_safetensors_file_metadata``: the first 100,000
-   bytes, a second request only for a larger header).
+   bytes, a second request only for a larger header). The cache does not
+   hold headers, so this one is made again on a repeated plan.
 
-That is four requests at most for a header under 100 kB. A revision the
-local database already recorded (REV a full sha) costs none: its config and
-manifest come from the blob store.
+That is four requests at most for a header under 100 kB; a repeated plan of
+the same sha costs none for a sharded checkpoint and one for a single file.
+A revision the local database already recorded (REV a full sha) costs none:
+its config and manifest come from the blob store.
 """
 
 from __future__ import annotations
@@ -29,7 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import HfApi, hf_hub_download, parse_hf_uri
+from huggingface_hub import (
+    _CACHED_NO_EXIST,
+    HfApi,
+    hf_hub_download,
+    parse_hf_uri,
+    try_to_load_from_cache,
+)
 from huggingface_hub.errors import HfUriError
 
 from estimator import WeightManifest
@@ -121,11 +130,12 @@ class HubPlanSource:
         return PlanInputs(ref, sha, config, self._manifest(ref, sha, where), "hub")
 
     def _manifest(self, ref: HubRef, sha: str, where: str) -> WeightManifest | None:
-        try:
-            index = _json_file(self._download(ref, sha, INDEX), f"{where}:{INDEX}")
-            return _checked(lambda: WeightManifest.from_index(index), f"{where}:{INDEX}")
-        except FileGone:
-            pass
+        if self._cached(ref, sha, INDEX) is not _CACHED_NO_EXIST:
+            try:
+                index = _json_file(self._download(ref, sha, INDEX), f"{where}:{INDEX}")
+                return _checked(lambda: WeightManifest.from_index(index), f"{where}:{INDEX}")
+            except FileGone:
+                pass
         try:
             with translate_hub_errors(f"{where}:{SINGLE_FILE}"):
                 metadata = self._api.parse_safetensors_file_metadata(
@@ -138,6 +148,12 @@ class HubPlanSource:
             for name, info in metadata.tensors.items()
         }
         return _checked(lambda: WeightManifest.from_headers([header]), f"{where}:{SINGLE_FILE}")
+
+    def _cached(self, ref: HubRef, sha: str, filename: str) -> object:
+        """huggingface_hub's cache entry: a path, ``_CACHED_NO_EXIST`` (a 404 it kept), or None."""
+        return try_to_load_from_cache(
+            ref.repo_id, filename, cache_dir=self._cache_dir, revision=sha
+        )
 
     def _download(self, ref: HubRef, revision: str | None, filename: str) -> Path:
         with translate_hub_errors(f"{ref.label}:{filename}"):

@@ -5,8 +5,9 @@ model.safetensors.index.json and/or *.safetensors headers (only the JSON
 header at the start of each file is read, never the weights); or a model on
 the Hub: ORG/NAME, ORG/NAME@REV (branch, tag or sha), hf://ORG/NAME@REV or a
 model page URL. From the Hub only config.json, the safetensors index or the
-single file's header are fetched (at most four requests, none when the HF
-cache or the database already holds the revision); --json names the sha planned.
+single file's header are fetched (at most four requests; none for a
+revision the database recorded, or a sharded one the HF cache holds);
+--json names the sha planned.
 """
 
 from __future__ import annotations
@@ -178,13 +179,13 @@ def inputs_of(
     source: str, settings: Settings
 ) -> tuple[Any, WeightManifest | None, PlanInputs | None]:
     """(config, manifest, what was read from the Hub or database) for SOURCE."""
+    path = Path(source)
+    if path.exists():
+        return (*load_source(path), None)
     from tracker.commands.common import user_errors
     from tracker.hub_source import parse_hub_ref
     from tracker.plan_fetch import fetch_inputs
 
-    path = Path(source)
-    if path.exists():
-        return (*load_source(path), None)
     with user_errors():
         ref = parse_hub_ref(source, settings.hub.endpoint)
         if ref is None:
