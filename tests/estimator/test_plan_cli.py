@@ -107,3 +107,36 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(
 def test_missing_source_is_a_usage_error(tmp_path: Path) -> None:
     result = run(str(tmp_path / "nope.json"))
     assert result.returncode == 2 and "no such file" in result.stderr
+
+
+def test_workload_flags_reach_the_plan(corpus_dir: Path) -> None:
+    neox = next((corpus_dir / "togethercomputer/RedPajama-INCITE-7B-Base").glob("*/config.json"))
+    result = run(
+        str(neox),
+        "--json",
+        "--method",
+        "lora",
+        "--lora-targets",
+        "q_proj,v_proj,c_attn",
+        "--gpus",
+        "4",
+        "--parallelism",
+        "zero",
+        "--zero-stage",
+        "2",
+        "--offload-optimizer",
+        "--offload-activations",
+        "--serve-weights",
+        "awq",
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    w = data["workload"]
+    assert (w["parallelism"], w["zero_stage"], w["offload_optimizer"]) == ("zero", 2, True)
+    assert w["offload_activations"] and w["serve_weights"] == "awq"
+    # q_proj and v_proj read as GPT-NeoX's fused query_key_value; c_attn matches nothing.
+    assert any("query_key_value" in a for a in data["assumptions"])
+    unmatched = [f for f in data["findings"] if f["id"] == "lora-targets-unmatched"]
+    assert len(unmatched) == 1 and "dense_h_to_4h" in unmatched[0]["message"]
+    assert any("ZeRO-2" in a for a in data["assumptions"])
+    assert data["memory"]["lora"]["breakdown"]["optimizer_state"] == 0
