@@ -11,12 +11,10 @@ SQLite write lock.
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
-from tqdm import tqdm
 
 from storage import (
     Database,
@@ -30,6 +28,7 @@ from storage.records import Change, Revision
 from tracker.diff.revision import Parsed, RevisionContent
 from tracker.hub import Hub
 from tracker.process import SessionBlobs, commit, content_of, prepare
+from tracker.progress import Progress
 from tracker.repo_id import validate_repo_id
 
 
@@ -50,13 +49,15 @@ def backfill(
     hub: Hub,
     repo_id: str,
     *,
-    progress: bool = False,
+    progress: Progress | None = None,
     newest_only: bool = False,
 ) -> BackfillReport:
     """Record every revision of ``repo_id``'s main branch that is not stored yet.
 
     With ``newest_only`` only the head is recorded when it is new (what
     ``track`` without ``--backfill`` does); the older history is left alone.
+    ``progress`` (the caller's, it closes it) counts this repo's revisions
+    into its total and each one as it is done, then the repo.
     """
     validate_repo_id(repo_id)
     started = time.monotonic()
@@ -71,13 +72,17 @@ def backfill(
         todo = [r for r in todo if r.sha == history[-1].sha]
     cache: dict[tuple[str, str], Parsed] = {}
     recorded = changes = 0
-    bar = tqdm(todo, desc=repo_id, unit="rev", file=sys.stderr, disable=not progress)
-    for revision in bar:
+    if progress is not None:
+        progress.revisions_total = (progress.revisions_total or 0) + len(todo)
+    for revision in todo:
         found = record_one(database, hub, revision, cache)
         if found is not None:
             recorded += 1
             changes += len(found)
-    bar.close()
+        if progress is not None:
+            progress.revision_done()
+    if progress is not None:
+        progress.repo_done()
     return BackfillReport(
         repo_id, len(history), recorded, changes, time.monotonic() - started, tuple(off_main)
     )
@@ -97,7 +102,7 @@ def record_one(
     advisories and alerts belong to the daemon's path.
     """
     prepared = prepare(database, hub, revision, {} if cache is None else cache)
-    if prepared is None or not commit(database, prepared, fence=_no_fence, publish=None):
+    if prepared is None or commit(database, prepared, fence=_no_fence, publish=None) is None:
         return None
     return list(prepared.outcome.changes)
 

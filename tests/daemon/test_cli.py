@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -57,6 +58,12 @@ def test_demo_backfills_every_shipped_repo_and_reports_done(tmp_path: Path) -> N
             process.kill()
     assert f"http://127.0.0.1:{port}/" in output
     expected = HubEmulator(HISTORIES)
+    repos = len(expected.repo_ids())
+    # stderr is a pipe here, not a terminal: the final progress line, no carriage returns
+    assert re.search(
+        rf"backfill: \d+/{repos} repos, \d+ revisions, [\d.]+ rev/s in [\d.]+s\n", output
+    )
+    assert "\r" not in output
     database = open_database(f"sqlite:///{tmp_path / 'demo.db'}")
     try:
         with database.read_session() as session:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from tracker.settings import Settings
 
@@ -23,6 +24,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.backfill import backfill
     from tracker.commands.common import open_storage, user_errors
     from tracker.hub import Hub
+    from tracker.progress import Progress
     from tracker.repo_id import validate_repo_id
 
     with user_errors():
@@ -30,7 +32,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         with open_storage(settings) as database:
             hub = Hub.from_settings(settings)
             # Without --backfill only the head is recorded: the history before it is not walked.
-            report = backfill(database, hub, repo_id, progress=True, newest_only=not args.backfill)
+            progress = Progress(sys.stderr, repos_total=1) if args.backfill else None
+            try:
+                report = backfill(
+                    database, hub, repo_id, progress=progress, newest_only=not args.backfill
+                )
+            finally:
+                if progress is not None:
+                    progress.close()
     print(
         f"{repo_id}: {report.recorded} new revisions recorded "
         f"({report.revisions} on main, {report.changes} changes) in {report.seconds:.1f}s"
