@@ -183,3 +183,15 @@ def test_a_gated_repo_says_how_to_get_access(
     err = capsys.readouterr().err
     assert "gated" in err and "HF_TOKEN" in err
     assert err.count("\n") == 1
+
+
+def test_a_gated_repo_is_planned_with_an_approved_hf_token(
+    cli_env: HubEmulator, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli_env.set_gated("meta-llama/Llama-2-7b-hf", "manual", approved=["hf_approved"])
+    monkeypatch.setenv("HF_TOKEN", "hf_someone_else")
+    assert main(["plan", "meta-llama/Llama-2-7b-hf"]) == 2
+    assert "gated" in capsys.readouterr().err
+    monkeypatch.setenv("HF_TOKEN", "hf_approved")
+    planned = plan_json(capsys, "meta-llama/Llama-2-7b-hf")
+    assert planned["source"]["revision"] == cli_env.head("meta-llama/Llama-2-7b-hf")
