@@ -27,11 +27,13 @@ from cyclonedx.validation.json import JsonStrictValidator
 from huggingface_hub import hf_hub_download
 
 from estimator import Workload, plan
+from feeds import PublishSettings, create_app
 from storage import open_database, put_advisory
 from storage.records import Advisory, Severity
 from tests.daemon.harness import DaemonProcess, free_port, write_config
+from tests.feeds.conftest import ServerThread
 from tests.feeds.populate import build_all
-from tracker.audit import Finding, Origin, Pin, PinReport, Published
+from tracker.audit import Finding, Origin, OsvServerAdvisories, Pin, PinReport, Published
 from tracker.audit.render import to_markdown
 from tracker.backfill import backfill
 from tracker.cli import main
@@ -445,3 +447,17 @@ def test_markdown_cells_keep_arrows_and_neutralise_markup() -> None:
     assert "<script>" not in text
     assert "&lt;script>x&lt;/script> \\| \\`a\\` -> b" in text
     assert text.count("\n") == 3
+
+
+def test_the_osv_client_follows_next_page_tokens_to_every_advisory(world: World) -> None:
+    database = open_database(world.database_url)
+    app = create_app(database, settings=PublishSettings(batch_page_size=2, query_page_size=2))
+    try:
+        with ServerThread().mount(app) as server:
+            found = OsvServerAdvisories(server.url).for_repos(REPOS)
+    finally:
+        database.close()
+    for repo_id in REPOS:
+        expected = {a.id for a in world.published if a.repo_id == repo_id}
+        assert len(expected) > 2
+        assert {p.id for p in found[repo_id]} == expected
