@@ -173,8 +173,12 @@ def commit(
     *,
     fence: InTransaction,
     publish: Publishers | None,
-) -> bool:
-    """Write the revision, its blobs and its published rows in one transaction; True if new."""
+) -> Publication | None:
+    """Write the revision, its blobs and its published rows in one transaction.
+
+    What the publishers wrote (empty without publishers), or None when
+    (repo, sha) was already recorded and nothing was written.
+    """
     outcome = prepared.outcome
     with database.session() as session:
         fence(session)
@@ -187,10 +191,8 @@ def commit(
             None if outcome.plan is None else dict(outcome.plan),
             processed_at=datetime.now(UTC),
         ):
-            return False
-        if publish is not None:
-            publish.run(session, outcome)
-    return True
+            return None
+        return Publication() if publish is None else publish.run(session, outcome)
 
 
 def configs_of(content: RevisionContent) -> dict[str, JsonValue]:

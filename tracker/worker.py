@@ -190,7 +190,8 @@ class Worker:
         def fence(session: Session) -> None:
             renew(session, claim, now=self.clock(), lease_s=self.policy.lease_s)
 
-        if commit(self.database, prepared, fence=fence, publish=self.publish):
+        published = commit(self.database, prepared, fence=fence, publish=self.publish)
+        if published is not None:
             self.metrics.revisions.inc()
             log.info(
                 json.dumps(
@@ -200,6 +201,8 @@ class Worker:
                         "sha": revision.sha,
                         "owner": self.owner,
                         "changes": len(prepared.outcome.changes),
+                        "advisory": published.advisory_id,
+                        "alerts": len(published.deliveries),
                     }
                 )
             )

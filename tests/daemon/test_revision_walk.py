@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -198,7 +199,11 @@ fit-a and fit-b) and LoRA on T4."""
 
 
 def test_one_revision_reads_each_blob_once_and_plans_each_workload_once(
-    database: Database, hub_emulator: HubEmulator, tmp_path: Path, reads: Reads
+    database: Database,
+    hub_emulator: HubEmulator,
+    tmp_path: Path,
+    reads: Reads,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     with database.session() as session:
         stored = [
@@ -217,7 +222,8 @@ def test_one_revision_reads_each_blob_once_and_plans_each_workload_once(
         hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
         clock.now += timedelta(minutes=2)
         before = queued_alerts(database, stored)
-        assert run_until_idle(worker) == 1
+        with caplog.at_level(logging.INFO, logger="neurarch.worker"):
+            assert run_until_idle(worker) == 1
         after = queued_alerts(database, stored)
         alerts = {
             name: after[name][len(before[name]) :] for name in after if after[name] != before[name]
@@ -235,6 +241,10 @@ def test_one_revision_reads_each_blob_once_and_plans_each_workload_once(
         for title, (step, alerts) in walked.items()
     }
     assert figures == EXPECTED
+    logged = [json.loads(r.getMessage()) for r in caplog.records if r.name == "neurarch.worker"]
+    recorded = [e for e in logged if e["event"] == "revision_recorded"]
+    assert [e["alerts"] for e in recorded] == [3, 1, 1, 3]  # feed rows: what the queuer returned
+    assert all(isinstance(e["advisory"], str) for e in recorded), recorded
 
 
 def queued_alerts(
