@@ -1,0 +1,105 @@
+"""Key-level recall of the recorded changes over every revision pair of the corpus.
+
+Run: ``.venv/bin/python tests/bench/bench_change_recall.py [--db PATH] [--missed N]``.
+
+The corpus is backfilled through the Hub emulator into SQLite (``--db`` keeps the file
+for later runs). Then, for every revision on main and its parent, every JSON file whose
+content differs is walked key by key by the oracle in ``tests/fixtures/json_oracle.py``
+(a plain walk of both documents, independent of the differs) and each changed key is
+looked for in the changes recorded for that revision: *named* (a change names the key or
+its parent key, or maps it: a token, a tensor of a weight map) and *exact* (the change's
+values, followed down to the key, are the key's old and new values). Printed per kind:
+keys, named %, exact %, and up to ``--missed`` keys that were not exact. Uploads (a
+repo's first revision, against the Hub's "initial commit") are counted on their own
+line. A file that does not parse on either side is a parse transition, recalled when a
+``parse_error`` change names the file. Goal: 100% of keys named, values exact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT))
+
+from storage import Database, open_database  # noqa: E402
+from tests.fixtures.change_recall import Recall, Tally, measure, total  # noqa: E402
+from tracker.hubsim import HubEmulator  # noqa: E402
+
+CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
+
+
+def backfill_corpus(path: Path, emulator: HubEmulator) -> Database:
+    from tracker.backfill import backfill
+    from tracker.hub import Hub
+
+    database = open_database(f"sqlite:///{path}")
+    database.migrate()
+    url = emulator.start()
+    for repo in emulator.repo_ids():
+        backfill(database, Hub(url, max_retries=0), repo)
+    emulator.stop()
+    return database
+
+
+def _cells(tally: Tally) -> str:
+    if not tally.keys:
+        return f"{'-':>6} {'-':>9} {'-':>9}"
+    named = 100 * tally.named / tally.keys
+    exact = 100 * tally.exact / tally.keys
+    return f"{tally.keys:>6} {named:>8.1f}% {exact:>8.1f}%"
+
+
+def print_table(recall: Recall, missed: int) -> None:
+    print(f"{'':<22} {'files changed in place':^26} | {'files added or removed':^26}")
+    print(
+        f"{'kind':<22} {'keys':>6} {'named':>9} {'exact':>9} | {'keys':>6} {'named':>9} {'exact':>9}"
+    )
+    kinds = sorted(set(recall.changed) | set(recall.added_or_removed))
+    for kind in kinds:
+        print(
+            f"{kind:<22} {_cells(recall.changed.get(kind, Tally()))} | "
+            f"{_cells(recall.added_or_removed.get(kind, Tally()))}"
+        )
+    print(
+        f"{'all updates':<22} {_cells(total(recall.changed.values()))} | "
+        f"{_cells(total(recall.added_or_removed.values()))}"
+    )
+    print(f"{'uploads':<22} {_cells(recall.uploads)}")
+    print(
+        f"parse transitions: {recall.parse_transitions}, "
+        f"recorded as parse_error: {recall.parse_errors_recorded}"
+    )
+    for name, table in (("changed", recall.changed), ("added/removed", recall.added_or_removed)):
+        for kind, tally in sorted(table.items()):
+            for line in tally.missed[:missed]:
+                print(f"  missed [{kind}, {name}] {line}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, help="SQLite file to reuse (built if missing)")
+    parser.add_argument("--missed", type=int, default=3, help="keys not exact shown per kind")
+    args = parser.parse_args()
+    emulator = HubEmulator(CORPUS)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.db or Path(tmp) / "corpus.db"
+        if path.exists():
+            database = open_database(f"sqlite:///{path}")
+        else:
+            from tracker.hubsim import estimator_tensor_shapes
+
+            database = backfill_corpus(
+                path, HubEmulator(CORPUS, tensor_shapes=estimator_tensor_shapes)
+            )
+        recall = measure(database, emulator)
+        database.close()
+    print_table(recall, args.missed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
