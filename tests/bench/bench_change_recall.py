@@ -12,7 +12,7 @@ values, followed down to the key, are the key's old and new values). Printed per
 keys, named %, exact %, and up to ``--missed`` keys that were not exact. Uploads (a
 repo's first revision, against the Hub's "initial commit") are counted on their own
 line. A file that does not parse on either side is a parse transition, recalled when a
-``parse_error`` change names the file. Goal: 100% of keys named, values exact.
+``parse_error`` (or, for a fix, ``parse_fixed``) change names the file. Goal: 100% of keys named, values exact.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def print_table(recall: Recall, missed: int) -> None:
     print(f"{'uploads':<22} {_cells(recall.uploads)}")
     print(
         f"parse transitions: {recall.parse_transitions}, "
-        f"recorded as parse_error: {recall.parse_errors_recorded}"
+        f"recorded (parse_error or parse_fixed): {recall.parse_errors_recorded}"
     )
     for name, table in (("changed", recall.changed), ("added/removed", recall.added_or_removed)):
         for kind, tally in sorted(table.items()):
