@@ -1,0 +1,174 @@
+"""The daemon's publisher table: entries run in order inside the revision's transaction.
+
+Each entry receives the revision's outcome record and what the entries
+before it wrote (the advisory id, the outbox rows), so a later publisher can
+be registered without touching the others; one that raises takes the whole
+revision with it, and the retry records it once.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session
+
+from storage import Database, advisories, deliveries, has_revision
+from storage.records import Publication, RevisionOutcome
+from tests.daemon.conftest import run_until_idle, track_all
+from tracker.alerts.registry import save_subscription
+from tracker.alerts.spec import parse_subscription
+from tracker.daemon import Daemon, publisher
+from tracker.demo import HISTORIES
+from tracker.discovery import HeadProbe
+from tracker.hub import Hub
+from tracker.hubsim import HubEmulator
+from tracker.metrics import DaemonMetrics
+from tracker.process import Publishers
+from tracker.settings import Settings
+from tracker.worker import Worker, WorkerPolicy
+
+pytestmark = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
+
+REPO = "publish/llama2-7b"
+LLAMA2 = HISTORIES / "neurarch-demo" / "llama2-7b" / "7dba8667ad27534931d66b826bbdc7b31fad885c"
+START = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+
+
+def config(**override: object) -> bytes:
+    document = json.loads((LLAMA2 / "config.json").read_text())
+    return json.dumps({**document, **override}, indent=2).encode()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Audit:
+    """A later publisher: notes what it was handed and writes nothing."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Publication]] = []
+
+    def __call__(
+        self, session: Session, outcome: RevisionOutcome, publication: Publication
+    ) -> Publication:
+        self.seen.append((outcome.revision.sha, publication))
+        return publication
+
+
+class FailsOnce:
+    """A publisher whose first call raises, as a database error inside the transaction would."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(
+        self, session: Session, outcome: RevisionOutcome, publication: Publication
+    ) -> Publication:
+        self.calls += 1
+        if self.calls == 1:
+            raise RuntimeError("publisher failed")
+        return publication
+
+
+def worker(
+    database: Database, hub: HubEmulator, tmp_path: Path, clock: Clock, table: Publishers
+) -> Worker:
+    return Worker(
+        database,
+        Hub(hub.endpoint, max_retries=2, timeout=5.0),
+        HeadProbe(hub.endpoint),
+        owner="publish/0",
+        policy=WorkerPolicy(interval_s=60.0, max_backoff_s=600.0, lease_s=60.0),
+        metrics=DaemonMetrics(),
+        clock=clock,
+        publish=table,
+    )
+
+
+def daemon_table(database: Database, tmp_path: Path) -> Publishers:
+    settings = Settings.in_dir(tmp_path)
+    daemon = Daemon(settings=settings, config=settings.daemon, database=database)
+    return daemon.with_alerts(publisher())
+
+
+def subscribe(database: Database) -> int:
+    document: dict[str, Any] = {
+        "name": "fit",
+        "repos": [REPO],
+        "method": "serve",
+        "batch": 4,
+        "seq_len": "max",
+        "cards": ["L4"],
+        "alert_on": ["fit"],
+    }
+    with database.session() as session:
+        return save_subscription(session, parse_subscription(document), now=START)[0].id
+
+
+def test_a_later_publisher_sees_the_advisory_and_alerts_written_before_it(
+    database: Database, hub_emulator: HubEmulator, tmp_path: Path
+) -> None:
+    subscription = subscribe(database)
+    audit = Audit()
+    table = daemon_table(database, tmp_path).plus("audit", audit)
+    clock = Clock()
+    hub_emulator.publish(REPO, {"config.json": config()}, date=START)
+    track_all(database, [REPO], clock.now)
+    checks = worker(database, hub_emulator, tmp_path, clock, table)
+    run_until_idle(checks)
+    longer = hub_emulator.publish(
+        REPO, {"config.json": config(max_position_embeddings=4096)}, date=START + timedelta(1)
+    )
+    clock.now += timedelta(minutes=2)
+    run_until_idle(checks)
+
+    assert table.names == ("advisories", "alerts", "audit")
+    sha, publication = audit.seen[-1]
+    with database.read_session() as session:
+        (advisory,) = [a for a in advisories(session, repo_id=REPO) if a.new_sha == longer]
+        queued = [d for d in deliveries(session, subscription) if d.sha == longer]
+    assert sha == longer and publication.advisory_id == advisory.id
+    assert publication.deliveries == tuple(d.id for d in queued) and len(queued) == 1
+    assert queued[0].advisory_id == advisory.id
+    assert [p.advisory_id for _, p in audit.seen[:-1]] == [None, None]  # initial commit, upload
+
+
+def test_a_failing_publisher_leaves_nothing_and_the_retry_records_the_revision_once(
+    database: Database, hub_emulator: HubEmulator, tmp_path: Path
+) -> None:
+    subscription = subscribe(database)
+    clock = Clock()
+    hub_emulator.publish(REPO, {"config.json": config()}, date=START)
+    track_all(database, [REPO], clock.now)
+    fails = FailsOnce()
+    table = daemon_table(database, tmp_path)
+    checks = worker(database, hub_emulator, tmp_path, clock, table)
+    run_until_idle(checks)
+    longer = hub_emulator.publish(
+        REPO, {"config.json": config(max_position_embeddings=4096)}, date=START + timedelta(1)
+    )
+    checks.publish = table.plus("fails-once", fails)
+    clock.now += timedelta(minutes=2)
+    run_until_idle(checks)
+
+    with database.read_session() as session:
+        assert not has_revision(session, REPO, longer)
+        assert [a.new_sha for a in advisories(session, repo_id=REPO)] == []
+        assert deliveries(session, subscription) == []
+    clock.now += timedelta(hours=1)  # past the backoff
+    run_until_idle(checks)
+
+    assert fails.calls == 2
+    with database.read_session() as session:
+        assert has_revision(session, REPO, longer)
+        assert [a.new_sha for a in advisories(session, repo_id=REPO)] == [longer]
+        assert [d.event_key for d in deliveries(session, subscription)] == [f"{REPO}@{longer}/fit"]
