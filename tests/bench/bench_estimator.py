@@ -14,7 +14,9 @@ instantiation (init_empty_weights + from_config) on the same configs.
 from __future__ import annotations
 
 import csv
+import gc
 import json
+import os
 import re
 import statistics
 import sys
@@ -424,13 +426,43 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def _timed(config: dict[str, Any], runs: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of ``runs`` plan() calls (after three warm-up calls)."""
+    for _ in range(3):
+        plan(config)
+    gc.collect()
+    wall: list[float] = []
+    cpu: list[float] = []
+    for _ in range(runs):
+        t, c = time.perf_counter(), time.thread_time()
+        plan(config)
+        cpu.append(time.thread_time() - c)
+        wall.append(time.perf_counter() - t)
+    return wall, cpu
+
+
+def _meta_seconds(config: dict[str, Any], runs: int) -> float | None:
+    try:
+        meta_model(config)  # untimed: the first build imports the modeling module
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            meta_model(config)
+            times.append(time.perf_counter() - t)
+    except Exception:
+        return None  # a config transformers cannot build has no baseline
+    return statistics.median(times)
+
+
 def timing(runs: int = 100, meta_runs: int = 2, meta_limit: float = 20e9) -> None:
     """plan() p50/p99 per corpus config, beside accelerate's meta-device build of the same config.
 
-    Every config plan() accepts is timed ``runs`` times after three warm-up
-    calls (default workload). The meta-device baseline is timed on configs
-    under ``meta_limit`` parameters (a 671B build takes minutes), after one
-    untimed build that imports the modeling module.
+    Every config plan() accepts is timed ``runs`` times (default workload),
+    all configs first, then the meta-device builds (configs under
+    ``meta_limit`` parameters: a 671B build takes minutes). Wall time
+    (``perf_counter``) counts the time a loaded machine's scheduler takes
+    away; CPU time (``thread_time``) is plan()'s own work. The load average
+    is printed with them.
     """
     rows = []
     for name, config in sorted(latest_configs().items()):
@@ -438,46 +470,49 @@ def timing(runs: int = 100, meta_runs: int = 2, meta_limit: float = 20e9) -> Non
             first = plan(config)
         except EstimateError:
             continue
-        for _ in range(3):
-            plan(config)
-        times = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            plan(config)
-            times.append(time.perf_counter() - t)
+        wall, cpu = _timed(config, runs)
         params = int(dict(first.parameters)["total"])
-        meta = None
-        if params < meta_limit:
-            try:
-                meta_model(config)
-                meta_times = []
-                for _ in range(meta_runs):
-                    t = time.perf_counter()
-                    meta_model(config)
-                    meta_times.append(time.perf_counter() - t)
-                meta = statistics.median(meta_times)
-            except Exception:
-                meta = None
-        rows.append((name, params, statistics.median(times), _percentile(times, 0.99), meta))
-    print(f"\n{'config':48} {'params':>8} {'p50 ms':>7} {'p99 ms':>7} {'meta ms':>8} {'ratio':>7}")
-    for name, params, p50, p99, meta in rows:
-        ratio = f"{meta / p50:7.0f}" if meta else "      -"
+        rows.append([name, params, wall, cpu, None, config])
+    for row in rows:
+        if row[1] < meta_limit:
+            row[4] = _meta_seconds(row[5], meta_runs)
+    print(f"\nload average while timing: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"\n{'config':44} {'params':>8} {'wall p50':>8} {'p99':>7} {'cpu p50':>8} {'p99':>7} "
+        f"{'meta ms':>8} {'ratio':>6}"
+    )
+    table = []
+    for name, params, wall, cpu, meta, _ in rows:
+        w50, w99 = statistics.median(wall), _percentile(wall, 0.99)
+        c50, c99 = statistics.median(cpu), _percentile(cpu, 0.99)
+        table.append((name, params, w50, w99, c50, c99, meta))
+        ratio = f"{meta / w50:6.0f}" if meta else "     -"
         meta_ms = f"{meta * 1000:8.1f}" if meta else "       -"
         print(
-            f"{name[:48]:48} {params / 1e9:7.2f}B {p50 * 1000:7.3f} {p99 * 1000:7.3f} {meta_ms} {ratio}"
+            f"{name[:44]:44} {params / 1e9:7.2f}B {w50 * 1000:8.3f} {w99 * 1000:7.3f} "
+            f"{c50 * 1000:8.3f} {c99 * 1000:7.3f} {meta_ms} {ratio}"
         )
-    print("\nslowest five by p99:")
-    for name, _, p50, p99, _ in sorted(rows, key=lambda r: -r[3])[:5]:
-        print(f"  {name:48} p50 {p50 * 1000:.3f} ms  p99 {p99 * 1000:.3f} ms")
-    over = [r for r in rows if r[3] >= 1e-3]
-    print(f"configs with p99 >= 1 ms: {len(over)} of {len(rows)} (goal 0)")
-    seven = [(r[2], r[4]) for r in rows if SEVEN_B_CLASS[0] <= r[1] < SEVEN_B_CLASS[1] and r[4]]
-    if seven:
-        ratios = [m / p for p, m in seven]
+    print("\nslowest five by CPU p99 (wall in brackets):")
+    for name, _, w50, w99, c50, c99, _ in sorted(table, key=lambda r: -r[5])[:5]:
         print(
-            f"7B-class ({len(seven)} configs): plan() p50 median "
-            f"{statistics.median(p for p, _ in seven) * 1000:.3f} ms, meta-device median "
-            f"{statistics.median(m for _, m in seven) * 1000:.0f} ms, ratio min {min(ratios):.0f}x "
+            f"  {name:44} cpu p50 {c50 * 1000:.3f} p99 {c99 * 1000:.3f} ms "
+            f"(wall p50 {w50 * 1000:.3f} p99 {w99 * 1000:.3f})"
+        )
+    for label, index in (("wall", 3), ("CPU", 5)):
+        over = sum(1 for r in table if r[index] >= 1e-3)
+        print(f"configs with {label} p99 >= 1 ms: {over} of {len(table)} (goal 0)")
+    over50 = sum(1 for r in table if r[4] >= 1e-3)
+    print(f"configs with CPU p50 >= 1 ms: {over50} of {len(table)}")
+    seven = [
+        (r[2], r[4], r[6]) for r in table if SEVEN_B_CLASS[0] <= r[1] < SEVEN_B_CLASS[1] and r[6]
+    ]
+    if seven:
+        ratios = [m / w for w, _, m in seven]
+        print(
+            f"7B-class ({len(seven)} configs): plan() wall p50 median "
+            f"{statistics.median(w for w, _, _ in seven) * 1000:.3f} ms (CPU "
+            f"{statistics.median(c for _, c, _ in seven) * 1000:.3f} ms), meta-device median "
+            f"{statistics.median(m for _, _, m in seven) * 1000:.0f} ms, ratio min {min(ratios):.0f}x "
             f"median {statistics.median(ratios):.0f}x (goal >= 1000x)"
         )
     json_times = []
