@@ -10,7 +10,8 @@
     ├── BlobTooLarge            a blob is over the store's size limit; nothing was written
     ├── BlobCorrupt             stored bytes do not decompress to their recorded size
     ├── InvalidRecord           a record cannot be stored as given (naive datetime, NUL in text)
-    │   └── InvalidRepoId       a repo id the Hub would reject (storage.repo_ids); ValueError
+    │   ├── InvalidRepoId       a repo id the Hub would reject (storage.repo_ids); ValueError
+    │   └── InvalidCursor       a page cursor storage did not hand out (storage.publishing)
     └── NotFound
         ├── RepoNotFound
         ├── RevisionNotFound

@@ -25,7 +25,10 @@
     │       └── FrontMatterError     README.md front matter is not YAML a card can be read from
     ├── NotTracked             the command names a repo or revision we have not recorded
     ├── RenderError            a chat template failed to render in the sandbox
-    │   └── RenderLimit        it asked for more than a limit allows (refused, stopped, OOM)
+    │   ├── RenderLimit        it asked for more than a limit allows (refused, stopped, OOM)
+    │   │   └── RenderTimeout  it ran past its time budget and was stopped (tracker.diff.sandbox)
+    │   └── TemplateRefusal    the template's own raise_exception(): a conversation it refuses
+    │                          (tracker.diff.sandbox); also jinja2's TemplateError
     ├── IsolationError         an isolated call returned no value (tracker.isolation)
     │   ├── LimitExceeded      it hit a limit and its worker is gone
     │   │   ├── DeadlineExceeded   past its wall-clock deadline; the worker was killed
@@ -46,7 +49,11 @@
     ├── RetryPolicyError       a retry policy that describes no backoff (tracker.alerts.deliver)
     ├── AuditInputError        a pin, lock file or tree the audit cannot read (tracker.audit.pins)
     ├── AdvisoryServerError    the advisory server is unreachable or not OSV (tracker.audit)
-    └── HubSimError            the Hub emulator's own errors (tracker.hubsim.errors has its tree)
+    └── HubSimError            the Hub emulator's own errors (tracker.hubsim.errors)
+        ├── CorpusError        the corpus directory cannot be replayed
+        ├── ScriptError        a scripting call names something the emulator does not hold
+        └── ErrorAnswer        an error answer inside an emulator route, carrying its Response
+                               (tracker.hubsim.routes)
 
 Classes without a module named are defined here; the others live beside the
 code that raises them and subclass these. ``ValueError`` / ``PermissionError``

@@ -43,6 +43,34 @@ ENVIRONMENT = (
 )
 """Every environment variable ``Settings.load`` reads (the docs test checks each is documented)."""
 
+FILE_SETTINGS = (
+    "storage.database_url",
+    "hub.endpoint",
+    "daemon.interval",
+    "daemon.max_backoff",
+    "daemon.workers",
+    "daemon.tick",
+    "daemon.discovery",
+    "daemon.requests_per_second",
+    "daemon.lease",
+    "daemon.hub_timeout",
+    "daemon.instance",
+    "server.host",
+    "server.port",
+    "server.public_url",
+    "server.webhook_secret",
+    "server.api_token",
+    "alerts.tick",
+    "alerts.retry_base",
+    "alerts.retry_max_delay",
+    "alerts.give_up_after",
+    "alerts.allow",
+    "repos.id",
+    "repos.interval",
+)
+"""Every key of the TOML file (``[[subscriptions]]`` tables have tracker.alerts.spec's fields);
+deploy/neurarch-trace.example.toml shows each, and the docs test checks README names each."""
+
 
 @dataclass(frozen=True)
 class StorageSettings:
@@ -155,6 +183,7 @@ def _allow_from_env(value: str | None) -> AllowList | None:
 __all__ = [
     "DEFAULT_HF_ENDPOINT",
     "ENVIRONMENT",
+    "FILE_SETTINGS",
     "HubSettings",
     "Settings",
     "SettingsError",

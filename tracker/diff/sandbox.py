@@ -190,8 +190,12 @@ class GenerationTag(jinja2.ext.Extension):
         return str(caller())
 
 
-class TemplateRefusal(jinja2.exceptions.TemplateError):
-    """``raise_exception(message)`` in a template: a conversation it refuses on purpose."""
+class TemplateRefusal(RenderError, jinja2.exceptions.TemplateError):
+    """``raise_exception(message)`` in a template: a conversation it refuses on purpose.
+
+    A RenderError (the tracker's tree) that is also jinja2's TemplateError, as
+    transformers raises it.
+    """
 
 
 def _raise_exception(message: str) -> None:
