@@ -26,13 +26,15 @@ import pytest
 from sqlalchemy import event
 
 import estimator
-from storage import Database, deliveries
+from storage import Database, deliveries, ensure_repo
 from storage.records import Publication, RevisionOutcome, Subscription
 from tests.daemon.conftest import run_until_idle, track_all
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import parse_subscription
+from tracker.backfill import record_one
 from tracker.daemon import Daemon, publisher
 from tracker.demo import HISTORIES
+from tracker.diff.revision import Parsed
 from tracker.discovery import HeadProbe
 from tracker.hub import Hub
 from tracker.hubsim import HubEmulator
@@ -260,3 +262,23 @@ def queued_alerts(
             ]
             for record, _ in stored
         }
+
+
+def test_backfill_builds_the_same_record_with_each_blob_read_once_per_revision(
+    database: Database, hub_emulator: HubEmulator, reads: Reads
+) -> None:
+    hub_emulator.publish(REPO, UPLOAD, title="Upload folder", date=START)
+    for index, (title, files) in enumerate(STEPS.items(), start=1):
+        hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
+    hub = Hub(hub_emulator.endpoint, max_retries=2, timeout=5.0)
+    with database.session() as session:
+        ensure_repo(session, REPO)
+    cache: dict[tuple[str, str], Parsed] = {}
+    per_revision = []
+    for revision in hub.commits(REPO):
+        assert record_one(database, hub, revision, cache) is not None
+        step = reads.take()
+        assert max(Counter(step.blobs).values(), default=0) <= 1, (revision.title, step.blobs)
+        per_revision.append((revision.title, len(step.blobs), len(step.plans)))
+
+    assert per_revision[2:] == [(title, blobs, 1) for title, (blobs, _, _) in EXPECTED.items()]
