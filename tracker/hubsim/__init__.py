@@ -15,7 +15,9 @@ them over HTTP the way huggingface_hub 2.4 expects:
 
 Errors carry ``X-Error-Code`` (RepoNotFound 401/404, RevisionNotFound, EntryNotFound with
 X-Repo-Commit, GatedRepo 401/403) and ``{"error": ...}``. Weight shards named by index files
-are served as safetensors headers followed by zeros made on the fly (``weights``).
+are served as safetensors headers followed by zeros made on the fly (``weights``); a shard
+keeps its oid, size and header until its index file is committed again (an upload), so a
+commit that edits only config.json changes no weight file.
 
 Lifecycle: ``url = emu.start(host="127.0.0.1", port=0)``, ``emu.endpoint``, ``emu.stop()``.
 Reading: ``repo_ids()``, ``history(repo)`` (Commit list, newest first), ``head(repo)``,
