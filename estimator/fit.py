@@ -120,7 +120,7 @@ def fit_cards(
                         best = candidate
             largest = int(best)
             if largest == 0:
-                found = model.smallest_split(limit, context, 1, MAX_SPLIT)
+                found = _split(model, limit, context)
                 if found is None:
                     fits.append(MethodFit(model.method, 0, False, None, None))
                 else:
@@ -132,3 +132,27 @@ def fit_cards(
             note = f"{card.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"
         out.append(CardFit(card, tuple(fits), round(VLLM_UTILIZATION * card.usable_bytes), note))
     return tuple(out)
+
+
+def _split(model: MethodModel, limit: float, context: float) -> tuple[int, float] | None:
+    """``model.smallest_split(limit, context, 1, MAX_SPLIT)`` from its per-batch table."""
+    terms, worst = model.split_table(1, MAX_SPLIT)
+    share = float("inf")
+    for other_fixed, other_dyn, per_share in terms:
+        room = limit - context - other_fixed - other_dyn
+        if room < 0:
+            return None
+        if per_share > 0:
+            candidate = room / per_share
+            if candidate < share:
+                share = candidate
+    layers = model.num_layers
+    per_card = int(min(share * max(layers, 1), max(layers, 1)))
+    if per_card < 1 and layers > 0:
+        return None
+    first = 2 if per_card < 1 else max(2, -(-layers // per_card))
+    for cards in range(max(2, first - 1), min(first + 1, MAX_SPLIT) + 1):
+        peak = worst[cards] + context
+        if peak <= limit:
+            return cards, peak
+    return None
