@@ -37,7 +37,9 @@ PostgreSQL; Llama-2-7B files, three subscriptions of which two share a
 workload): 3 to 4 blob reads per revision, each key once (before the record
 existed: 4 to 6, the same config.json up to 3 times); 7 plan calls when
 config.json changed and 1 when it did not (before: 15, the same (config,
-workload) up to 5 times); 0 blob reads by the publishers.
+workload) up to 5 times); 0 blob reads by the publishers. A backfill
+(``record_one``) of the same history makes the same blob reads per revision
+and one plan each.
 """
 
 from __future__ import annotations
