@@ -207,6 +207,7 @@ mutation = st.tuples(
 )
 
 
+@pytest.mark.slow  # corpus-wide: over 20 s
 @settings(
     max_examples=2000,
     deadline=None,

@@ -57,6 +57,7 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
+@pytest.mark.slow  # corpus-wide: over 20 s
 def test_every_supported_corpus_config_matches_transformers_exactly(
     corpus_dir: Path, record_property: pytest.RecordProperty
 ) -> None:

@@ -48,6 +48,7 @@ def backfill_all(database: Database, emulator: HubEmulator, repos: list[str]) ->
         assert report.recorded == report.revisions == len(emulator.history(repo)), report
 
 
+@pytest.mark.slow  # corpus-wide: over 20 s
 def test_real_upstream_changes_are_found_and_worded_right(
     hub_emulator: HubEmulator, database: Database
 ) -> None:
