@@ -127,7 +127,10 @@ def workload_rows(record: Subscription) -> list[tuple[str, str]]:
     """
     rows = []
     for key, value in record.spec.items():
-        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        if isinstance(value, list):
+            shown = ", ".join(map(str, value))
+        else:
+            shown = "none" if value is None else str(value)  # engine: none modelled
         rows.append((key, shown))
     rows.append(("min_severity", record.min_severity.label))
     return rows

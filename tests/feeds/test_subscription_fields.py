@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
+from estimator.engines import ENGINE_NAMES
 from estimator.workload import METHODS, PRECISIONS
 from feeds import PublishSettings, create_app
 from feeds.subscriptions_api import create_subscriptions_router
@@ -53,6 +54,8 @@ EVERY_FLAG = [
     "L4",
     "--gpus",
     "2",
+    "--engine",
+    "vllm",
     "--alert-on",
     "fit,tokenizer",
     "--min-severity",
@@ -88,7 +91,7 @@ def test_every_flag_given_builds_a_document_of_exactly_the_tables_fields() -> No
     assert list(document) == list(NAMES)
     spec = parse_subscription(document)
     assert spec.workload.method == "serve" and spec.workload.gpus == 2
-    assert spec.follow_context and spec.cards == ("L4",)
+    assert spec.follow_context and spec.cards == ("L4",) and spec.engine == "vllm"
 
 
 def test_help_shows_each_fields_help_and_default() -> None:
@@ -114,6 +117,7 @@ def test_the_tables_choices_are_the_estimators_and_the_watchable_artifacts() -> 
     assert BY_NAME["precision"].choices == PRECISIONS
     assert BY_NAME["min_severity"].choices == tuple(s.label for s in Severity)
     assert BY_NAME["alert_on"].choices == (FIT, *WATCHABLE)
+    assert BY_NAME["engine"].choices == ENGINE_NAMES
 
 
 @pytest.fixture

@@ -36,9 +36,11 @@ CONTEXT: Final = "max"
 
 @dataclass(frozen=True)
 class Field:
-    """One field of a subscription document; ``default`` None means the field is required.
+    """One field of a subscription document.
 
-    ``flag`` is the CLI option that sets it (None: the positional NAME, or,
+    A field with no ``default`` is required, unless it is ``optional``: then
+    its absence (JSON null) is a value of its own (``engine``: no engine
+    modelled). ``flag`` is the CLI option that sets it (None: the positional NAME, or,
     for ``channels``, the channel options); ``choices`` are the values it (or
     each of its items) may take, empty when any value of its type may do.
     """
@@ -51,10 +53,11 @@ class Field:
     flag: str | None
     metavar: str = ""
     choices: tuple[str, ...] = ()
+    optional: bool = False
 
     @property
     def required(self) -> bool:
-        return self.default is None
+        return self.default is None and not self.optional
 
     @property
     def repeated(self) -> bool:
@@ -65,7 +68,7 @@ class Field:
         """The default as the help text shows it: ``lora``, ``A10G``, ``fit``."""
         if isinstance(self.default, tuple):
             return ", ".join(self.default) or "none"
-        return str(self.default)
+        return "none" if self.default is None else str(self.default)
 
     def help_text(self) -> str:
         """The help with its default appended (a required field has none to show)."""
@@ -91,6 +94,8 @@ class Field:
             schema = {"type": "string"}
             if self.choices:
                 schema["enum"] = list(self.choices)
+        if self.optional:
+            schema = {"oneOf": [schema, {"type": "null"}]}
         schema["description"] = self.help_text()
         if not self.required:
             default = self.default
@@ -182,6 +187,19 @@ FIELDS: Final[tuple[Field, ...]] = (
         "NAME",
     ),
     Field("gpus", "integer", 1, "the job is split over N of each card", "workload", "--gpus", "N"),
+    Field(
+        "engine",
+        "string",
+        None,
+        "serving engine whose start-up decides the fit of a serve workload (vLLM, SGLang, "
+        "TGI or transformers; none: the estimator's peak memory against the card). "
+        "Stored and shown now; fit alerts read it in a later release",
+        "workload",
+        "--engine",
+        "vllm|sglang|tgi|transformers",
+        ("transformers", "vllm", "sglang", "tgi"),
+        optional=True,
+    ),
     Field(
         "alert_on",
         "strings",

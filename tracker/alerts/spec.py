@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 
 import estimator
 from estimator.deltas import method_label
+from estimator.engines.request import EngineName
 from estimator.errors import WorkloadError
 from storage import SubscriptionColumns, subscription_document
 from storage.records import JsonValue, Severity, Subscription
@@ -118,6 +119,7 @@ class SubscriptionSpec:
     workload: estimator.Workload
     cards: tuple[str, ...]
     follow_context: bool = False
+    engine: EngineName | None = None
     fit: bool = True
     artifacts: tuple[str, ...] = ()
     min_severity: Severity = Severity.INFO
@@ -135,6 +137,21 @@ class SubscriptionSpec:
         if context is None:
             raise SubscriptionError("seq_len 'max': the config states no context length")
         return replace(self.workload, card=card, seq_len=context)
+
+    def engine_on(self, card: str, context: int | None = None) -> estimator.EngineRequest | None:
+        """The serving engine's start-up on ``card`` at ``context`` tokens, if one is named.
+
+        The job's GPUs are the engine's tensor-parallel degree and its seq_len
+        the engine's max_model_len; a "max" job runs at ``context`` (the model's
+        own), or at the engine's default when that is None. Fit alerts are to
+        judge an engine subscription by this request.
+        """
+        if self.engine is None:
+            return None
+        length = context if self.follow_context else self.workload.seq_len
+        return estimator.EngineRequest(
+            engine=self.engine, card=card, max_model_len=length, tensor_parallel=self.gpus
+        )
 
     def matches(self, repo_id: str) -> bool:
         """True if ``repo_id`` is named by one of the patterns (shell-style, case-sensitive)."""
@@ -155,6 +172,7 @@ class SubscriptionSpec:
             "lora_rank": workload.lora_rank,
             "cards": list(self.cards),
             "gpus": workload.gpus,
+            "engine": self.engine,
             "alert_on": ([FIT] if self.fit else []) + list(self.artifacts),
         }
         return {name: values[name] for name in STORED_SPEC}
@@ -216,6 +234,7 @@ def parse_subscription(
         )
     except WorkloadError as exc:
         raise SubscriptionError(f"{where}: {exc}".replace("workload: ", "")) from None
+    engine = _engine(_get(document, "engine"), workload, where)
     fit, artifacts = _alert_on(_get(document, "alert_on"), where)
     return SubscriptionSpec(
         name=name,
@@ -223,6 +242,7 @@ def parse_subscription(
         workload=workload,
         cards=cards,
         follow_context=seq_len is None,
+        engine=engine,
         fit=fit,
         artifacts=artifacts,
         min_severity=_severity(_get(document, "min_severity"), where),
@@ -291,6 +311,21 @@ def _cards(value: Any, where: str) -> tuple[str, ...]:
     except WorkloadError as exc:
         raise SubscriptionError(f"{where}: cards: {exc}".replace("workload: ", "")) from None
     return tuple(dict.fromkeys(canonical))
+
+
+def _engine(value: Any, workload: estimator.Workload, where: str) -> EngineName | None:
+    """The serving engine (the estimator's own check of its name), only for a serve job."""
+    if value is None:
+        return None
+    try:
+        request = estimator.EngineRequest(engine=value, card=workload.card)
+    except WorkloadError as exc:
+        raise SubscriptionError(f"{where}: {exc}".replace("engine: ", "", 1)) from None
+    if workload.method != "serve":
+        raise SubscriptionError(
+            f"{where}: engine {value!r} runs a serve workload; method is {workload.method!r}"
+        )
+    return request.engine
 
 
 def _alert_on(value: Any, where: str) -> tuple[bool, tuple[str, ...]]:

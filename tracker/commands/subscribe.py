@@ -176,6 +176,7 @@ def describe(spec: SubscriptionSpec) -> list[str]:
     lines = [
         f"  repos:     {', '.join(spec.repos)}",
         f"  workload:  {describe_workload(spec)}",
+        f"  engine:    {spec.engine or 'none (peak memory against each card)'}",
         f"  alert on:  {', '.join((['fit'] if spec.fit else []) + list(spec.artifacts))}",
         f"  severity:  {spec.min_severity.label} and above",
     ]
