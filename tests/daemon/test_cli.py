@@ -82,7 +82,7 @@ def test_demo_backfills_every_shipped_repo_and_reports_done(tmp_path: Path) -> N
         database.close()
     # Llama-2's context 2048 -> 4096 and the 128k rope scaling, as the shipped subscription sees them
     longer = alerts[("neurarch-demo/llama2-7b", "2c19299")]
-    assert "2,048 -> 4,096 tokens on L4 24GB: 19.9 GB -> 25.8 GB, no longer fits" in longer
+    assert "2,048 -> 4,096 tokens on L4 24GB: 18.56 GiB -> 24.00 GiB, no longer fits" in longer
     assert "largest batch now 2" in longer
     rope = alerts[("neurarch-demo/llama2-7b", "5918770")]
     assert "on A100 80GB" in rope and "no longer fits" in rope

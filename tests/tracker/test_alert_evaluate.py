@@ -5,8 +5,8 @@ Each revision is recorded the way ``tracker.process.commit`` records it
 with the outcome record built by the same code processing uses (the parsed
 configs of ``tracker.process.configs_of``, the plan of ``tracker.estimate``).
 The figures come from the estimator on the demo's Llama-2-7B history: serving
-4 sequences at the model's own context on an L4 fits at 2,048 tokens (19.9 GB,
-largest batch 4) and not at 4,096 (25.8 GB, largest batch 2); an A100 80GB
+4 sequences at the model's own context on an L4 fits at 2,048 tokens (18.56 GiB,
+largest batch 4) and not at 4,096 (24.00 GiB, largest batch 2); an A100 80GB
 still fits at 4,096 (largest batch 20) and not at 131,072 (largest batch 0).
 """
 
@@ -179,7 +179,7 @@ def test_serving_on_l4_no_longer_fits_when_the_context_doubles(database: Databas
     assert (alert.repo_id, alert.sha, alert.subscription_id) == (REPO, LONGER, subscription.id)
     payload = alert.payload
     assert payload["summary"] == (
-        "Serving, batch 4 at 2,048 -> 4,096 tokens on L4 24GB: 19.9 GB -> 25.8 GB, "
+        "Serving, batch 4 at 2,048 -> 4,096 tokens on L4 24GB: 18.56 GiB -> 24.00 GiB, "
         f"no longer fits; largest batch now 2 ({REPO}@2c19299)"
     )
     (flip,) = payload["fit"]
@@ -214,7 +214,7 @@ def test_a_transition_back_says_it_fits_again(database: Database) -> None:
     alert = only(history.commit(UPLOAD, {"config.json": demo_config(UPLOAD)}))
 
     assert alert.payload["summary"] == (
-        "Serving, batch 4 at 4,096 -> 2,048 tokens on L4 24GB: 25.8 GB -> 19.9 GB, "
+        "Serving, batch 4 at 4,096 -> 2,048 tokens on L4 24GB: 24.00 GiB -> 18.56 GiB, "
         f"fits again; largest batch now 4 ({REPO}@7dba866)"
     )
     (flip,) = alert.payload["fit"]
@@ -230,7 +230,7 @@ def test_only_cards_whose_verdict_flipped_are_listed(database: Database) -> None
     assert a100["card"] == "A100 80GB"
     assert (a100["before"]["largest_batch"], a100["after"]["largest_batch"]) == (20, 0)
     assert only(rope).payload["summary"] == (
-        "Serving, batch 4 at 4,096 -> 131,072 tokens on A100 80GB: 25.8 GB -> 387.7 GB, "
+        "Serving, batch 4 at 4,096 -> 131,072 tokens on A100 80GB: 24.05 GiB -> 361.05 GiB, "
         f"no longer fits, not even split over 8 cards ({REPO}@5918770)"
     )
 
@@ -242,7 +242,7 @@ def test_a_model_that_outgrows_the_card_names_the_split_it_needs(database: Datab
     alert = only(history.commit(LONGER, {"config.json": config_with(UPLOAD, num_hidden_layers=48)}))
 
     assert alert.payload["summary"] == (
-        "Serving, batch 1 at 512 tokens on L4 24GB: 14.5 GB -> 21.1 GB, "
+        "Serving, batch 1 at 512 tokens on L4 24GB: 13.47 GiB -> 19.70 GiB, "
         f"no longer fits; needs a split over 2 cards ({REPO}@2c19299)"
     )
     (flip,) = alert.payload["fit"]

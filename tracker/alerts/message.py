@@ -3,7 +3,8 @@
 The fit line names the job, the card, both memory figures and what the
 subscriber can still do ("largest batch now 2", "needs a split over 2
 cards"); the changes line names the artifacts, the revision and the most
-severe change. GB here is 1e9 bytes, one decimal, as the estimator's pages print.
+severe change. Memory is in GiB (2**30 bytes, two decimals), as every estimate figure is
+printed (``estimator.deltas.gib``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 import estimator
+from estimator.deltas import gib
 from estimator.fit import MAX_SPLIT
 from storage.records import Change, JsonValue
 from tracker.alerts.spec import describe_job
@@ -63,7 +65,7 @@ class FitFlip:
 def fit_summary(
     workload: estimator.Workload, flips: Sequence[FitFlip], repo_id: str, sha: str
 ) -> str:
-    """``LoRA r=16, batch 8 at 512 tokens on T4 16GB: 14.1 GB -> 17.9 GB, no longer fits; ...``."""
+    """``Serving, batch 4 at 2,048 -> 4,096 tokens on L4 24GB: 18.56 GiB -> 24.00 GiB, ...``."""
     first = flips[0]
     before, after = first.seq_len_before, first.seq_len_after
     job = describe_job(workload, after)
@@ -80,14 +82,9 @@ def changes_summary(changes: Sequence[Change], repo_id: str, sha: str) -> str:
     return f"{artifacts} changed in {_revision(repo_id, sha)}: {changes[0].message}{more}"
 
 
-def gigabytes(count: int) -> str:
-    """Bytes as ``14.1 GB`` (1e9 bytes, one decimal)."""
-    return f"{count / 1e9:,.1f} GB"
-
-
 def _verdict(flip: FitFlip) -> str:
     after = flip.after
-    figures = f"{gigabytes(flip.before.device_bytes)} -> {gigabytes(after.device_bytes)}"
+    figures = f"{gib(flip.before.device_bytes)} -> {gib(after.device_bytes)}"
     if after.fits:
         return f"{figures}, fits again; largest batch now {after.largest_batch}"
     if after.largest_batch > 0:
@@ -107,4 +104,4 @@ def _revision(repo_id: str, sha: str) -> str:
     return f"{repo_id}@{sha[:SHORT_SHA]}"
 
 
-__all__ = ["FitFlip", "FitState", "changes_summary", "fit_summary", "gigabytes"]
+__all__ = ["FitFlip", "FitState", "changes_summary", "fit_summary"]
