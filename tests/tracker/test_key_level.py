@@ -328,3 +328,14 @@ def test_advisory_markdown_names_the_path_once(corpus_dir: Path) -> None:
         "config.json: config.json" not in text and "`config.json` modified: config.json" not in text
     )
     assert "- **high** `config.json` modified: rope_scaling {" in text
+
+
+def test_a_file_added_later_carries_every_field_with_its_value(corpus_dir: Path) -> None:
+    data = read(corpus_dir, WHISPER, "a6e17ac", "generation_config.json")
+    readme = b"---\nlicense: apache-2.0\n---\n"
+    (added,) = diff_revisions(
+        side({"README.md": readme}, "a"),
+        side({"README.md": readme, "generation_config.json": data}, "b"),
+    )
+    assert (added.kind, added.old, added.new) == ("added", None, json.loads(data))
+    assert added.severity is Severity.HIGH and "eos_token_id (unset) -> 50257" in added.message

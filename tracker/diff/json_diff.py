@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -240,7 +240,11 @@ def diff_json_file(
     )
     if old is not None and new is not None:
         return found
-    return [_file_change(kind, path, "added" if old is None else "removed", found)]
+    change = _file_change(kind, path, "added" if old is None else "removed", found)
+    # the file's fields as values, so every key is named with its value (the message names
+    # the notable ones); fields another differ reads stay with it
+    skip = rules_for(kind).skip
+    return [replace(change, old=_without(old, skip), new=_without(new, skip))]
 
 
 def _file_change(artifact: str, path: str, kind: str, found: list[Change]) -> Change:
@@ -249,13 +253,12 @@ def _file_change(artifact: str, path: str, kind: str, found: list[Change]) -> Ch
     notable = [c for c in found if c.severity >= Severity.MODERATE]
     notable.sort(key=lambda c: -int(c.severity))
     fields = "; ".join(c.message.removeprefix(f"{path}: ") for c in notable[:3])
-    value = found[0].new if kind == "added" and len(found) == 1 else None
     return Change(
         artifact,
         path,
         kind,
-        None if kind == "added" else value,
-        value,
+        None,
+        None,
         severity,
         f"{path} {kind}" + (f": {fields}" if fields else ""),
     )
