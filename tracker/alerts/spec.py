@@ -388,6 +388,7 @@ __all__ = [
     "CHANNEL_KINDS",
     "CONTEXT",
     "FIT",
+    "MASK",
     "WATCHABLE",
     "Channel",
     "SubscriptionError",

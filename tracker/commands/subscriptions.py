@@ -41,8 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def subscription_json(record: Subscription, counts: Counter[str]) -> dict[str, Any]:
     """A stored subscription as its document, secrets masked, with its delivery counts."""
+    from storage import subscription_document
     from storage.records import DeliveryStatus
-    from tracker.alerts.spec import SubscriptionError, SubscriptionSpec
+    from tracker.alerts.spec import MASK, SubscriptionError, SubscriptionSpec
 
     try:
         document: dict[str, Any] = dict(
@@ -50,13 +51,9 @@ def subscription_json(record: Subscription, counts: Counter[str]) -> dict[str, A
         )
     except SubscriptionError as exc:  # stored under rules that have since changed: show raw
         document = {
-            "name": record.name,
-            "repos": list(record.repo_patterns),
-            **record.spec,
-            "min_severity": record.min_severity.label,
+            **subscription_document(record),
             "channels": [
-                {k: ("********" if k == "secret" else v) for k, v in c.items()}
-                for c in record.channels
+                {k: (MASK if k == "secret" else v) for k, v in c.items()} for c in record.channels
             ],
             "error": str(exc),
         }
