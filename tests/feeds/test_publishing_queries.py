@@ -169,3 +169,16 @@ def test_model_page_hands_back_each_revisions_stored_plan_and_every_other_repo(
     assert [e.plan for e in page.history] == [plan, None]  # newest first, JSON as stored
     assert page.summary.plan == plan
     assert [o.repo.repo_id for o in page.others] == ["org/two"]
+
+
+def test_a_model_without_any_plan_renders_its_page_without_a_chart(database: Database) -> None:
+    history(database, "org/one", [("config", Severity.HIGH)])
+    server = ServerThread()
+    app = create_app(database, settings=PublishSettings(base_url=server.url))
+    with server.mount(app), httpx.Client(base_url=server.url) as client:
+        page = client.get("/models/org/one")
+        twin = client.get("/models/org/one.md")
+    assert page.status_code == 200 and twin.status_code == 200
+    assert "No revision has an estimate yet." in page.text and "<svg" not in page.text
+    assert "org/one has no memory estimate yet" in twin.text
+    assert "config 1" in twin.text and "No findings." in page.text
