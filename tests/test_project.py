@@ -73,3 +73,26 @@ def test_every_package_declares_its_public_surface() -> None:
         assert isinstance(exported, list | tuple), f"{name}.__all__ is missing"
         for symbol in exported:
             assert hasattr(module, symbol), f"{name}.__all__ names {symbol}, which it lacks"
+
+
+ENVIRONMENT_READERS = {
+    "tracker/settings.py",  # the one loader: NEURARCH_*, HF_ENDPOINT, HF_TOKEN
+    "tracker/isolation.py",  # writes, not reads: the sandbox worker's own environment
+    "tracker/alerts/spec.py",  # a channel's secret_env: the secret itself, named by the file
+}
+
+
+def test_only_the_settings_loader_reads_the_environment() -> None:
+    readers: set[str] = set()
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr in {"environ", "getenv"}
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "os"
+                ):
+                    readers.add(str(path.relative_to(ROOT)))
+    assert readers <= ENVIRONMENT_READERS, sorted(readers - ENVIRONMENT_READERS)
