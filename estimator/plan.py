@@ -251,8 +251,15 @@ def plan(
         cost=cost,
         findings=findings,
         assumptions=assumptions,
-        engine=None if engine is None else simulate_engine(arch, split, engine),
+        engine=None if engine is None else simulate_engine(arch, split, _on_card(engine, w)),
     )
+
+
+def _on_card(engine: EngineRequest, w: Workload) -> EngineRequest:
+    """The engine runs on the workload's card unless it names its own (or its memory)."""
+    if engine.card is None and engine.card_memory_bytes is None:
+        return replace(engine, card=w.card)
+    return engine
 
 
 def _target_findings(arch: Architecture, w: Workload) -> tuple[Finding, ...]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from estimator.cards import card
 from estimator.engines.request import EngineRequest
+from estimator.errors import WorkloadError
 
 # A card given only by its memory: CUDA context as the table models it for a mid-size card.
 CUSTOM_CONTEXT_BYTES = 500_000_000
@@ -41,6 +42,8 @@ def device_for(request: EngineRequest) -> Device:
     if request.card_memory_bytes is not None:
         gib = request.card_memory_bytes / 2**30
         return Device(f"{gib:g} GiB card", request.card_memory_bytes, CUSTOM_CONTEXT_BYTES, True)
+    if request.card is None:
+        raise WorkloadError("engine: name a card (card='L4') or give card_memory_bytes")
     c = card(request.card)
     return Device(c.name, c.usable_bytes, c.context_bytes, c.bf16)
 

@@ -30,11 +30,12 @@ class EngineRequest:
     """One engine start-up: the engine, the device and the engine's flags.
 
     ``card_memory_bytes`` is the device's total memory as the driver reports
-    it; when it is None the card table's entry for ``card`` is used.
+    it; when it is None the card table's entry for ``card`` is used. ``plan()``
+    fills a missing ``card`` with its workload's card.
     """
 
     engine: EngineName = "transformers"
-    card: str = "A10G"
+    card: str | None = None
     card_memory_bytes: int | None = None
     gpu_memory_utilization: float | None = None
     max_model_len: int | None = None
@@ -49,7 +50,7 @@ class EngineRequest:
         _choice("engine", self.engine, ENGINE_NAMES)
         _choice("kv_cache_dtype", self.kv_cache_dtype, KV_CACHE_DTYPES)
         _choice("quantization", self.quantization, QUANTIZATIONS)
-        if not isinstance(self.card, str) or not self.card:
+        if self.card is not None and (not isinstance(self.card, str) or not self.card):
             raise WorkloadError("engine: card must be a card name such as 'L4'")
         _bounded("tensor_parallel", self.tensor_parallel, 1, MAX_TP)
         _optional("card_memory_bytes", self.card_memory_bytes, 1 << 20, MAX_CARD_BYTES)

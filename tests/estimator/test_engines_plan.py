@@ -143,3 +143,23 @@ def test_every_engine_flag_and_verdict_field_is_documented() -> None:
         engine=EngineRequest(engine="vllm", card="T4"),
     ).engine
     assert sample is not None and set(sample.to_json()) == fields
+
+
+def test_the_engine_runs_on_the_workloads_card_unless_it_names_one(corpus_dir: Path) -> None:
+    config = llama_32_3b(corpus_dir)
+    on_t4 = plan(config, Workload(card="T4"), engine=EngineRequest(engine="vllm")).engine
+    own = plan(config, Workload(card="T4"), engine=EngineRequest(engine="vllm", card="L4")).engine
+    assert on_t4 is not None and own is not None
+    assert (on_t4.card, own.card) == ("T4", "L4")
+
+
+def test_an_engine_request_without_a_card_is_refused_outside_a_plan() -> None:
+    from estimator import WorkloadError
+    from estimator.engines import simulate_engine
+    from tests.estimator.archbuilder import llama_like
+
+    arch = llama_like()
+    with pytest.raises(WorkloadError, match="name a card"):
+        from estimator.memory import split_parameters
+
+        simulate_engine(arch, split_parameters(arch), EngineRequest(engine="vllm"))
