@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime, timedelta
 
 import feedparser
 import httpx
 import pytest
 
+import estimator
 from feeds import PublishSettings, build_advisory, create_app, osv_document
-from storage import Database, put_advisory, record_revision
+from storage import Database, plan_at, put_advisory, record_revision
 from storage.publishing import (
     InvalidCursor,
     advisories_for,
@@ -20,6 +22,7 @@ from storage.publishing import (
     withdraw_advisory,
 )
 from storage.records import Advisory, Change, Revision, Severity, Snapshot, StoredRevision
+from tests.conftest import REPO_ROOT
 from tests.feeds.conftest import ServerThread
 
 START = datetime(2024, 6, 1, tzinfo=UTC)
@@ -182,3 +185,17 @@ def test_a_model_without_any_plan_renders_its_page_without_a_chart(database: Dat
     assert "No revision has an estimate yet." in page.text and "<svg" not in page.text
     assert "org/one has no memory estimate yet" in twin.text
     assert "config 1" in twin.text and "No findings." in page.text
+
+
+def test_a_stored_plan_reads_back_as_the_same_typed_plan(database: Database) -> None:
+    config = json.loads((REPO_ROOT / "tests/data/configs/llama-3.2-1b/config.json").read_text())
+    written = estimator.plan(config, estimator.Workload(method="qlora", batch=3, epochs=2.5))
+    revision = Revision("org/one", sha("org/one", 0), (), START, "c")
+    with database.session() as session:
+        record_revision(session, Snapshot(revision, ()), [], written.to_json())  # type: ignore[arg-type]
+    with database.read_session() as session:
+        stored = plan_at(session, "org/one", revision.sha)
+    assert stored is not None
+    read = estimator.Plan.from_json(stored)
+    assert read == written
+    assert read.cost.training_flops == written.cost.training_flops
