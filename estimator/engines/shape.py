@@ -51,6 +51,8 @@ class ServingShape:
     attention_width: int
     mlp_width: int
     moe_width: int
+    model_type: str = ""
+    rope_scaling: tuple[tuple[str, object], ...] | None = None
 
     @property
     def has_kv_cache(self) -> bool:
@@ -91,6 +93,8 @@ def serving_shape(arch: Architecture, split: ParameterSplit) -> ServingShape:
         attention_width=attention,
         mlp_width=mlp,
         moe_width=moe,
+        model_type=arch.model_type,
+        rope_scaling=arch.rope_scaling,
     )
 
 

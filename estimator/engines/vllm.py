@@ -85,8 +85,29 @@ def settings_for(request: EngineRequest, device: Device, shape: ServingShape) ->
         max_num_seqs=request.max_num_seqs or d["max_num_seqs"][size],
         kv_cache_dtype=request.kv_cache_dtype,
         quantization=request.quantization,
-        derived_max_model_len=shape.max_position_embeddings or 2048,
+        derived_max_model_len=derived_max_model_len(shape),
     )
+
+
+def derived_max_model_len(shape: ServingShape) -> int:
+    """``_get_and_verify_max_len``: the config's length, scaled by RoPE scaling's factor.
+
+    ``rope_type not in ("su", "longrope", "llama3")`` multiplies by ``factor``
+    (YaRN from ``original_max_position_embeddings``); Gemma 3's length is
+    already scaled, so it is left alone.
+    """
+    derived = float(shape.max_position_embeddings or 2048)
+    rope = dict(shape.rope_scaling or ())
+    if rope and "gemma3" not in shape.model_type:
+        rope_type = rope.get("rope_type", rope.get("type", "default"))
+        if rope_type not in ("su", "longrope", "llama3"):
+            factor = rope.get("factor", 1.0)
+            original = rope.get("original_max_position_embeddings")
+            if rope_type == "yarn" and isinstance(original, (int, float)):
+                derived = float(original)
+            if isinstance(factor, (int, float)) and factor > 0:
+                derived *= float(factor)
+    return max(1, min(int(derived), 1 << 24))
 
 
 # Each distinct layer spec with the number of layers that have it, in model order.
@@ -277,8 +298,8 @@ def _run(
             "then the sampler over min(max_num_seqs, max_num_batched_tokens) rows (modelled)",
             f"non-torch memory {gib(non_torch)} GiB and CUDA graphs {gib(graphs)} GiB "
             "are modelled constants, not measured",
-            "derived max_model_len: the config's max_position_embeddings (rope_scaling "
-            "factors are not applied)",
+            f"derived max_model_len {s.derived_max_model_len:,}: max_position_embeddings "
+            "scaled by rope_scaling as _get_and_verify_max_len scales it",
         ),
         sources=data.sources,
     )

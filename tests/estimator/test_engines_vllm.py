@@ -145,3 +145,37 @@ def test_a_max_model_len_beyond_the_config_is_refused() -> None:
     assert v.error is not None
     assert v.error.startswith("User-specified max_model_len (8192) is greater than the derived")
     assert v.max_model_len_that_starts == 4096
+
+
+@pytest.mark.parametrize(
+    ("model_type", "length", "rope", "derived"),
+    [
+        (
+            "qwen2",
+            32768,
+            {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
+            131072,
+        ),
+        (
+            "llama",
+            131072,
+            {"rope_type": "llama3", "factor": 32.0, "original_max_position_embeddings": 8192},
+            131072,
+        ),
+        ("gemma3_text", 131072, {"rope_type": "linear", "factor": 8.0}, 131072),
+        ("llama", 4096, {"type": "dynamic", "factor": 2.0}, 8192),
+        ("llama", None, None, 2048),
+    ],
+)
+def test_derived_max_model_len_scales_as_get_and_verify_max_len_does(
+    model_type: str, length: int | None, rope: dict[str, object] | None, derived: int
+) -> None:
+    # if rope_type not in ("su", "longrope", "llama3"): yarn starts from
+    # original_max_position_embeddings, then derived_max_model_len *= scaling_factor;
+    # "Gemma3's max_model_len (128K) is already scaled by RoPE scaling".
+    from estimator.engines.shape import ServingShape
+    from estimator.engines.vllm import derived_max_model_len
+
+    rope_items = None if rope is None else tuple(rope.items())
+    shape = ServingShape(1, 1, 1, 1, length, (), 1, 1, 1, model_type, rope_items)
+    assert derived_max_model_len(shape) == derived
