@@ -76,7 +76,7 @@ class Panel:
 
     def y(self, value: float) -> float:
         """The height of ``value`` in this panel (zero at the bottom edge)."""
-        return self.top + self.height - value / self.top_value * self.height
+        return _y(self.top, self.height, self.top_value, value)
 
 
 @dataclass(frozen=True)
