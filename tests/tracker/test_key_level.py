@@ -339,3 +339,23 @@ def test_a_file_added_later_carries_every_field_with_its_value(corpus_dir: Path)
     )
     assert (added.kind, added.old, added.new) == ("added", None, json.loads(data))
     assert added.severity is Severity.HIGH and "eos_token_id (unset) -> 50257" in added.message
+
+
+def test_null_and_unset_are_the_same_and_an_empty_token_list_is_no_tokens() -> None:
+    changes = diff_json(
+        "tokenizer_config",
+        "tokenizer_config.json",
+        {"pad_token": None},
+        {"additional_special_tokens": []},
+    )
+    assert sorted((c.message, c.severity) for c in changes) == [
+        (
+            "tokenizer_config.json: additional_special_tokens (unset) -> []: no tokens either way",
+            Severity.INFO,
+        ),
+        (
+            "tokenizer_config.json: pad_token null -> (unset): "
+            "written as null instead of unset (or back): no change",
+            Severity.INFO,
+        ),
+    ]

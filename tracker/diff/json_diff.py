@@ -193,7 +193,9 @@ def _change(
     severity = rule.severity if rule else rules.default
     why = rule.why if rule else ""
     what = None
-    if rule and rule.explain:
+    if old_v is None and new_v is None:  # null <-> unset: loaders read both as the default
+        severity, why = Severity.INFO, "written as null instead of unset (or back): no change"
+    elif rule and rule.explain:
         wording = EXPLAINERS[rule.explain](old_v, new_v, severity, why, context)
         severity, why, what = wording.severity, wording.why, wording.what
     if what is None:

@@ -140,6 +140,8 @@ def _token_list(old: Any, new: Any, severity: Severity, why: str, ctx: DiffConte
     before = [_content(t) for t in old] if isinstance(old, list) else []
     after = [_content(t) for t in new] if isinstance(new, list) else []
     parts = _came_and_went(before, after)
+    if not parts and not before:
+        return Wording(Severity.INFO, "no tokens either way")
     if not parts:
         reordered = before != after
         said = "same tokens, reordered" if reordered else "same tokens, written differently"
