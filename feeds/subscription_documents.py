@@ -24,9 +24,9 @@ from fastapi import HTTPException, Request
 
 from storage import SubscriptionColumns, subscription_document
 from storage.records import JsonValue, Subscription
+from storage.subscriptions import MASK
 
 MAX_BODY_BYTES: Final = 64 * 1024
-MASK: Final = "********"
 
 
 class ChannelDraft(Protocol):

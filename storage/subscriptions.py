@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -18,6 +19,9 @@ from storage.errors import IntegrityConflict, InvalidRecord, NotFound
 from storage.models import SubscriptionRow
 from storage.records import JsonValue, Severity, Subscription
 from storage.values import require_aware, require_text
+
+MASK: Final = "********"
+"""How a stored secret is shown (CLI, API): the same mask everywhere, never the secret."""
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,7 @@ def _subscription(row: SubscriptionRow) -> Subscription:
 
 
 __all__ = [
+    "MASK",
     "SubscriptionColumns",
     "add_subscription",
     "get_subscription",

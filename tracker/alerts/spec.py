@@ -46,6 +46,7 @@ from estimator.engines.request import EngineName
 from estimator.errors import WorkloadError
 from storage import SubscriptionColumns, subscription_document
 from storage.records import JsonValue, Severity, Subscription
+from storage.subscriptions import MASK
 from tracker.alerts.fields import ALERT_ON, BY_NAME, CONTEXT, NAMES, STORED_SPEC
 from tracker.errors import TrackerError
 
@@ -62,7 +63,6 @@ WATCHABLE: Final[Mapping[str, tuple[str, ...]]] = {
 }
 """What ``alert_on`` may name beside "fit", and the change artifacts each covers."""
 
-MASK: Final = "********"
 FIT: Final = "fit"
 ChannelKind = Literal["webhook", "apprise"]
 CHANNEL_KINDS: Final = ("webhook", "apprise")
