@@ -3,6 +3,12 @@
 A name is a subscription's identity (it appears in URLs); removing one only
 deactivates it, so its outbox history (storage.outbox) stays on record and a
 later add of the name replaces what it asks for.
+
+Storage keeps the record, its columns (``SubscriptionColumns``) and its
+document form (``subscription_document``), shared by the tracker and feeds.
+The table of the document's fields is tracker.alerts.fields, not here: the
+CLI builds its flags from it when the parser is built, which must not load
+SQLAlchemy (that module's docstring gives the whole decision).
 """
 
 from __future__ import annotations
