@@ -11,7 +11,8 @@ its parent key, or maps it: a token, a tensor of a weight map) and *exact* (the 
 values, followed down to the key, are the key's old and new values). Printed per kind:
 keys, named %, exact %, and up to ``--missed`` keys that were not exact. Uploads (a
 repo's first revision, against the Hub's "initial commit") are counted on their own
-line. A file that does not parse on either side is a parse transition, recalled when a
+line, and weight changes recorded on commits that committed no weight index (which
+would be the emulator's inventions) are counted. A file that does not parse on either side is a parse transition, recalled when a
 ``parse_error`` (or, for a fix, ``parse_fixed``) change names the file. Goal: 100% of keys named, values exact.
 """
 
@@ -26,7 +27,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
 from storage import Database, open_database  # noqa: E402
-from tests.fixtures.change_recall import Recall, Tally, measure, total  # noqa: E402
+from tests.fixtures.change_recall import (  # noqa: E402
+    Recall,
+    Tally,
+    invented_weight_changes,
+    measure,
+    total,
+)
 from tracker.hubsim import HubEmulator  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
@@ -96,8 +103,12 @@ def main() -> int:
                 path, HubEmulator(CORPUS, tensor_shapes=estimator_tensor_shapes)
             )
         recall = measure(database, emulator)
+        invented = invented_weight_changes(database, emulator)
         database.close()
     print_table(recall, args.missed)
+    print(f"weight changes on commits that uploaded no weights: {len(invented)} (goal 0)")
+    for line in invented[: args.missed]:
+        print(f"  {line}")
     return 0
 
 

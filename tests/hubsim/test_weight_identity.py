@@ -17,6 +17,7 @@ import pytest
 from huggingface_hub import HfApi
 
 from storage import Database, changes_of, revisions
+from tests.fixtures.change_recall import invented_weight_changes
 from tracker.backfill import backfill
 from tracker.hub import Hub
 from tracker.hubsim import Blob, HubEmulator, estimator_tensor_shapes
@@ -24,6 +25,7 @@ from tracker.hubsim import Blob, HubEmulator, estimator_tensor_shapes
 LLAMA2_CHAT = "meta-llama/Llama-2-7b-chat-hf"
 BLOOM = "bigscience/bloom"
 INDEX_SUFFIX = ".index.json"
+REFLECTION = "mattshumer/Reflection-Llama-3.1-70B"  # 2d5b978a: vocab_size edit only
 REPO = "acme/tiny"
 
 
@@ -184,7 +186,7 @@ def test_a_config_only_commit_serves_the_same_weights_to_huggingface_hub(
     assert (new.dtype, new.shape) == ("F32", [96])  # the upload is made for the config in force
 
 
-@pytest.mark.parametrize("repo", [BLOOM, LLAMA2_CHAT])
+@pytest.mark.parametrize("repo", [BLOOM, LLAMA2_CHAT, REFLECTION])
 def test_backfill_records_no_weight_change_where_no_weights_were_uploaded(
     hub_emulator: HubEmulator, database: Database, corpus_dir: Path, repo: str
 ) -> None:
@@ -199,3 +201,13 @@ def test_backfill_records_no_weight_change_where_no_weights_were_uploaded(
     assert len(shas) == len(hub_emulator.history(repo))
     invented = {sha: found for sha, found in weights.items() if found and sha not in uploads}
     assert invented == {}
+
+
+@pytest.mark.slow
+def test_no_corpus_commit_without_an_upload_records_a_weight_change(
+    hub_emulator: HubEmulator, database: Database
+) -> None:
+    hub = Hub(hub_emulator.endpoint, max_retries=0)
+    for repo in hub_emulator.repo_ids():
+        backfill(database, hub, repo)
+    assert invented_weight_changes(database, hub_emulator) == []  # 13 before identities were kept
