@@ -86,6 +86,9 @@ def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
         )
     elif cell and tokens <= 0:
         error = "Not enough memory. Please try to increase --mem-fraction-static."
+    elif cell and min(context_len - 1, tokens - 1) - 5 <= 0:
+        # tp_worker: max_req_input_len = min(context_len - 1, max_total_num_tokens - 1) - 5
+        error = "AssertionError: Memory pool size is too small"
     starts = error is None
     return EngineVerdict(
         name=NAME,
