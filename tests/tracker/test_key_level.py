@@ -359,3 +359,22 @@ def test_null_and_unset_are_the_same_and_an_empty_token_list_is_no_tokens() -> N
             Severity.INFO,
         ),
     ]
+
+
+def test_whisper_hebrew_token_renamed_at_its_id_is_one_rename(corpus_dir: Path) -> None:
+    before = read(corpus_dir, WHISPER, "6a7ad65", "added_tokens.json")
+    after = read(corpus_dir, WHISPER, "0471144", "added_tokens.json")
+    old, new = json.loads(before), json.loads(after)
+    assert {t: new[t] for t in set(new) - set(old)} == {"<|he|>": 50279}
+    assert {t: old[t] for t in set(old) - set(new)} == {"<|iw|>": 50279}
+    (change,) = diff_revisions(
+        side({"added_tokens.json": before}, "a"), side({"added_tokens.json": after}, "b")
+    )
+    assert (change.kind, change.old, change.new) == (
+        "special_token_renamed",
+        {"<|iw|>": 50279},
+        {"<|he|>": 50279},
+    )
+    assert change.message.startswith(
+        "added_tokens.json: added token id 50279 renamed <|iw|> -> <|he|>"
+    )

@@ -8,7 +8,8 @@ once: a token added, removed, given a new id, or whose flags (``special``,
 ``lstrip``, ``rstrip``, ``single_word``, ``normalized``) changed is named by
 its text with old and new values. Many ids moving by the same amount (all
 of Whisper's language tokens by +1) is one change naming the shift and the
-range; its values hold every token's old and new id.
+range; its values hold every token's old and new id. A token gone and
+another come at the same id is one rename.
 
 A file that does not parse on either side is left out of both tables (its
 ``parse_error`` is reported on its own), so a broken file never reads as
@@ -118,7 +119,9 @@ def diff_special_tokens(kind: str, old: Side | None, new: Side) -> list[Change]:
     removed = [before[t] for t in before if t not in after]
     moved = [(before[t], after[t]) for t in after if t in before and before[t].id != after[t].id]
     shifts, moved = _shifts(moved)
+    renamed, added, removed = _renames(added, removed)
     changes = shifts
+    changes += _capped("special_token_renamed", renamed)
     changes += _capped("special_token_added", [_added(t) for t in sorted(added, key=_by_id)])
     changes += _capped("special_token_removed", [_removed(t) for t in sorted(removed, key=_by_id)])
     changes += _capped("special_token_moved", [_moved(a, b) for a, b in moved])
@@ -164,7 +167,7 @@ def _removed(token: AddedToken) -> Change:
         None,
         Severity.HIGH,
         f"{token.source}: {_kind_word(token)} {token.content} removed (was id {token.id}): "
-        "text that held it now encodes differently",
+        "unless the base vocabulary holds it, text that held it now encodes differently",
     )
 
 
@@ -179,6 +182,30 @@ def _moved(before: AddedToken, after: AddedToken) -> Change:
         f"{after.source}: {_kind_word(after)} {after.content} id {before.id} -> {after.id}: "
         "a model trained on the old id emits or expects another token",
     )
+
+
+def _renames(
+    added: list[AddedToken], removed: list[AddedToken]
+) -> tuple[list[Change], list[AddedToken], list[AddedToken]]:
+    """A token gone and another come at the same id is one token renamed (Whisper's <|iw|>)."""
+    gone = {t.id: t for t in removed}
+    renamed = [(gone[t.id], t) for t in sorted(added, key=_by_id) if t.id in gone]
+    paired = {t.id for _, t in renamed}
+    changes = [
+        Change(
+            ARTIFACT,
+            after.source,
+            "special_token_renamed",
+            {before.content: before.id},
+            {after.content: after.id},
+            Severity.HIGH,
+            f"{after.source}: {_kind_word(after)} id {after.id} renamed {before.content} -> "
+            f"{after.content}: text that held {before.content} no longer maps to it",
+        )
+        for before, after in renamed
+    ]
+    rest_added = [t for t in added if t.id not in paired]
+    return changes, rest_added, [t for t in removed if t.id not in paired]
 
 
 def _flag_changes(before: AddedToken, after: AddedToken) -> list[Change]:
