@@ -111,6 +111,7 @@ def hub() -> Iterator[HubEmulator]:
         emulator.stop()
 
 
+@pytest.mark.slow  # corpus-wide: over 20 s
 def test_hostile_corpus_never_stalls_the_daemon_and_every_revision_is_recorded(
     tmp_path: Path, hub: HubEmulator
 ) -> None:
