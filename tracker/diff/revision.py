@@ -31,6 +31,8 @@ class RevisionContent:
     blobs: Mapping[str, bytes]
     """path -> bytes, for every path in ``snapshot.texts``."""
     cache: MutableMapping[tuple[str, str], Parsed] = field(default_factory=dict)
+    _kinds: dict[str, str | None] | None = field(default=None, init=False, repr=False)
+    """path -> kind name, worked out once per revision."""
 
     def parsed(self, path: str) -> Parsed | None:
         """The parsed artifact at ``path``, or None if the revision has no such text."""
@@ -52,7 +54,9 @@ class RevisionContent:
         return None if parsed is None or parsed.error else parsed.value
 
     def paths_of(self, kind: str) -> list[str]:
-        return [p for p in self.snapshot.texts if getattr(artifact_for(p), "name", None) == kind]
+        if self._kinds is None:
+            self._kinds = {p: getattr(artifact_for(p), "name", None) for p in self.snapshot.texts}
+        return [path for path, name in self._kinds.items() if name == kind]
 
 
 def diff_revisions(old: RevisionContent | None, new: RevisionContent) -> list[Change]:
