@@ -28,14 +28,28 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="GIB",
         help="total device memory as the driver reports it (GiB), for cards not in the table",
     )
-    g.add_argument("--gpu-memory-utilization", type=float, metavar="F")
+    g.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        metavar="F",
+        help="vLLM gpu_memory_utilization (0.9); SGLang mem_fraction_static",
+    )
     g.add_argument("--max-model-len", type=int, metavar="N", help="default: the config's context")
-    g.add_argument("--block-size", type=int, metavar="N")
-    g.add_argument("--kv-cache-dtype", choices=("auto", "fp8"), default="auto")
-    g.add_argument("--quantization", choices=QUANTIZATIONS, default="none")
-    g.add_argument("--tensor-parallel", type=int, default=1, metavar="N")
-    g.add_argument("--max-num-seqs", type=int, metavar="N")
-    g.add_argument("--max-num-batched-tokens", type=int, metavar="N")
+    g.add_argument("--block-size", type=int, metavar="N", help="KV block size (vLLM, TGI: 16)")
+    g.add_argument(
+        "--kv-cache-dtype", choices=("auto", "fp8"), default="auto", help="KV cache element width"
+    )
+    g.add_argument(
+        "--quantization", choices=QUANTIZATIONS, default="none", help="weight format of the linears"
+    )
+    g.add_argument("--tensor-parallel", type=int, default=1, metavar="N", help="GPUs per replica")
+    g.add_argument("--max-num-seqs", type=int, metavar="N", help="vLLM max_num_seqs")
+    g.add_argument(
+        "--max-num-batched-tokens",
+        type=int,
+        metavar="N",
+        help="vLLM profile budget; SGLang chunked prefill; TGI max batch prefill tokens",
+    )
 
 
 def engine_request_from(args: argparse.Namespace) -> EngineRequest | None:
