@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tracker.cli import main
 from tracker.config_file import ConfigFileError
-from tracker.settings import Settings, SettingsError
+from tracker.settings import FILE_SETTINGS, Settings, SettingsError
 
 TOKEN = "file-token-0123456789"
 
@@ -94,3 +95,64 @@ def test_every_command_exits_2_in_one_line_on_a_bad_configuration_file(
     assert main(["--config", str(config), "history", "org/model"]) == 2
     err = capsys.readouterr().err
     assert err == f"neurarch-trace: {config}: daemon.workers: expected a positive integer, got 0\n"
+
+
+FILE_VALUES: dict[str, tuple[object, object]] = {
+    # setting: (value in the file, what Settings then holds where the accessor below looks)
+    "storage.database_url": ("sqlite:///elsewhere.db", "sqlite:///elsewhere.db"),
+    "hub.endpoint": ("http://hub.local:9", "http://hub.local:9"),
+    "daemon.interval": ("2h", 7200.0),
+    "daemon.max_backoff": ("3h", 10800.0),
+    "daemon.workers": (7, 7),
+    "daemon.tick": (9, 9.0),
+    "daemon.discovery": ("7m", 420.0),
+    "daemon.requests_per_second": (2.5, 2.5),
+    "daemon.lease": ("2m", 120.0),
+    "daemon.hub_timeout": ("11s", 11.0),
+    "daemon.instance": ("trace-b", "trace-b"),
+    "server.host": ("0.0.0.0", "0.0.0.0"),
+    "server.port": (9999, 9999),
+    "server.public_url": ("https://trace.example", "https://trace.example"),
+    "server.webhook_secret": ("hook-secret", "hook-secret"),
+    "server.api_token": (TOKEN, TOKEN),
+    "alerts.tick": ("3s", 3.0),
+    "alerts.retry_base": ("10s", 10.0),
+    "alerts.retry_max_delay": ("2h", 7200.0),
+    "alerts.give_up_after": ("2d", 172800.0),
+    "alerts.allow": (["10.0.0.0/8"], ("10.0.0.0/8",)),
+    "repos.id": ("org/model", "org/model"),
+    "repos.interval": ("15m", 900.0),
+}
+
+
+def held(settings: Settings, setting: str) -> object:
+    table, key = setting.split(".")
+    if table == "storage":
+        return settings.storage.database_url
+    if table == "hub":
+        return settings.hub.endpoint
+    if table == "repos":
+        repo = settings.daemon.repos[0]
+        return repo.repo_id if key == "id" else repo.interval_s
+    if table == "alerts":
+        alerts = settings.daemon.alerts
+        return alerts.allow.entries if key == "allow" else getattr(alerts, f"{key}_s")
+    seconds = f"{key}_s"
+    return getattr(settings.daemon, seconds if hasattr(settings.daemon, seconds) else key)
+
+
+def test_every_documented_file_setting_is_read_into_the_settings(tmp_path: Path) -> None:
+    assert set(FILE_VALUES) == set(FILE_SETTINGS)
+    document: dict[str, Any] = {"repos": [{}]}
+    for setting, (value, _) in FILE_VALUES.items():
+        table, key = setting.split(".")
+        if table == "repos":
+            document["repos"][0][key] = value
+        else:
+            document.setdefault(table, {})[key] = value
+    settings = Settings.in_dir(tmp_path).with_document(document, "test.toml")
+    defaults = Settings.in_dir(tmp_path)
+    assert {s: held(settings, s) for s in FILE_VALUES} == {
+        s: v for s, (_, v) in FILE_VALUES.items()
+    }
+    assert all(held(defaults, s) != v for s, (_, v) in FILE_VALUES.items() if s[:5] != "repos")
