@@ -48,6 +48,7 @@ from tracker.errors import FileGone, HubError
 from tracker.hub import translate_hub_errors
 from tracker.json_input import JsonInputError, read_json
 from tracker.repo_id import validate_repo_id
+from tracker.source_shape import could_be_hub_ref
 
 CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
@@ -55,7 +56,6 @@ SINGLE_FILE = "model.safetensors"
 MAX_CONFIG_BYTES = 16 * 2**20
 """A config.json larger than this is not a config (the corpus's largest is 30 kB)."""
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
-REPO_SHAPE = re.compile(r"[^/@:\s]+/[^/@:\s]+(@[^\s]+)?")
 
 
 @dataclass(frozen=True)
@@ -87,12 +87,9 @@ def parse_hub_ref(text: str, endpoint: str | None = None) -> HubRef | None:
     URLs on ``endpoint`` count as Hub URLs too, so a mirror's (or the emulator's)
     page URLs work. Dataset, space and bucket URIs are refused with a reason.
     """
-    if "://" in text:
-        uri = text
-    elif REPO_SHAPE.fullmatch(text):
-        uri = f"hf://{text}"
-    else:
+    if not could_be_hub_ref(text):
         return None
+    uri = text if "://" in text else f"hf://{text}"
     try:
         parsed = parse_hf_uri(uri, endpoint=endpoint)
     except HfUriError as exc:

@@ -23,6 +23,7 @@ from tracker.commands import UsageError
 from tracker.commands.engine_flags import add_engine_arguments, engine_request_from
 from tracker.json_input import JsonInputError, JsonSyntaxError, read_json
 from tracker.settings import Settings
+from tracker.source_shape import could_be_hub_ref
 
 if TYPE_CHECKING:
     from estimator import Plan, WeightManifest, Workload
@@ -182,6 +183,8 @@ def inputs_of(
     path = Path(source)
     if path.exists():
         return (*load_source(path), None)
+    if not could_be_hub_ref(source):
+        raise UsageError(f"{source}: no such file, and not a Hub repo (ORG/NAME[@REV])")
     from tracker.commands.common import user_errors
     from tracker.hub_source import parse_hub_ref
     from tracker.plan_fetch import fetch_inputs
