@@ -10,8 +10,9 @@ runtime allocates per rank. Defaults are the libraries' own:
   wrapped layer is gathered in the compute dtype plus one prefetched; in
   backward the gathered layer's unsharded gradient exists until its
   reduce-scatter lands in the sharded gradient. FULL_SHARD and HYBRID_SHARD
-  reshard after forward; SHARD_GRAD_OP keeps every layer gathered from
-  forward through backward; HYBRID_SHARD shards within a node
+  reshard after forward, except the root unit (embeddings, final norm, head),
+  which ``_runtime_utils._post_forward_reshard`` keeps gathered for backward;
+  SHARD_GRAD_OP keeps every layer gathered from forward through backward; HYBRID_SHARD shards within a node
   (``gpus_per_node``) and replicates across nodes; NO_SHARD is DDP.
 * DDP (torch ``nn/parallel/distributed.py``): ``gradient_as_bucket_view=False``
   by default, so the reducer's buckets are a second copy of the gradients.
@@ -104,11 +105,15 @@ def _fsdp(st: States, arch: Architecture, n: Numerics, w: Workload, method: str)
     if w.parallelism == "ddp" or (w.parallelism == "fsdp" and w.sharding_strategy == "NO_SHARD"):
         # DDP buckets hold a second copy of every trainable gradient.
         return replace(st, framework=st.framework + st.gradients)
+    # The root unit (embeddings, final norm, head: what no wrapped layer owns) is
+    # not resharded after forward (_runtime_utils._post_forward_reshard frees
+    # only non-root handles), so its gathered copy lives through backward.
+    root = (arch.total_parameters - arch.in_block_parameters) * n.compute
     if w.sharding_strategy == "SHARD_GRAD_OP" and not w.offload_params:
         gathered = sum(gathered_layer_bytes(b, n, w, method) * c for b, c in arch.block_groups)
-        gathered = gathered * (1 - 1 / shards) + grad_unit
+        gathered = gathered * (1 - 1 / shards) + grad_unit + root
     else:
-        gathered = FSDP_INFLIGHT_ALL_GATHERS * one + grad_unit
+        gathered = FSDP_INFLIGHT_ALL_GATHERS * one + grad_unit + root
     out = replace(
         st,
         weights=st.weights / shards,

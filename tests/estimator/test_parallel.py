@@ -11,6 +11,8 @@ from tests.estimator.archbuilder import llama_like
 ARCH = llama_like(hidden=64, layers=4, heads=4, kv_heads=2, intermediate=128, vocab=256)
 N = ARCH.total_parameters
 BLOCK = ARCH.blocks[0].parameters
+# FSDP's root unit (embeddings, final norm, head) stays gathered in bf16 through backward.
+ROOT = (N - ARCH.in_block_parameters) * 2
 CUBLAS = 32 * 2**20
 LAST = "backward through the last layer"
 STEP = "optimizer step"
@@ -28,15 +30,16 @@ def test_full_shard_splits_states_and_gathers_two_layers_and_one_gradient() -> N
     assert four["weights"] == round(one["weights"] / 4)
     assert four["optimizer_state"] == round(one["optimizer_state"] / 4)
     running = phase("full", LAST, gpus=4)["framework_overhead"] - CUBLAS
-    # limit_all_gathers: two layers in bf16, plus the running layer's fp32 unsharded gradient.
-    assert running == 2 * BLOCK * 2 + BLOCK * 4
+    # limit_all_gathers: two layers in bf16, plus the running layer's fp32 unsharded gradient,
+    # plus the root unit (not resharded after forward).
+    assert running == 2 * BLOCK * 2 + BLOCK * 4 + ROOT
     assert four["framework_overhead"] == CUBLAS  # resharded before the step
 
 
 def test_shard_grad_op_keeps_every_layer_gathered_through_backward() -> None:
     running = phase("full", LAST, gpus=4, sharding_strategy="SHARD_GRAD_OP")
     gathered = running["framework_overhead"] - CUBLAS
-    assert gathered == round(4 * BLOCK * 2 * (1 - 1 / 4) + BLOCK * 4)
+    assert gathered == round(4 * BLOCK * 2 * (1 - 1 / 4) + BLOCK * 4 + ROOT)
 
 
 def test_hybrid_shard_splits_within_a_node_only() -> None:
@@ -93,7 +96,7 @@ def test_parameter_offload_keeps_only_gathered_layers() -> None:
     off = phase("lora", LAST, gpus=2, offload_params=True)
     assert off["weights"] == 0 and off["optimizer_state"] == 0
     # Two in flight plus the one being copied back from the CPU.
-    assert off["framework_overhead"] - CUBLAS == 3 * BLOCK * 2
+    assert off["framework_overhead"] - CUBLAS == 3 * BLOCK * 2 + ROOT
 
 
 def test_activation_offload_keeps_two_layer_inputs() -> None:
