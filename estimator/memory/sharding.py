@@ -242,9 +242,10 @@ def describe_distribution(w: Workload, method: str) -> list[str]:
             )
         else:
             what = {
-                "FULL_SHARD": "one layer gathered plus one prefetched (limit_all_gathers)",
+                "FULL_SHARD": "one layer gathered plus one prefetched (limit_all_gathers), "
+                "the root unit (embeddings, final norm, head) gathered through backward",
                 "HYBRID_SHARD": f"sharded over {shards} GPUs per node, replicated across nodes; "
-                "one layer gathered plus one prefetched",
+                "one layer gathered plus one prefetched, the root unit through backward",
                 "SHARD_GRAD_OP": "every layer stays gathered from forward through backward",
             }[w.sharding_strategy]
             out.append(
