@@ -135,8 +135,8 @@ def fit_cards(
 
 
 def _split(model: MethodModel, limit: float, context: float) -> tuple[int, float] | None:
-    """``model.smallest_split(limit, context, 1, MAX_SPLIT)`` from its per-batch table."""
-    terms, worst = model.split_table(1, MAX_SPLIT)
+    """``model.smallest_split(limit, context, 1, MAX_SPLIT)``, inlined for the card loop."""
+    terms = model.split_terms(1)
     share = float("inf")
     for other_fixed, other_dyn, per_share in terms:
         room = limit - context - other_fixed - other_dyn
@@ -152,7 +152,7 @@ def _split(model: MethodModel, limit: float, context: float) -> tuple[int, float
         return None
     first = 2 if per_card < 1 else max(2, -(-layers // per_card))
     for cards in range(max(2, first - 1), min(first + 1, MAX_SPLIT) + 1):
-        peak = worst[cards] + context
+        peak = model.split_peak(cards, 1, context)
         if peak <= limit:
             return cards, peak
     return None

@@ -95,9 +95,6 @@ class MethodModel:
     _split_terms_at: dict[int, tuple[tuple[float, float, float], ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    _split_tables: dict[
-        tuple[int, int], tuple[tuple[tuple[float, float, float], ...], tuple[float, ...]]
-    ] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def peak_phase(self, batch: int) -> Phase:
         return max(self.phases, key=lambda p: p.at(batch))
@@ -188,23 +185,9 @@ class MethodModel:
             )
         return terms
 
-    def split_table(
-        self, batch: int, max_cards: int
-    ) -> tuple[tuple[tuple[float, float, float], ...], tuple[float, ...]]:
-        """For ``fit_cards``: per phase (other fixed, other per-sample, bytes per share),
-        and the busiest card's bytes without context for 0..max_cards cards.
-
-        ``smallest_split`` answers for one card from these; computed once per
-        batch, they serve every card.
-        """
-        key = (batch, max_cards)
-        table = self._split_tables.get(key)
-        if table is None:
-            terms = self._split_terms(batch)
-            peaks = [self.split_peak(cards, batch, 0.0) for cards in range(2, max_cards + 1)]
-            worst = (0.0, 0.0, *peaks)
-            table = self._split_tables[key] = (terms, worst)
-        return table
+    def split_terms(self, batch: int) -> tuple[tuple[float, float, float], ...]:
+        """``_split_terms`` for ``fit_cards``, which inlines ``smallest_split`` per card."""
+        return self._split_terms(batch)
 
     def smallest_split(
         self, limit: float, context: float, batch: int, max_cards: int
