@@ -72,7 +72,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def attach_lora(model: Any, w: Workload) -> None:
+def attach_lora(model: Any, w: Workload, leaves: set[str] | None = None) -> None:
     import torch
     from torch import nn
 
@@ -96,7 +96,8 @@ def attach_lora(model: Any, w: Workload) -> None:
 
     for p in model.parameters():
         p.requires_grad_(False)
-    targets = None if w.all_linear else set(w.lora_targets)
+    # ``leaves``: the module names the estimator resolved role targets (qkv, mlp) to.
+    targets = leaves if leaves is not None else (None if w.all_linear else set(w.lora_targets))
     for name, module in list(model.named_modules()):
         for child_name, child in list(module.named_children()):
             full = f"{name}.{child_name}" if name else child_name
@@ -152,7 +153,11 @@ def run_pair(config: dict[str, Any], w: Workload, device: str, steps: int) -> tu
             model(input_ids=ids, use_cache=True, logits_to_keep=1)
     else:
         if w.method in ("lora", "qlora"):
-            attach_lora(model, w)
+            from estimator.families import describe
+            from estimator.memory.lora import resolve_targets
+
+            resolved = resolve_targets(describe(config), w.lora_targets)
+            attach_lora(model, w, None if resolved.names is None else set(resolved.modules))
         if w.grad_checkpointing:
             model.gradient_checkpointing_enable()
             model.enable_input_require_grads()
