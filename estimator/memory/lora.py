@@ -111,15 +111,16 @@ def resolve_targets(arch: Architecture, targets: tuple[str, ...]) -> TargetResol
     A plan resolves the same targets once per training method: the last
     answer is kept for the same Architecture object.
     """
-    if _last and _last[0][0] is arch and _last[0][1] == targets:
-        return _last[0][2]
+    last = _last[0] if _last else None  # one read: another thread may replace it
+    if last is not None and last[0] is arch and last[1] == targets:
+        return last[2]
     if ALL_LINEAR in targets:
         names = {lin.name for block, _ in arch.block_groups for lin in block.linears}
         available = tuple(sorted({_leaf(n) for n in names}))
         resolution = TargetResolution(None, available, (), available, ())
     else:
         resolution = _resolve(arch, targets)
-    _last[:] = [(arch, targets, resolution)]
+    _last[:1] = [(arch, targets, resolution)]
     return resolution
 
 
