@@ -378,3 +378,22 @@ def test_whisper_hebrew_token_renamed_at_its_id_is_one_rename(corpus_dir: Path) 
     assert change.message.startswith(
         "added_tokens.json: added token id 50279 renamed <|iw|> -> <|he|>"
     )
+
+
+def test_add_bos_token_set_where_it_was_unset_says_the_class_default_decided_before(
+    corpus_dir: Path,
+) -> None:
+    repo = "microsoft/DialoGPT-small"
+    old = json.loads(read(corpus_dir, repo, "abd2854", "tokenizer_config.json"))
+    new = json.loads(read(corpus_dir, repo, "064dd95", "tokenizer_config.json"))
+    assert "add_bos_token" not in old and new["add_bos_token"] is False
+    bos = next(
+        c
+        for c in diff_json("tokenizer_config", "tokenizer_config.json", old, new)
+        if "add_bos_token" in c.message
+    )
+    assert bos.severity is Severity.MODERATE
+    assert bos.message == (
+        "tokenizer_config.json: add_bos_token (unset) -> false: now explicitly false; before, the "
+        "tokenizer class's default decided whether encoded prompts start with the BOS token"
+    )

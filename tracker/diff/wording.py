@@ -99,9 +99,16 @@ def _added_flag(token: str) -> Explainer:
             return Wording(severity, f"encoded prompts now {place} the {token} token")
         if old is True and new is not True:
             return Wording(severity, f"encoded prompts no longer {place} the {token} token")
+        if old is None:
+            return Wording(
+                Severity.MODERATE,
+                f"now explicitly {format_value(new)}; before, the tokenizer class's default "
+                f"decided whether encoded prompts {place} the {token} token",
+            )
         return Wording(
-            Severity.LOW,
-            f"now unset or explicit; the {token} default of the tokenizer class applies",
+            Severity.MODERATE,
+            f"now unset: the tokenizer class's default decides whether encoded prompts {place} "
+            f"the {token} token",
         )
 
     return explain
