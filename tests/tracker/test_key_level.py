@@ -397,3 +397,19 @@ def test_add_bos_token_set_where_it_was_unset_says_the_class_default_decided_bef
         "tokenizer_config.json: add_bos_token (unset) -> false: now explicitly false; before, the "
         "tokenizer class's default decided whether encoded prompts start with the BOS token"
     )
+
+
+def test_whisper_timestamp_tokens_added_are_one_change_holding_every_id(
+    corpus_dir: Path,
+) -> None:
+    before = read(corpus_dir, WHISPER, "5815f0e", "added_tokens.json")
+    after = read(corpus_dir, WHISPER, "894f251", "added_tokens.json")
+    old, new = json.loads(before), json.loads(after)
+    came = {t: new[t] for t in set(new) - set(old)}
+    assert len(came) == 1501 and set(old) <= set(new)
+    (change,) = diff_revisions(
+        side({"added_tokens.json": before}, "a"), side({"added_tokens.json": after}, "b")
+    )
+    assert change.kind == "special_token_added" and change.new == came
+    low, high = min(came.values()), max(came.values())
+    assert change.message.startswith(f"added_tokens.json: 1501 tokens added, ids {low}..{high}")

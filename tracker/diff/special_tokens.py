@@ -286,7 +286,7 @@ def _capped(kind: str, changes: list[Change]) -> list[Change]:
             old or None,
             new or None,
             max(c.severity for c in changes),
-            f"{first.path}: {len(changes)} added tokens {what}{span}; first: "
+            f"{first.path}: {len(changes)} tokens {what}{span}; first: "
             f"{first.message.removeprefix(f'{first.path}: ')}",
         )
     ]
