@@ -413,3 +413,21 @@ def test_whisper_timestamp_tokens_added_are_one_change_holding_every_id(
     assert change.kind == "special_token_added" and change.new == came
     low, high = min(came.values()), max(came.values())
     assert change.message.startswith(f"added_tokens.json: 1501 tokens added, ids {low}..{high}")
+
+
+def test_a_token_rewritten_from_string_to_object_says_it_is_the_same_token(
+    corpus_dir: Path,
+) -> None:
+    old = whisper_json(corpus_dir, "99244dc", "special_tokens_map.json")
+    new = whisper_json(corpus_dir, "6a7ad65", "special_tokens_map.json")
+    assert old["eos_token"] == "<|endoftext|>" and new["eos_token"]["content"] == "<|endoftext|>"
+    (eos,) = [
+        c
+        for c in diff_json("special_tokens_map", "special_tokens_map.json", old, new)
+        if "eos_token" in c.message
+    ]
+    assert (eos.severity, eos.old, eos.new) == (Severity.LOW, old["eos_token"], new["eos_token"])
+    assert eos.message == (
+        "special_tokens_map.json: eos_token <|endoftext|> (string -> object): "
+        "the token is still <|endoftext|>, written anew"
+    )

@@ -76,8 +76,10 @@ def _token_role(old: Any, new: Any, severity: Severity, why: str, ctx: DiffConte
         return Wording(severity, why, f"{_shown_token(old)} -> {_shown_token(new)}")
     text = format_value(_content(new))
     if not (isinstance(old, dict) and isinstance(new, dict)):
-        form = "an object" if isinstance(new, dict) else "a plain string"
-        return Wording(Severity.LOW, f"the token is still {text}, now written as {form}")
+        forms = " -> ".join("object" if isinstance(v, dict) else "string" for v in (old, new))
+        return Wording(
+            Severity.LOW, f"the token is still {text}, written anew", f"{text} ({forms})"
+        )
     flags = [
         f"{key} {format_value(old.get(key))} -> {format_value(new.get(key))}"
         for key in sorted(set(old) | set(new), key=str)
@@ -112,6 +114,15 @@ def _added_flag(token: str) -> Explainer:
         )
 
     return explain
+
+
+def _system_prompt(old: Any, new: Any, severity: Severity, why: str, ctx: DiffContext) -> Wording:
+    """use_default_system_prompt: say whether the default prompt is now added or dropped."""
+    if new is True:
+        return Wording(severity, "the default system prompt is now added to conversations")
+    if old is True:
+        return Wording(severity, "the default system prompt is no longer added to conversations")
+    return Wording(Severity.LOW, "still not added; only written differently")
 
 
 def _form(value: Any) -> tuple[frozenset[str], Any]:
@@ -183,6 +194,7 @@ EXPLAINERS: Mapping[str, Explainer] = {
     "rope_scaling": _rope_scaling,
     "token_list": _token_list,
     "id_list": _id_list,
+    "system_prompt": _system_prompt,
 }
 
 __all__ = ["EXPLAINERS", "Explainer", "Wording"]
