@@ -102,7 +102,7 @@ def record_one(
     advisories and alerts belong to the daemon's path.
     """
     prepared = prepare(database, hub, revision, {} if cache is None else cache)
-    if prepared is None or not commit(database, prepared, fence=_no_fence, publish=None):
+    if prepared is None or commit(database, prepared, fence=_no_fence, publish=None) is None:
         return None
     return list(prepared.outcome.changes)
 
