@@ -14,8 +14,11 @@ an entry of its publisher table) calls after the advisory is written. It
 reads only the revision's outcome record: the parsed configs and the context
 length in the stored plans come from processing, so nothing is read back from
 the blob store and no JSON is parsed again. A plan under a subscriber's
-workload is computed once per (config, workload) within the revision
-(``PlanCache``), however many subscriptions and cards ask for it.
+workload is computed once per (config, workload, engine request) within the
+revision (``PlanCache``), however many subscriptions and cards ask for it.
+
+A subscription naming a serving ``engine`` is judged by the engine's start-up
+instead of peak memory (``tracker.alerts.starts``).
 """
 
 from __future__ import annotations
@@ -41,8 +44,9 @@ from storage.records import (
     Subscription,
 )
 from tracker.alerts.deliver import FEED_CHANNEL
-from tracker.alerts.message import FitFlip, FitState, changes_summary, fit_summary
+from tracker.alerts.message import FitFlip, FitState, changes_summary, engine_summary, fit_summary
 from tracker.alerts.spec import SubscriptionError, SubscriptionSpec
+from tracker.alerts.starts import engine_flips
 from tracker.diff.common import change_json
 from tracker.process import Publisher
 
@@ -90,8 +94,11 @@ class ModelSide:
     context: int | None
 
 
+PlanKey = tuple[str, estimator.Workload, estimator.EngineRequest | None]
+
+
 class PlanCache:
-    """The plans one revision's alerts need, each computed once per (config, workload).
+    """The plans one revision's alerts need, each computed once per (config, workload, engine).
 
     Several subscriptions (and cards) often ask for the same workload on the
     same config; the estimator is pure, so one answer serves them all. A
@@ -99,13 +106,18 @@ class PlanCache:
     """
 
     def __init__(self) -> None:
-        self._plans: dict[tuple[str, estimator.Workload], estimator.Plan | EstimateError] = {}
+        self._plans: dict[PlanKey, estimator.Plan | EstimateError] = {}
 
-    def plan(self, side: ModelSide, workload: estimator.Workload) -> estimator.Plan:
-        key = (side.key, workload)
+    def plan(
+        self,
+        side: ModelSide,
+        workload: estimator.Workload,
+        engine: estimator.EngineRequest | None = None,
+    ) -> estimator.Plan:
+        key = (side.key, workload, engine)
         if key not in self._plans:
             try:
-                self._plans[key] = estimator.plan(side.config, workload)
+                self._plans[key] = estimator.plan(side.config, workload, engine=engine)
             except EstimateError as exc:
                 self._plans[key] = exc
         found = self._plans[key]
@@ -148,8 +160,15 @@ def evaluate(
 ) -> list[Alert]:
     """The alerts ``spec`` asks for on the revision ``sha`` (fit first, then changes)."""
     alerts: list[Alert] = []
-    if spec.fit and old is not None and new is not None:
-        flips = fit_flips(spec, old, new, PlanCache() if plans is None else plans)
+    plans = PlanCache() if plans is None else plans
+    if spec.fit and spec.engine is not None and old is not None and new is not None:
+        started = engine_flips(spec, old, new, plans)
+        if started:
+            summary = engine_summary(started, repo_id, sha)
+            extra_engine: dict[str, JsonValue] = {"fit": [flip.to_json() for flip in started]}
+            alerts.append(_alert(spec, "fit", repo_id, sha, previous_sha, summary, extra_engine))
+    elif spec.fit and old is not None and new is not None:
+        flips = fit_flips(spec, old, new, plans)
         if flips:
             summary = fit_summary(spec.workload, flips, repo_id, sha)
             extra: dict[str, JsonValue] = {"fit": [flip.to_json() for flip in flips]}

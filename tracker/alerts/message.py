@@ -4,7 +4,10 @@ The fit line names the job, the card, both memory figures and what the
 subscriber can still do ("largest batch now 2", "needs a split over 2
 cards"); the changes line names the artifacts, the revision and the most
 severe change. Memory is in GiB (2**30 bytes, two decimals), as every estimate figure is
-printed (``estimator.deltas.gib``).
+printed (``estimator.deltas.gib``). An engine subscription's line is the engine's start-up
+instead: ``vLLM on L4 no longer starts at max_model_len 131,072 (the KV cache holds 14,896
+tokens); pass --max-model-len 14896`` and what the previous revision did, so the subscriber
+gets the flag value to paste (digits only, as the engine's argument parser reads it).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Final
 
 import estimator
 from estimator.deltas import gib
+from estimator.engines.verdict import DISPLAY
 from estimator.fit import MAX_SPLIT
 from storage.records import Change, JsonValue
 from tracker.alerts.spec import describe_job
@@ -62,6 +66,58 @@ class FitFlip:
         }
 
 
+@dataclass(frozen=True)
+class EngineState:
+    """What the serving engine's start-up said of one card for one revision's config.
+
+    ``wider_gpus`` is the tensor-parallel degree (twice the job's GPUs) at
+    which the engine would start, when the job's own does not and that one
+    does; None otherwise (not asked, or it does not start either).
+    """
+
+    starts: bool
+    max_model_len: int
+    kv_cache_tokens: int
+    max_model_len_that_starts: int
+    error: str | None
+    wider_gpus: int | None = None
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "starts": self.starts,
+            "max_model_len": self.max_model_len,
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "max_model_len_that_starts": self.max_model_len_that_starts,
+            "error": self.error,
+            "wider_gpus": self.wider_gpus,
+        }
+
+
+@dataclass(frozen=True)
+class EngineFlip:
+    """A card on which the serving engine's start-up verdict changed between two revisions."""
+
+    card: str
+    engine: str
+    before: EngineState
+    after: EngineState
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "card": self.card,
+            "engine": self.engine,
+            "before": self.before.to_json(),
+            "after": self.after.to_json(),
+        }
+
+
+def engine_summary(flips: Sequence[EngineFlip], repo_id: str, sha: str) -> str:
+    """``vLLM on L4 no longer starts at max_model_len 131,072 (the KV cache holds N tokens);
+    pass --max-model-len N or use 2 GPUs (was: starts at max_model_len 4,096 ...)``."""
+    lines = "; ".join(_engine_verdict(flip) for flip in flips)
+    return f"{lines} ({_revision(repo_id, sha)})"
+
+
 def fit_summary(
     workload: estimator.Workload, flips: Sequence[FitFlip], repo_id: str, sha: str
 ) -> str:
@@ -94,6 +150,33 @@ def _verdict(flip: FitFlip) -> str:
     return f"{figures}, no longer fits, not even split over {MAX_SPLIT} cards"
 
 
+def _engine_verdict(flip: EngineFlip) -> str:
+    before, after = flip.before, flip.after
+    head = f"{DISPLAY.get(flip.engine, flip.engine)} on {flip.card}"
+    was = (
+        f"was: starts at max_model_len {before.max_model_len:,}, "
+        f"the KV cache holding {before.kv_cache_tokens:,} tokens"
+        if before.starts
+        else f"was: does not start at max_model_len {before.max_model_len:,}, "
+        f"the KV cache holding {before.kv_cache_tokens:,} tokens"
+    )
+    if after.starts:
+        return (
+            f"{head} starts again at max_model_len {after.max_model_len:,} "
+            f"(the KV cache holds {after.kv_cache_tokens:,} tokens) ({was})"
+        )
+    fixes = []
+    if after.max_model_len_that_starts > 0:
+        fixes.append(f"pass --max-model-len {after.max_model_len_that_starts}")
+    if after.wider_gpus is not None:
+        fixes.append(f"use {after.wider_gpus} GPUs")
+    fix = " or ".join(fixes) if fixes else f"no max_model_len starts on {flip.card}"
+    return (
+        f"{head} no longer starts at max_model_len {after.max_model_len:,} "
+        f"(the KV cache holds {after.kv_cache_tokens:,} tokens); {fix} ({was})"
+    )
+
+
 def _card_label(name: str) -> str:
     """``T4 16GB``: the card with its memory, unless its name states it (``A100 80GB``)."""
     card = estimator.card(name)
@@ -104,4 +187,12 @@ def _revision(repo_id: str, sha: str) -> str:
     return f"{repo_id}@{sha[:SHORT_SHA]}"
 
 
-__all__ = ["FitFlip", "FitState", "changes_summary", "fit_summary"]
+__all__ = [
+    "EngineFlip",
+    "EngineState",
+    "FitFlip",
+    "FitState",
+    "changes_summary",
+    "engine_summary",
+    "fit_summary",
+]
