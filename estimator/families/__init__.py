@@ -36,6 +36,7 @@ from estimator.families import (
     qwen3,
     smollm3,
     t5,
+    whisper,
 )
 from estimator.families.family import Family, Request
 from estimator.families.heads import architecture_of, head_of
@@ -75,6 +76,7 @@ TABLE: dict[str, Family] = {
     "mt5": t5.MT5,
     "bart": bart.BART,
     "mbart": bart.MBART,
+    "whisper": whisper.FAMILY,
 }
 
 # Longest prefix first, so "DistilBert" wins over "Bert" for configs without model_type.

@@ -398,6 +398,27 @@ def bart(r: random.Random) -> Config:
     }
 
 
+def whisper(r: random.Random) -> Config:
+    hidden, heads, _ = _classic(r)
+    cfg: Config = {
+        "d_model": hidden,
+        "encoder_layers": r.randint(1, 3),
+        "decoder_layers": r.randint(1, 3),
+        "encoder_attention_heads": heads,
+        "decoder_attention_heads": heads,
+        "encoder_ffn_dim": r.choice([24, 40]),
+        "decoder_ffn_dim": r.choice([24, 48]),
+        "vocab_size": r.randint(64, 300),
+        "num_mel_bins": r.choice([80, 128]),
+        "max_source_positions": r.choice([30, 1500]),
+        "max_target_positions": r.choice([32, 448]),
+        "pad_token_id": 0,
+    }
+    if r.random() < 0.3:
+        cfg["tie_word_embeddings"] = False
+    return cfg
+
+
 DECODER = ("base", "causal-lm", "sequence-classification")
 ENCODER = ("base", "masked-lm", "sequence-classification")
 SEQ2SEQ = ("base", "conditional-generation")
@@ -436,6 +457,7 @@ FAMILIES: dict[str, tuple[str, Callable[[random.Random], Config], tuple[str, ...
     "mt5": ("MT5", t5, SEQ2SEQ),
     "bart": ("Bart", bart, (*SEQ2SEQ, "sequence-classification")),
     "mbart": ("MBart", bart, (*SEQ2SEQ, "sequence-classification")),
+    "whisper": ("Whisper", whisper, SEQ2SEQ),
 }
 
 

@@ -1,0 +1,123 @@
+"""Whisper: a speech encoder (two Conv1d over the log-mel frames, learned positions) and a
+text decoder with cross-attention; pre-norm layers, K projections without bias, the LM head
+(``proj_out``) tied to the decoder's token embedding.
+
+Names and defaults follow transformers' models/whisper/modeling_whisper.py and
+configuration_whisper.py (transformers 5.24.0).
+"""
+
+from __future__ import annotations
+
+from estimator.architecture import Architecture, AttentionSpec, Stack
+from estimator.blocks import attention, mlp
+from estimator.blocks.embeddings import embedding
+from estimator.blocks.layer import LayerParts, LayerTemplate, ModelParts, template
+from estimator.config import (
+    MAX_HEADS,
+    MAX_LAYERS,
+    MAX_POSITIONS,
+    MAX_SMALL,
+    MAX_VOCAB,
+    MAX_WIDTH,
+    Config,
+)
+from estimator.families.common import assemble
+from estimator.families.family import Family, Request
+from estimator.families.t5 import SEQ2SEQ_HEADS
+
+
+def _attention(parts: LayerParts, name: str, d: int, heads: int) -> None:
+    """WhisperAttention: q, v and out carry a bias, k does not."""
+    parts.linear(f"{name}.k_proj", d, d, False, "attention")
+    parts.linear(f"{name}.v_proj", d, d, True, "attention")
+    parts.linear(f"{name}.q_proj", d, d, True, "attention")
+    parts.linear(f"{name}.out_proj", d, d, True, "attention")
+
+
+def _layer(cfg: Config, d: int, heads: int, ffn_dim: int, decoder: bool) -> LayerTemplate:
+    side: Stack = "decoder" if decoder else "encoder"
+    cfg.divides(f"{side}_attention_heads", heads, "d_model", d)
+    parts = LayerParts()
+    _attention(parts, "self_attn", d, heads)
+    parts.norm("self_attn_layer_norm", d, True)
+    cross: AttentionSpec | None = None
+    if decoder:
+        _attention(parts, "encoder_attn", d, heads)
+        parts.norm("encoder_attn_layer_norm", d, True)
+        cross = attention.spec(heads, heads, d // heads, causal=False)
+    ffn = mlp.plain(
+        parts,
+        "fc1",
+        "fc2",
+        d,
+        ffn_dim,
+        cfg.text("activation_function", "gelu"),
+        bias=True,
+        dropout=cfg.number("dropout", 0.0) or 0.0,
+    )
+    parts.norm("final_layer_norm", d, True)
+    spec = attention.spec(
+        heads,
+        heads,
+        d // heads,
+        causal=decoder,
+        dropout=cfg.number("attention_dropout", 0.0) or 0.0,
+    )
+    return template(parts, stack=side, attention=spec, cross_attention=cross, feed_forward=ffn)
+
+
+def build(cfg: Config, req: Request) -> Architecture:
+    d = cfg.size("d_model", 384, limit=MAX_WIDTH)
+    vocab = cfg.size("vocab_size", 51865, limit=MAX_VOCAB)
+    mels = cfg.size("num_mel_bins", 80, limit=MAX_SMALL)
+    source = cfg.size("max_source_positions", 1500, limit=MAX_POSITIONS)
+    target = cfg.size("max_target_positions", 448, limit=MAX_POSITIONS)
+    tied = cfg.flag("tie_word_embeddings", True)
+    stacks = []
+    for side, decoder in (("encoder", False), ("decoder", True)):
+        count = cfg.size(f"{side}_layers", 4, limit=MAX_LAYERS)
+        heads = cfg.size(f"{side}_attention_heads", 6, limit=MAX_HEADS)
+        ffn_dim = cfg.size(f"{side}_ffn_dim", 1536, limit=MAX_WIDTH)
+        stacks.append((side, count, _layer(cfg, d, heads, ffn_dim, decoder)))
+
+    prefix = "" if req.head == "base" else "model."
+    model = ModelParts()
+    first = 0
+    for side, count, layer in stacks:
+        top = LayerParts()
+        if side == "encoder":
+            top.param("conv1.weight", (d, mels, 3), "embedding")
+            top.param("conv1.bias", (d,), "embedding")
+            top.param("conv2.weight", (d, d, 3), "embedding")
+            top.param("conv2.bias", (d,), "embedding")
+            embedding(top, "embed_positions", source, d, role="position")
+        else:
+            embedding(top, "embed_tokens", vocab, d)
+            embedding(top, "embed_positions", target, d, role="position")
+        model.extend(f"{prefix}{side}.", top)
+        model.layers(f"{prefix}{side}.layers.", [layer] * count, first_index=first)
+        first += count
+        tail = LayerParts()
+        tail.norm("layer_norm", d, True)
+        model.extend(f"{prefix}{side}.", tail)
+    if req.head == "conditional-generation" and not tied:
+        model.param("proj_out.weight", (vocab, d), "head")
+    return assemble(
+        cfg,
+        model,
+        model_type=req.model_type,
+        family="whisper",
+        architecture=req.architecture,
+        head=req.head,
+        hidden_size=d,
+        vocab_size=vocab,
+        max_position_embeddings=target,
+        tie_word_embeddings=tied,
+        norm="layernorm",
+        position="learned",
+        hidden_dropout=cfg.number("dropout", 0.0) or 0.0,
+        supported=req.supported,
+    )
+
+
+FAMILY = Family("whisper", "Whisper", "WhisperForConditionalGeneration", SEQ2SEQ_HEADS, build)
