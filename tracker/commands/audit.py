@@ -2,7 +2,7 @@
 
 Pins come from any mix of: REPO[@REV] arguments, a lock file (--lock, TOML:
 one [[model]] table per model with repo, revision, and optionally workload and
-cards; see tracker/README.md), the local Hugging Face cache (--hf-cache, every
+cards; see README.md), the local Hugging Face cache (--hf-cache, every
 cached repo and revision) and Python sources (--scan-src DIR: literal
 from_pretrained, hf_hub_download, snapshot_download and pipeline(model=...)
 calls, read with ast). For each pin it reports the advisories published for
