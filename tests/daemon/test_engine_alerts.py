@@ -20,20 +20,21 @@ from typing import Any
 
 import pytest
 
-from storage import Database, Delivery, deliveries
+from storage import Database, Delivery, deliveries, get_subscription
 from tests.daemon.conftest import run_until_idle, track_all
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import parse_subscription
+from tracker.commands.demo import store_demo_subscriptions
 from tracker.daemon import Daemon, publisher
 from tracker.demo import HISTORIES
 from tracker.discovery import HeadProbe
 from tracker.hub import Hub
-from tracker.hubsim import HubEmulator
+from tracker.hubsim import HubEmulator, estimator_tensor_shapes
 from tracker.metrics import DaemonMetrics
 from tracker.settings import Settings
 from tracker.worker import Worker, WorkerPolicy
 
-pytestmark = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
+EMPTY_HUB = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
 
 REPO = "engines/llama2-7b"
 LLAMA2 = HISTORIES / "neurarch-demo" / "llama2-7b"
@@ -89,6 +90,7 @@ def fit_alerts(database: Database, subscription: int) -> dict[str, Delivery]:
         }
 
 
+@EMPTY_HUB
 def test_vllm_subscription_hears_the_128k_commit_stop_it_starting_and_the_revert(
     database: Database, hub_emulator: HubEmulator, tmp_path: Path
 ) -> None:
@@ -152,6 +154,7 @@ def test_vllm_subscription_hears_the_128k_commit_stop_it_starting_and_the_revert
     assert json.loads(json.dumps(stopped)) == stopped
 
 
+@EMPTY_HUB
 def test_the_memory_rule_no_longer_decides_an_engine_subscription(
     database: Database, hub_emulator: HubEmulator, tmp_path: Path
 ) -> None:
@@ -170,3 +173,32 @@ def test_the_memory_rule_no_longer_decides_an_engine_subscription(
     run_until_idle(checks)
 
     assert fit_alerts(database, subscription) == {}
+
+
+def test_the_demo_vllm_subscription_alerts_on_the_128k_revision_only(
+    database: Database, tmp_path: Path
+) -> None:
+    """The shipped demo: its histories backfilled, its subscriptions stored, as ``demo`` does."""
+    hub = HubEmulator(HISTORIES, tensor_shapes=estimator_tensor_shapes)
+    hub.start("127.0.0.1", 0)
+    try:
+        assert store_demo_subscriptions(database) == ["demo-full-context", "demo-vllm"]
+        clock = Clock()
+        track_all(database, hub.repo_ids(), clock.now)
+        run_until_idle(worker(database, hub, tmp_path, clock))
+    finally:
+        hub.stop()
+    with database.read_session() as session:
+        vllm = get_subscription(session, "demo-vllm").id
+    alerts = fit_alerts(database, vllm)
+    rope = "59187708e28f74d2a1074eae3e844f9a6d991ebd"
+    assert list(alerts) == [rope]  # 2,048 -> 4,096 starts on both cards: no alert
+    assert alerts[rope].repo_id == "neurarch-demo/llama2-7b"
+    assert alerts[rope].payload["summary"] == (
+        "vLLM on L4 no longer starts at max_model_len 131,072 (the KV cache holds 14,896 "
+        "tokens); pass --max-model-len 14896 (was: starts at max_model_len 4,096, the KV "
+        "cache holding 14,896 tokens); vLLM on A100 80GB no longer starts at max_model_len "
+        "131,072 (the KV cache holds 119,696 tokens); pass --max-model-len 119696 or use 2 GPUs "
+        "(was: starts at max_model_len 4,096, the KV cache holding 119,696 tokens) "
+        "(neurarch-demo/llama2-7b@5918770)"
+    )

@@ -280,8 +280,8 @@ def test_sync_configured_adds_replaces_and_keeps_others(database: Database) -> N
     assert names == ["a", "b", "by-hand"]
 
 
-def test_the_shipped_demo_subscription_parses_and_stores(database: Database) -> None:
-    [spec] = load_daemon_config(DEMO_SUBSCRIPTIONS).subscriptions
+def test_the_shipped_demo_subscriptions_parse_and_store(database: Database) -> None:
+    spec, vllm = load_daemon_config(DEMO_SUBSCRIPTIONS).subscriptions
     assert spec.to_document() == {
         "name": "demo-full-context",
         "repos": ["neurarch-demo/*"],
@@ -298,8 +298,15 @@ def test_the_shipped_demo_subscription_parses_and_stores(database: Database) -> 
         "channels": [],
     }
     assert spec.matches("neurarch-demo/llama2-7b") and not spec.matches("meta-llama/x")
-    assert store_demo_subscriptions(database) == ["demo-full-context"]
-    assert store_demo_subscriptions(database) == ["demo-full-context"]  # a rerun is harmless
+    assert (vllm.name, vllm.engine, vllm.follow_context, vllm.cards) == (
+        "demo-vllm",
+        "vllm",
+        True,
+        ("L4", "A100 80GB"),
+    )
+    names = ["demo-full-context", "demo-vllm"]
+    assert store_demo_subscriptions(database) == names
+    assert store_demo_subscriptions(database) == names  # a rerun is harmless
     with database.read_session() as session:
         assert get_subscription(session, "demo-full-context").spec["seq_len"] == "max"
 
