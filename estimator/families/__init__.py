@@ -36,6 +36,7 @@ from estimator.families import (
     qwen3,
     smollm3,
     t5,
+    vision,
     whisper,
 )
 from estimator.families.family import Family, Request
@@ -77,6 +78,8 @@ TABLE: dict[str, Family] = {
     "bart": bart.BART,
     "mbart": bart.MBART,
     "whisper": whisper.FAMILY,
+    "vit": vision.VIT,
+    "clip": vision.CLIP,
 }
 
 # Longest prefix first, so "DistilBert" wins over "Bert" for configs without model_type.

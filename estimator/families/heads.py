@@ -8,6 +8,8 @@ from estimator.config import MAX_LABELS, Config
 # Longest suffix first: "BloomModelForCausalLM" is a causal LM, not a base "Model".
 SUFFIXES: tuple[tuple[str, HeadKind], ...] = (
     ("ForSequenceClassification", "sequence-classification"),
+    # An image classifier is the same head over the pooled state (ViT, CLIP).
+    ("ForImageClassification", "sequence-classification"),
     ("ForConditionalGeneration", "conditional-generation"),
     ("ForPreTraining", "pretraining"),
     ("ForCausalLM", "causal-lm"),

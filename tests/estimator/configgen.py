@@ -24,6 +24,7 @@ HEAD_CLASSES: dict[str, str] = {
 CLASS_OVERRIDES = {
     ("gpt2", "causal-lm"): "GPT2LMHeadModel",
     ("gemma3_text", "base"): "Gemma3TextModel",
+    ("vit", "sequence-classification"): "ViTForImageClassification",
 }
 
 
@@ -419,6 +420,45 @@ def whisper(r: random.Random) -> Config:
     return cfg
 
 
+def _vision_tower(r: random.Random) -> Config:
+    hidden, heads, _ = _classic(r)
+    return {
+        "hidden_size": hidden,
+        "num_hidden_layers": r.randint(1, 3),
+        "num_attention_heads": heads,
+        "intermediate_size": r.choice([24, 40]),
+        "num_channels": r.choice([1, 3]),
+        "image_size": r.choice([32, 64]),
+        "patch_size": r.choice([8, 16]),
+    }
+
+
+def vit(r: random.Random) -> Config:
+    cfg = _vision_tower(r)
+    if r.random() < 0.3:
+        cfg["qkv_bias"] = False
+    if r.random() < 0.3:
+        cfg["pooler_output_size"] = r.choice([8, 24])
+    return cfg
+
+
+def clip(r: random.Random) -> Config:
+    hidden, heads, _ = _classic(r)
+    text = {
+        "hidden_size": hidden,
+        "num_hidden_layers": r.randint(1, 3),
+        "num_attention_heads": heads,
+        "intermediate_size": r.choice([24, 40]),
+        "vocab_size": r.randint(64, 300),
+        "max_position_embeddings": r.choice([16, 77]),
+    }
+    return {
+        "text_config": text,
+        "vision_config": _vision_tower(r),
+        "projection_dim": r.choice([8, 32]),
+    }
+
+
 DECODER = ("base", "causal-lm", "sequence-classification")
 ENCODER = ("base", "masked-lm", "sequence-classification")
 SEQ2SEQ = ("base", "conditional-generation")
@@ -458,6 +498,8 @@ FAMILIES: dict[str, tuple[str, Callable[[random.Random], Config], tuple[str, ...
     "bart": ("Bart", bart, (*SEQ2SEQ, "sequence-classification")),
     "mbart": ("MBart", bart, (*SEQ2SEQ, "sequence-classification")),
     "whisper": ("Whisper", whisper, SEQ2SEQ),
+    "vit": ("ViT", vit, ("base", "sequence-classification")),
+    "clip": ("CLIP", clip, ("base",)),
 }
 
 
