@@ -96,20 +96,22 @@ def fit_cards(
     headroom: float,
     precision: str,
 ) -> tuple[CardFit, ...]:
-    """``fit_card`` for every card, each model's reserved lines read once for all cards.
+    """``fit_card`` for every card, each model's lines and split terms read once for all cards.
 
     The same answers as ``fit_card`` per card (a test holds them equal); the
-    largest batch per card is one division per phase, done inline.
+    largest batch per card is one division per phase, done inline, and a
+    split reads the busiest card's bytes per card count from a per-model memo.
     """
-    lines = [(m, m._reserved_lines) for m in models.values()]
+    prepared = [_Prepared(m) for m in models.values()]
+    new = tuple.__new__
     out = []
-    for card in cards:
-        limit = card.usable_bytes / headroom
-        context = context_bytes(card.context_bytes, gpus)
+    for c in cards:
+        limit = c.usable_bytes / headroom
+        context = context_bytes(c.context_bytes, gpus)
         fits = []
-        for model, phases in lines:
+        for p in prepared:
             best: float = 1 << 20
-            for reserved_fixed, slope in phases:
+            for reserved_fixed, slope in p.lines:
                 room = limit - reserved_fixed - context
                 if room < 0:
                     best = 0
@@ -119,40 +121,62 @@ def fit_cards(
                     if candidate < best:
                         best = candidate
             largest = int(best)
-            if largest == 0:
-                found = _split(model, limit, context)
-                if found is None:
-                    fits.append(MethodFit(model.method, 0, False, None, None))
-                else:
-                    fits.append(MethodFit(model.method, 0, False, found[0], round(found[1])))
-            else:
-                fits.append(MethodFit(model.method, largest, largest >= batch, None, None))
+            if largest:
+                fits.append(new(MethodFit, (p.method, largest, largest >= batch, None, None)))
+                continue
+            found = p.split(limit, context)
+            fits.append(
+                new(MethodFit, (p.method, 0, False, None, None))
+                if found is None
+                else new(MethodFit, (p.method, 0, False, found[0], round(found[1])))
+            )
         note = None
-        if precision == "bf16" and not card.bf16:
-            note = f"{card.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"
-        out.append(CardFit(card, tuple(fits), round(VLLM_UTILIZATION * card.usable_bytes), note))
+        if precision == "bf16" and not c.bf16:
+            note = f"{c.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"
+        out.append(CardFit(c, tuple(fits), round(VLLM_UTILIZATION * c.usable_bytes), note))
     return tuple(out)
 
 
-def _split(model: MethodModel, limit: float, context: float) -> tuple[int, float] | None:
-    """``model.smallest_split(limit, context, 1, MAX_SPLIT)``, inlined for the card loop."""
-    terms = model.split_terms(1)
-    share = float("inf")
-    for other_fixed, other_dyn, per_share in terms:
-        room = limit - context - other_fixed - other_dyn
-        if room < 0:
+class _Prepared:
+    """One model's card-independent fitting inputs, read once per ``fit_cards`` call."""
+
+    __slots__ = ("layers", "lines", "method", "model", "terms", "worst")
+
+    def __init__(self, model: MethodModel) -> None:
+        self.model = model
+        self.method = model.method
+        self.lines = model._reserved_lines
+        self.terms: tuple[tuple[float, float, float], ...] | None = None
+        self.layers = model.num_layers
+        # Busiest card's bytes without the context, per card count (batch 1).
+        self.worst: dict[int, float] = {}
+
+    def split(self, limit: float, context: float) -> tuple[int, float] | None:
+        """``model.smallest_split(limit, context, 1, MAX_SPLIT)``, inlined for the card loop."""
+        terms = self.terms
+        if terms is None:
+            terms = self.terms = self.model.split_terms(1)
+        share = float("inf")
+        for other_fixed, other_dyn, per_share in terms:
+            room = limit - context - other_fixed - other_dyn
+            if room < 0:
+                return None
+            if per_share > 0:
+                candidate = room / per_share
+                if candidate < share:
+                    share = candidate
+        layers = self.layers
+        per_card = int(min(share * max(layers, 1), max(layers, 1)))
+        if per_card < 1 and layers > 0:
             return None
-        if per_share > 0:
-            candidate = room / per_share
-            if candidate < share:
-                share = candidate
-    layers = model.num_layers
-    per_card = int(min(share * max(layers, 1), max(layers, 1)))
-    if per_card < 1 and layers > 0:
+        first = 2 if per_card < 1 else max(2, -(-layers // per_card))
+        worst = self.worst
+        for cards in range(max(2, first - 1), min(first + 1, MAX_SPLIT) + 1):
+            w = worst.get(cards)
+            if w is None:
+                # split_peak adds the context to the busiest card's bytes: at 0.0, those bytes.
+                w = worst[cards] = self.model.split_peak(cards, 1, 0.0)
+            peak = w + context
+            if peak <= limit:
+                return cards, peak
         return None
-    first = 2 if per_card < 1 else max(2, -(-layers // per_card))
-    for cards in range(max(2, first - 1), min(first + 1, MAX_SPLIT) + 1):
-        peak = model.split_peak(cards, 1, context)
-        if peak <= limit:
-            return cards, peak
-    return None
