@@ -34,6 +34,7 @@ MAX_BATCH: Final = 1 << 20
 MAX_SEQ: Final = 1 << 24
 MAX_GPUS: Final = 4096
 MAX_RANK: Final = 1 << 16
+MAX_LOSS_CHUNKS: Final = 4096
 ALL_LINEAR: Final = "all-linear"
 
 
@@ -52,6 +53,13 @@ class Workload:
     memory; the plan states what stays on the GPU.
     ``lora_targets``: module names, or role names (``attention``, ``mlp``,
     ``qkv``, ``all-linear``) that each family maps to its own linears.
+    ``loss_chunks``: 1 is one cross-entropy over fp32 logits of the whole
+    micro-batch; N > 1 is a chunked loss (torchtune ``CEWithChunkedOutputLoss``,
+    litgpt ``chunked_cross_entropy``) that upcasts one chunk of logits at a
+    time. ``adapters_fp32``: PEFT keeps LoRA weights in fp32
+    (``autocast_adapter_dtype``); torchtune and litgpt build them in the
+    model's dtype. ``recipe``: the training recipe whose defaults built this
+    workload (``estimator/data/recipes/``), empty when none.
     ``adamw_impl``: torch's foreach AdamW (the ``torch.optim.AdamW`` default
     on CUDA since torch 2.0) briefly holds one more state-sized copy in
     ``step()``; fused and per-parameter-loop implementations do not.
@@ -73,6 +81,9 @@ class Workload:
     double_quant: bool = True
     # QLoRA through peft's prepare_model_for_kbit_training (the documented recipe).
     kbit_prepare: bool = True
+    loss_chunks: int = 1
+    adapters_fp32: bool = True
+    recipe: str = ""
     serve_weights: ServeWeights = "bf16"
     kv_cache_bytes: int = 2
     card: str = "A10G"
@@ -107,11 +118,15 @@ class Workload:
         _bounded("lora_alpha", self.lora_alpha, 1, MAX_RANK)
         _bounded("samples", self.samples, 1, 1 << 40)
         _bounded("kv_cache_bytes", self.kv_cache_bytes, 1, 4)
+        _bounded("loss_chunks", self.loss_chunks, 1, MAX_LOSS_CHUNKS)
+        if not isinstance(self.recipe, str) or len(self.recipe) > 64:
+            raise WorkloadError("workload: recipe must be a recipe name")
         for name in (
             "grad_checkpointing",
             "pure_16bit",
             "double_quant",
             "kbit_prepare",
+            "adapters_fp32",
             "offload_optimizer",
             "offload_params",
             "offload_activations",

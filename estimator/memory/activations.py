@@ -54,6 +54,8 @@ NATIVE_SOFTMAX_FAMILIES: Final = frozenset(
 LOSS_BYTES_PER_LOGIT: Final = 12
 LOSS_FORWARD_BYTES_PER_LOGIT: Final = 10
 LOGIT_16BIT_BYTES: Final = 2
+CHUNKED_SAVED_BYTES: Final = 4
+CHUNK_BACKWARD_BYTES: Final = 10
 VOCAB_HEADS: Final = frozenset({"causal-lm", "masked-lm", "pretraining", "conditional-generation"})
 INDEX_BYTES: Final = 8
 
@@ -76,6 +78,8 @@ class ActivationSettings:
     fp32_logits: bool = False
     # Activation offloading: saved layer tensors stream to CPU memory, two layers' in flight.
     offload: bool = False
+    # Chunked cross-entropy (torchtune CEWithChunkedOutputLoss, litgpt chunked_cross_entropy).
+    loss_chunks: int = 1
 
 
 @dataclass(frozen=True)
@@ -275,17 +279,30 @@ def outside_blocks_per_token(arch: Architecture, s: ActivationSettings) -> float
     return total
 
 
-def loss_bytes(arch: Architecture, tokens: int, fp32_logits: bool = False) -> tuple[int, int]:
+def loss_bytes(
+    arch: Architecture, tokens: int, fp32_logits: bool = False, chunks: int = 1
+) -> tuple[int, int]:
     """(start of backward, end of forward) bytes of the logits and loss tensors.
 
     16-bit logits, their fp32 copy and the log-softmax hold 10 B per logit when
     the forward ends; the NLL gradient brings 12 B at the start of backward.
     Logits born fp32 have no 16-bit tensor: 2 B less at both moments.
+
+    A loss over ``chunks`` > 1 chunks (torchtune ``CEWithChunkedOutputLoss``:
+    ``cross_entropy(logits_chunk.float(), ...)`` per chunk) keeps every chunk's
+    fp32 log-softmax (4 B per logit) but upcasts one chunk at a time; the
+    recipe frees the 16-bit logits before backward (``del logits``), so the
+    start of backward holds 4 B per logit plus one chunk's fp32 gradient, its
+    log-softmax gradient and its 16-bit cast (10 B per logit of the chunk).
     """
     if arch.head not in VOCAB_HEADS:
         return 0, 0
     logits = arch.vocab_size * tokens
     saved_16bit = 0 if fp32_logits else LOGIT_16BIT_BYTES
+    if chunks > 1:
+        backward = CHUNKED_SAVED_BYTES * logits + CHUNK_BACKWARD_BYTES * logits // chunks
+        forward = (saved_16bit + CHUNKED_SAVED_BYTES) * logits + 4 * logits // chunks
+        return backward, forward
     backward = LOSS_BYTES_PER_LOGIT - LOGIT_16BIT_BYTES + saved_16bit
     forward = LOSS_FORWARD_BYTES_PER_LOGIT - LOGIT_16BIT_BYTES + saved_16bit
     return backward * logits, forward * logits
@@ -318,7 +335,7 @@ def training_activations(
         in_layers = 2 * largest if s.offload else sum(v * count for v, count in per_layer)
         saved = (min(in_layers, sum(v * count for v, count in per_layer)) + outside) * tokens
         working = grads * tokens
-    loss, loss_forward = loss_bytes(arch, tokens, s.fp32_logits)
+    loss, loss_forward = loss_bytes(arch, tokens, s.fp32_logits, s.loss_chunks)
     return Activations(int(saved), loss, int(working), loss_forward)
 
 

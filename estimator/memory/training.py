@@ -19,7 +19,12 @@ from estimator.architecture import Architecture, Block
 from estimator.memory.activations import Activations, ActivationSettings, training_activations
 from estimator.memory.layers import Placed, Slotted, block_slots, place
 from estimator.memory.lora import TargetResolution, describe_targets, resolve_targets
-from estimator.memory.numerics import Numerics, training_numerics, upcast_by_kbit_prepare
+from estimator.memory.numerics import (
+    Numerics,
+    dequantised_bytes,
+    training_numerics,
+    upcast_by_kbit_prepare,
+)
 from estimator.memory.phases import MethodModel, Phase, Term
 from estimator.memory.sharding import States, describe_distribution, distribute
 from estimator.memory.states import (
@@ -29,6 +34,7 @@ from estimator.memory.states import (
     step_temporary_bytes,
     total_optimizer_bytes,
 )
+from estimator.recipes import recipe
 from estimator.workload import Workload
 
 CUBLAS_WORKSPACE: Final = 32 * 2**20
@@ -97,11 +103,13 @@ def _adapter_states(
 ) -> States:
     r = w.lora_rank
     params = sum(r * (i + o) * c for i, o, c in shapes)
+    # PEFT upcasts adapters to fp32; torchtune and litgpt build them in the model dtype.
+    adapter = 4 if w.adapters_fp32 or n.dtype == "fp32" else n.compute
     optimizer = sum(
         c
         * (
-            optimizer_bytes(w.optimizer, (r, i), r * i, 4)
-            + optimizer_bytes(w.optimizer, (o, r), o * r, 4)
+            optimizer_bytes(w.optimizer, (r, i), r * i, adapter)
+            + optimizer_bytes(w.optimizer, (o, r), o * r, adapter)
         )
         for i, o, c in shapes
     )
@@ -112,16 +120,15 @@ def _adapter_states(
     if quantized:
         packed, constants = nf4_bytes(split.block_linears, w.double_quant)
         weights = packed + (split.total - split.block_linears) * base_bytes
-        # bitsandbytes dequantises one weight at a time to the compute dtype.
-        quantization = constants + split.largest_linear * n.compute
+        quantization = constants + split.largest_linear * dequantised_bytes(w, method="qlora")
     else:
         weights = split.total * base_bytes
     return States(
         weights=weights,
-        gradients=params * 4.0,
+        gradients=params * float(adapter),
         gradients_top=0.0,
         optimizer=optimizer,
-        adapters=params * 4.0,
+        adapters=params * float(adapter),
         quantization=quantization,
         cache=0.0,
         step_temp=0.0,
@@ -205,6 +212,7 @@ def training_model(
         norms_train=full,
         fp32_logits=n.dtype == "fp32" or (upcast_by_kbit_prepare(w, method) and w.pure_16bit),
         offload=w.offload_activations,
+        loss_chunks=w.loss_chunks,
     )
     acts = training_activations(arch, placed, settings, batch=1)
     if full:
@@ -236,6 +244,13 @@ def _explain(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     notes: list[str] = [f"{method}: {n.label}, optimizer {w.optimizer}"]
     assumptions: list[str] = []
+    if w.recipe:
+        assumptions.append(recipe(w.recipe).describe())
+    if w.loss_chunks > 1:
+        assumptions.append(
+            f"chunked cross-entropy over {w.loss_chunks} chunks: every chunk's fp32 "
+            "log-softmax is kept, one chunk is upcast and differentiated at a time"
+        )
     if acts.loss > acts.saved and arch.vocab_size >= 32_000:
         notes.append("the fp32 loss over the vocabulary is the largest activation term")
     if method == "full" and n.autocast:

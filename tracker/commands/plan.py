@@ -29,6 +29,16 @@ if TYPE_CHECKING:
     from estimator import Plan, WeightManifest, Workload
     from tracker.hub_source import PlanInputs
 
+# The names in estimator/recipes.py RECIPE_NAMES (kept literal: flags parse without the estimator).
+RECIPE_CHOICES: Final = (
+    "hf-trainer",
+    "peft",
+    "trl-sft",
+    "torchtune",
+    "litgpt",
+    "axolotl",
+    "unsloth",
+)
 NAME = "plan"
 HELP = "estimate memory per method, card fits and cost from a config.json"
 MAX_CONFIG_BYTES: Final = 16 * 2**20
@@ -42,20 +52,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     out.add_argument("--markdown", action="store_true", help="print the model page as Markdown")
-    parser.add_argument("--method", choices=("full", "lora", "qlora", "serve"), default="full")
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--seq-len", type=int, default=512)
-    parser.add_argument("--precision", choices=("bf16", "fp16", "fp32"), default="bf16")
+    # Flags a recipe can set default to None: an explicit flag wins over the recipe.
     parser.add_argument(
-        "--optimizer", choices=("adamw", "adamw8bit", "sgd", "adafactor"), default="adamw"
+        "--recipe",
+        choices=RECIPE_CHOICES,
+        help="training library whose defaults fill the flags not given (estimator/README.md)",
     )
-    parser.add_argument("--grad-checkpointing", action="store_true")
+    parser.add_argument("--method", choices=("full", "lora", "qlora", "serve"), help="(full)")
+    parser.add_argument("--batch", type=int, help="micro-batch per device (32)")
+    parser.add_argument("--seq-len", type=int, help="(512)")
+    parser.add_argument("--precision", choices=("bf16", "fp16", "fp32"), help="(bf16)")
+    parser.add_argument(
+        "--pure-bf16",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="weights, gradients and optimizer state in the 16-bit precision, no fp32 master copy",
+    )
+    parser.add_argument(
+        "--optimizer", choices=("adamw", "adamw8bit", "sgd", "adafactor"), help="(adamw)"
+    )
+    parser.add_argument("--grad-checkpointing", action=argparse.BooleanOptionalAction, default=None)
+    parser.add_argument(
+        "--loss-chunks",
+        type=int,
+        help="cross-entropy over N chunks of logits (torchtune's chunked loss: 8); 1 is one fp32 loss",
+    )
     parser.add_argument("--attention", choices=("sdpa", "eager"), default="sdpa")
-    parser.add_argument("--lora-rank", type=int, default=16)
+    parser.add_argument("--lora-rank", type=int, help="(16)")
+    parser.add_argument("--lora-alpha", type=int, help="(32)")
+    parser.add_argument("--lora-dropout", type=float, help="(0.05)")
     parser.add_argument(
         "--lora-targets",
-        default="all-linear",
-        help="comma-separated module names or roles: attention, qkv, mlp, all-linear",
+        help="comma-separated module names or roles: attention, qkv, mlp, all-linear (all-linear)",
     )
     parser.add_argument(
         "--serve-weights",
@@ -77,7 +105,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offload-optimizer", action="store_true", help="optimizer state on CPU")
     parser.add_argument("--offload-params", action="store_true", help="parameters on CPU")
     parser.add_argument(
-        "--offload-activations", action="store_true", help="saved activations on CPU"
+        "--offload-activations",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="saved activations on CPU",
     )
     add_engine_arguments(parser)
 
@@ -129,19 +160,34 @@ def load_source(source: Path) -> tuple[Any, WeightManifest | None]:
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
-    from estimator import Workload
+    """The Workload of the flags: the recipe's defaults, then every flag given."""
+    from estimator.recipes import apply_recipe
 
-    targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
-    return Workload(
-        method=args.method,
-        batch=args.batch,
-        seq_len=args.seq_len,
-        precision=args.precision,
-        optimizer=args.optimizer,
-        grad_checkpointing=args.grad_checkpointing,
+    explicit: dict[str, object] = {
+        field: value
+        for field, value in (
+            ("method", args.method),
+            ("batch", args.batch),
+            ("seq_len", args.seq_len),
+            ("precision", args.precision),
+            ("pure_16bit", args.pure_bf16),
+            ("optimizer", args.optimizer),
+            ("grad_checkpointing", args.grad_checkpointing),
+            ("loss_chunks", args.loss_chunks),
+            ("lora_rank", args.lora_rank),
+            ("lora_alpha", args.lora_alpha),
+            ("lora_dropout", args.lora_dropout),
+            ("offload_activations", args.offload_activations),
+        )
+        if value is not None
+    }
+    if args.lora_targets is not None:
+        targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
+        explicit["lora_targets"] = targets or ("all-linear",)
+    return apply_recipe(
+        args.recipe,
+        **explicit,
         attention=args.attention,
-        lora_rank=args.lora_rank,
-        lora_targets=targets or ("all-linear",),
         serve_weights=args.serve_weights,
         card=args.card,
         gpus=args.gpus,
@@ -151,7 +197,6 @@ def workload_from(args: argparse.Namespace) -> Workload:
         gpus_per_node=args.gpus_per_node,
         offload_optimizer=args.offload_optimizer,
         offload_params=args.offload_params,
-        offload_activations=args.offload_activations,
     )
 
 

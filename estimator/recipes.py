@@ -1,0 +1,108 @@
+"""Training recipes: what a library's own defaults make of a fine-tuning job.
+
+A recipe is data, one file per recipe in ``data/recipes/<name>.json``: the
+``Workload`` fields the library sets when the user does not (numerics,
+optimizer, loss implementation, checkpointing and offloading, LoRA and
+QLoRA details), each with the file and version that sets it. Applying a
+recipe gives a ``Workload`` built from those defaults; any field the caller
+passes explicitly still wins, so ``--recipe torchtune --lora-rank 64`` is
+torchtune with rank 64. No recipe is a code branch: the memory model only
+reads the Workload fields.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from functools import cache
+from importlib import resources
+from typing import Any, Final
+
+from estimator.errors import WorkloadError
+from estimator.workload import Workload
+
+__all__ = ["RECIPE_NAMES", "Recipe", "apply_recipe", "recipe", "recipes"]
+
+RECIPE_NAMES: Final = ("hf-trainer", "peft", "trl-sft", "torchtune", "litgpt", "axolotl", "unsloth")
+_FIELDS: Final = frozenset(f.name for f in fields(Workload))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One library's defaults.
+
+    ``defaults``: Workload field -> value; ``sources``: the same fields ->
+    where the library sets the value (repository, file, version and the
+    setting as written there); ``notes``: behaviour the Workload fields
+    cannot carry (a paged optimizer, a fused loss), in words.
+    """
+
+    name: str
+    library: str
+    version: str
+    summary: str
+    defaults: tuple[tuple[str, object], ...]
+    sources: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
+
+    def source(self, field_name: str) -> str:
+        return dict(self.sources)[field_name]
+
+    def describe(self) -> str:
+        """One line for a plan's assumptions."""
+        return f"recipe {self.name} ({self.library} {self.version}): {self.summary}"
+
+
+def _load(name: str) -> Recipe:
+    path = resources.files("estimator").joinpath(f"data/recipes/{name}.json")
+    raw: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    defaults = dict(raw["defaults"])
+    unknown = sorted(set(defaults) - _FIELDS)
+    if unknown:
+        raise WorkloadError(f"recipe {name}: not Workload fields: {', '.join(unknown)}")
+    sources = dict(raw["sources"])
+    uncited = sorted(set(defaults) - set(sources))
+    if uncited:
+        raise WorkloadError(f"recipe {name}: defaults without a source: {', '.join(uncited)}")
+    if "lora_targets" in defaults:
+        defaults["lora_targets"] = tuple(defaults["lora_targets"])
+    return Recipe(
+        name=raw["name"],
+        library=raw["library"],
+        version=raw["version"],
+        summary=raw["summary"],
+        defaults=tuple(defaults.items()),
+        sources=tuple(sources.items()),
+        notes=tuple(raw.get("notes", ())),
+    )
+
+
+@cache
+def recipe(name: str) -> Recipe:
+    """The recipe called ``name``; ``WorkloadError`` for a name not in ``RECIPE_NAMES``."""
+    if name not in RECIPE_NAMES:
+        raise WorkloadError(
+            f"workload: recipe must be one of {', '.join(RECIPE_NAMES)}, got {name!r}"
+        )
+    return _load(name)
+
+
+def recipes() -> tuple[Recipe, ...]:
+    return tuple(recipe(n) for n in RECIPE_NAMES)
+
+
+def apply_recipe(name: str | None, **explicit: object) -> Workload:
+    """A Workload from the recipe's defaults, overridden by every ``explicit`` field.
+
+    ``name`` None (or empty) is the plain Workload defaults with ``explicit``
+    on top. ``pure_16bit`` given explicitly wins over the recipe's numerics.
+    """
+    unknown = sorted(set(explicit) - _FIELDS)
+    if unknown:
+        raise WorkloadError(f"workload: unknown fields {', '.join(unknown)}")
+    values: dict[str, object] = {}
+    if name:
+        values.update(recipe(name).defaults)
+        values["recipe"] = name
+    values.update(explicit)
+    return Workload(**values)  # type: ignore[arg-type]
