@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_estimator as base  # noqa: E402
+import bench_estimator as base
 
-from estimator import EstimateError, Workload  # noqa: E402
-from estimator.recipes import RECIPE_NAMES, recipe  # noqa: E402
+from estimator import EstimateError, Workload
+from estimator.recipes import RECIPE_NAMES, recipe
 
 # Fields a row states (bench_estimator reads them from its columns); every
 # other Workload field comes from the recipe.
@@ -138,7 +138,9 @@ def score(as_json: bool = False) -> dict[str, dict[str, Any]]:
         for line, model, method, value, measured, err in b["rows"]:
             shown = "-" if measured is None else f"{measured / base.GB:7.2f}"
             e = "" if err is None else f"{err:+6.1f}%"
-            print(f"{name:10} csv:{line:<4} {model[:34]:34} {method:5} {value / base.GB:7.2f} {shown:>7} {e}")
+            print(
+                f"{name:10} csv:{line:<4} {model[:34]:34} {method:5} {value / base.GB:7.2f} {shown:>7} {e}"
+            )
     print(
         f"\n{'recipe':10} {'version':22} {'rows':>4} {'median':>7} {'p90':>6} {'verdicts':>8} {'QLoRA<=10%':>10}"
     )
@@ -147,7 +149,9 @@ def score(as_json: bool = False) -> dict[str, dict[str, Any]]:
         p90 = "-" if s["p90_abs_error_pct"] is None else f"{s['p90_abs_error_pct']:.1f}%"
         ver = "-" if s["verdict_accuracy_pct"] is None else f"{s['verdict_accuracy_pct']:.1f}%"
         q = f"{s['qlora_within_10pct']}/{s['qlora_rows']}"
-        print(f"{name:10} {s['version'][:22]:22} {s['rows_with_figure']:4} {med:>7} {p90:>6} {ver:>8} {q:>10}")
+        print(
+            f"{name:10} {s['version'][:22]:22} {s['rows_with_figure']:4} {med:>7} {p90:>6} {ver:>8} {q:>10}"
+        )
     print(f"\ngoals: p90 <= {P90_GOAL:.0f}%, QLoRA rows within {QLORA_GOAL:.0f}%")
     return summary
 
