@@ -32,9 +32,11 @@ from estimator.families import (
     opt,
     phi,
     phi3,
+    qwen,
     qwen2,
     qwen3,
     smollm3,
+    stablelm,
     t5,
     vision,
     whisper,
@@ -80,6 +82,9 @@ TABLE: dict[str, Family] = {
     "whisper": whisper.FAMILY,
     "vit": vision.VIT,
     "clip": vision.CLIP,
+    "qwen": qwen.FAMILY,
+    "stablelm": stablelm.FAMILY,
+    "stablelm_epoch": stablelm.EPOCH,
 }
 
 # Longest prefix first, so "DistilBert" wins over "Bert" for configs without model_type.

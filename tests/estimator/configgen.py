@@ -420,6 +420,16 @@ def whisper(r: random.Random) -> Config:
     return cfg
 
 
+def stablelm(r: random.Random) -> Config:
+    cfg = _llama_like(r, head_dim_key=False)
+    cfg.update(
+        use_qkv_bias=r.random() < 0.5,
+        qk_layernorm=r.random() < 0.5,
+        use_parallel_residual=r.random() < 0.5,
+    )
+    return cfg
+
+
 def _vision_tower(r: random.Random) -> Config:
     hidden, heads, _ = _classic(r)
     return {
@@ -500,6 +510,7 @@ FAMILIES: dict[str, tuple[str, Callable[[random.Random], Config], tuple[str, ...
     "whisper": ("Whisper", whisper, SEQ2SEQ),
     "vit": ("ViT", vit, ("base", "sequence-classification")),
     "clip": ("CLIP", clip, ("base",)),
+    "stablelm": ("StableLm", stablelm, DECODER),
 }
 
 
