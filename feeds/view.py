@@ -3,7 +3,11 @@
 The plan was computed once, when the revision was processed; pages read it
 back typed (``estimator.Plan.from_json``) and this module only picks numbers
 out of it and words them (labels and GiB from ``estimator.deltas``), so the
-HTML, the Markdown and the badge can never disagree.
+HTML, the Markdown and the badge can never disagree. The card table's
+engine column is vLLM's start-up verdict as the stored plan carries it
+(``serving.engine``, computed when the revision was processed); a card the
+stored plan has no vLLM verdict for says so rather than being planned again
+on every request.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from estimator import Accuracy, Plan
+from estimator import Accuracy, EngineVerdict, Plan
 from estimator.deltas import METHOD_LABELS, gib, stored_plan
 from storage.publishing import ModelPageData, ModelSummary
 from storage.records import Change, Severity
@@ -26,6 +30,9 @@ BADGE_COLORS = {
     Severity.CRITICAL: "red",
 }
 DIFF_VALUE_MAX_CHARS = 4000
+ENGINE = "vllm"
+ENGINE_HEADING = "vLLM start-up (default settings, the model's context)"
+NO_ENGINE_VERDICT = "no engine verdict stored"
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class CardRow:
     card: str
     usable_gib: str
     cells: tuple[str, ...]
+    engine: str = NO_ENGINE_VERDICT
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,8 @@ def methods() -> list[str]:
 
 
 def card_rows(plan: Plan | None) -> list[CardRow]:
-    """Per card: for each method, the largest batch that fits or that it does not fit."""
+    """Per card: for each method, the largest batch that fits or that it does not fit, and
+    whether vLLM starts there (``engine_cell``)."""
     rows = []
     for fit in () if plan is None else plan.cards:
         entries = {m.method: m for m in fit.methods}
@@ -90,8 +99,31 @@ def card_rows(plan: Plan | None) -> list[CardRow]:
                 cells.append(f"no (largest batch {entry.largest_batch})")
             else:
                 cells.append("no")
-        rows.append(CardRow(fit.card.name, gib(fit.card.usable_bytes), tuple(cells)))
+        engine = engine_cell(plan.engine if plan is not None else None, fit.card.name)
+        rows.append(CardRow(fit.card.name, gib(fit.card.usable_bytes), tuple(cells), engine))
     return rows
+
+
+def engine_cell(verdict: EngineVerdict | None, card: str) -> str:
+    """vLLM's start-up on ``card`` as the stored verdict states it, one tensor-parallel GPU.
+
+    ``starts; KV cache 14,896 tokens at max_model_len 4,096`` or ``does not start at
+    max_model_len 131,072 (KV cache 14,896 tokens; --max-model-len 14896 starts)``; a
+    verdict of another engine, card or GPU count is not this card's, so it reads as none.
+    """
+    if verdict is None or verdict.name != ENGINE or verdict.card != card:
+        return NO_ENGINE_VERDICT
+    if verdict.tensor_parallel != 1:
+        return NO_ENGINE_VERDICT
+    tokens = f"KV cache {verdict.kv_cache_tokens:,} tokens"
+    if verdict.starts:
+        return f"starts; {tokens} at max_model_len {verdict.max_model_len:,}"
+    fix = (
+        f"--max-model-len {verdict.max_model_len_that_starts} starts"
+        if verdict.max_model_len_that_starts > 0
+        else "no max_model_len starts"
+    )
+    return f"does not start at max_model_len {verdict.max_model_len:,} ({tokens}; {fix})"
 
 
 def method_notes(plan: Plan | None) -> list[MethodNote]:
@@ -167,12 +199,15 @@ def _dump(value: Any) -> str:
 
 
 __all__ = [
+    "ENGINE_HEADING",
+    "NO_ENGINE_VERDICT",
     "CardRow",
     "MethodNote",
     "accuracy",
     "badge",
     "card_rows",
     "diff_text",
+    "engine_cell",
     "family",
     "gib",
     "headline",

@@ -33,6 +33,8 @@ def test_model_page_renders_the_stored_card_table(
             assert serve_cell == f"fits, batch <= {serve['largest_batch']}"
         else:
             assert serve_cell.startswith("no")
+        # processing stores no engine verdict, so the page says so instead of planning again
+        assert row.find_element(By.CSS_SELECTOR, "td.engine").text == "no engine verdict stored"
     total = plan["parameters"]["total"]
     assert f"{total:,} parameters" in browser.find_element(By.ID, "parameters").text
     assert browser.find_element(By.ID, "accuracy").text
