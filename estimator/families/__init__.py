@@ -15,6 +15,7 @@ from estimator.families import (
     bart,
     bert,
     bloom,
+    codegen,
     deberta_v2,
     deepseek_v3,
     distilbert,
@@ -27,8 +28,10 @@ from estimator.families import (
     gpt_oss,
     gptj,
     llama,
+    marian,
     mistral,
     moe,
+    mpnet,
     opt,
     phi,
     phi3,
@@ -85,6 +88,9 @@ TABLE: dict[str, Family] = {
     "qwen": qwen.FAMILY,
     "stablelm": stablelm.FAMILY,
     "stablelm_epoch": stablelm.EPOCH,
+    "codegen": codegen.FAMILY,
+    "mpnet": mpnet.FAMILY,
+    "marian": marian.FAMILY,
 }
 
 # Longest prefix first, so "DistilBert" wins over "Bert" for configs without model_type.

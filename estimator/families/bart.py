@@ -131,3 +131,7 @@ def build_mbart(cfg: Config, req: Request) -> Architecture:
 HEADS: frozenset[HeadKind] = SEQ2SEQ_HEADS | {"sequence-classification"}
 BART = Family("bart", "Bart", "BartForConditionalGeneration", HEADS, build_bart)
 MBART = Family("mbart", "MBart", "MBartForConditionalGeneration", HEADS, build_mbart)
+
+
+encoder_decoder_layer = _layer
+"""The BART layer (post-norm, biased projections), also Marian's."""

@@ -25,6 +25,7 @@ CLASS_OVERRIDES = {
     ("gpt2", "causal-lm"): "GPT2LMHeadModel",
     ("gemma3_text", "base"): "Gemma3TextModel",
     ("vit", "sequence-classification"): "ViTForImageClassification",
+    ("marian", "conditional-generation"): "MarianMTModel",
 }
 
 
@@ -430,6 +431,34 @@ def stablelm(r: random.Random) -> Config:
     return cfg
 
 
+def codegen(r: random.Random) -> Config:
+    hidden, heads, layers = _classic(r)
+    return {
+        "n_embd": hidden,
+        "n_head": heads,
+        "n_layer": layers,
+        "n_inner": r.choice([None, 40]),
+        "n_positions": 64,
+        "rotary_dim": 4,
+        "vocab_size": r.randint(64, 300),
+        "tie_word_embeddings": r.random() < 0.3,
+    }
+
+
+def mpnet(r: random.Random) -> Config:
+    cfg = _bert_like(r)
+    cfg.pop("type_vocab_size", None)
+    cfg["relative_attention_num_buckets"] = r.choice([8, 32])
+    cfg["tie_word_embeddings"] = r.random() < 0.7
+    return cfg
+
+
+def marian(r: random.Random) -> Config:
+    cfg = bart(r)
+    cfg["decoder_start_token_id"] = 1
+    return cfg
+
+
 def _vision_tower(r: random.Random) -> Config:
     hidden, heads, _ = _classic(r)
     return {
@@ -511,6 +540,9 @@ FAMILIES: dict[str, tuple[str, Callable[[random.Random], Config], tuple[str, ...
     "vit": ("ViT", vit, ("base", "sequence-classification")),
     "clip": ("CLIP", clip, ("base",)),
     "stablelm": ("StableLm", stablelm, DECODER),
+    "codegen": ("CodeGen", codegen, ("base", "causal-lm")),
+    "mpnet": ("MPNet", mpnet, ENCODER),
+    "marian": ("Marian", marian, SEQ2SEQ),
 }
 
 

@@ -1,0 +1,67 @@
+"""CodeGen: GPT-J's parallel block (one LayerNorm feeding attention and MLP) with a single
+bias-free ``qkv_proj``, a bias-free ``out_proj``, a biased MLP and a biased LM head.
+
+From transformers 5.24.0 models/codegen/modeling_codegen.py (CodeGenAttention,
+CodeGenMLP: ``n_inner`` defaults to 4 * n_embd) and configuration_codegen.py.
+"""
+
+from __future__ import annotations
+
+from estimator.architecture import Architecture, HeadKind
+from estimator.blocks import attention, mlp
+from estimator.blocks.layer import LayerParts, template
+from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
+from estimator.families.family import Family, Request
+from estimator.families.gpt_style import GptStack, StackSizes, build_stack
+
+CODEGEN_HEADS: frozenset[HeadKind] = frozenset({"base", "causal-lm"})
+CODEGEN_STACK = GptStack(
+    family="codegen",
+    base_model="transformer.",
+    token_embedding="wte",
+    final_norm="ln_f",
+    head_bias=True,
+)
+
+
+def build(cfg: Config, req: Request) -> Architecture:
+    hidden = cfg.size("n_embd", 4096, limit=MAX_WIDTH, aliases=("hidden_size",))
+    heads = cfg.size("n_head", 16, limit=MAX_HEADS, aliases=("num_attention_heads",))
+    cfg.divides("n_head", heads, "n_embd", hidden)
+    inner = cfg.size("n_inner", 4 * hidden, limit=MAX_WIDTH)
+    parts = LayerParts()
+    parts.norm("ln_1", hidden, True)
+    attention.fused_qkv(
+        parts,
+        "attn.qkv_proj",
+        "attn.out_proj",
+        hidden,
+        heads,
+        heads,
+        hidden // heads,
+        qkv_bias=False,
+        out_bias=False,
+    )
+    ffn = mlp.plain(
+        parts,
+        "mlp.fc_in",
+        "mlp.fc_out",
+        hidden,
+        inner,
+        cfg.text("activation_function", "gelu_new"),
+        bias=True,
+    )
+    spec = attention.spec(heads, heads, hidden // heads, causal=True)
+    layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
+    sizes = StackSizes(
+        hidden,
+        cfg.size("vocab_size", 50400, limit=MAX_VOCAB),
+        cfg.size("n_layer", 28, limit=MAX_LAYERS, aliases=("num_hidden_layers",)),
+        cfg.size("n_positions", 2048, limit=MAX_POSITIONS, aliases=("max_position_embeddings",)),
+        cfg.flag("tie_word_embeddings", False),
+        hidden_dropout=cfg.number("resid_pdrop", 0.0) or 0.0,
+    )
+    return build_stack(cfg, req, CODEGEN_STACK, sizes, layer)
+
+
+FAMILY = Family("codegen", "CodeGen", "CodeGenForCausalLM", CODEGEN_HEADS, build)
