@@ -56,7 +56,9 @@ class Workload:
     ``loss_chunks``: 1 is one cross-entropy over fp32 logits of the whole
     micro-batch; N > 1 is a chunked loss (torchtune ``CEWithChunkedOutputLoss``,
     litgpt ``chunked_cross_entropy``) that upcasts one chunk of logits at a
-    time. ``adapters_fp32``: PEFT keeps LoRA weights in fp32
+    time; 0 is a fused linear cross-entropy that never materialises the
+    logits (Apple's Cut Cross-Entropy in Unsloth, Liger's fused loss).
+    ``adapters_fp32``: PEFT keeps LoRA weights in fp32
     (``autocast_adapter_dtype``); torchtune and litgpt build them in the
     model's dtype. ``recipe``: the training recipe whose defaults built this
     workload (``estimator/data/recipes/``), empty when none.
@@ -118,7 +120,7 @@ class Workload:
         _bounded("lora_alpha", self.lora_alpha, 1, MAX_RANK)
         _bounded("samples", self.samples, 1, 1 << 40)
         _bounded("kv_cache_bytes", self.kv_cache_bytes, 1, 4)
-        _bounded("loss_chunks", self.loss_chunks, 1, MAX_LOSS_CHUNKS)
+        _bounded("loss_chunks", self.loss_chunks, 0, MAX_LOSS_CHUNKS)
         if not isinstance(self.recipe, str) or len(self.recipe) > 64:
             raise WorkloadError("workload: recipe must be a recipe name")
         for name in (

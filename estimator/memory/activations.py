@@ -56,6 +56,7 @@ LOSS_FORWARD_BYTES_PER_LOGIT: Final = 10
 LOGIT_16BIT_BYTES: Final = 2
 CHUNKED_SAVED_BYTES: Final = 4
 CHUNK_BACKWARD_BYTES: Final = 10
+FUSED_BYTES_PER_TOKEN: Final = 4
 VOCAB_HEADS: Final = frozenset({"causal-lm", "masked-lm", "pretraining", "conditional-generation"})
 INDEX_BYTES: Final = 8
 
@@ -294,11 +295,16 @@ def loss_bytes(
     recipe frees the 16-bit logits before backward (``del logits``), so the
     start of backward holds 4 B per logit plus one chunk's fp32 gradient, its
     log-softmax gradient and its 16-bit cast (10 B per logit of the chunk).
+    ``chunks`` 0 is a fused linear cross-entropy: 4 B (fp32 log-sum-exp) per token.
     """
     if arch.head not in VOCAB_HEADS:
         return 0, 0
     logits = arch.vocab_size * tokens
     saved_16bit = 0 if fp32_logits else LOGIT_16BIT_BYTES
+    if chunks == 0:
+        # Fused linear cross-entropy (Cut Cross-Entropy): logits are computed block by
+        # block in forward and again in backward; only an fp32 log-sum-exp per token stays.
+        return FUSED_BYTES_PER_TOKEN * tokens, FUSED_BYTES_PER_TOKEN * tokens
     if chunks > 1:
         backward = CHUNKED_SAVED_BYTES * logits + CHUNK_BACKWARD_BYTES * logits // chunks
         forward = (saved_16bit + CHUNKED_SAVED_BYTES) * logits + 4 * logits // chunks

@@ -246,7 +246,11 @@ def _explain(
     assumptions: list[str] = []
     if w.recipe:
         assumptions.append(recipe(w.recipe).describe())
-    if w.loss_chunks > 1:
+    if w.loss_chunks == 0:
+        assumptions.append(
+            "fused linear cross-entropy: logits never materialised, an fp32 log-sum-exp per token"
+        )
+    elif w.loss_chunks > 1:
         assumptions.append(
             f"chunked cross-entropy over {w.loss_chunks} chunks: every chunk's fp32 "
             "log-softmax is kept, one chunk is upcast and differentiated at a time"

@@ -111,7 +111,7 @@ def test_unknown_recipe_and_bad_chunks_are_workload_errors() -> None:
     with pytest.raises(WorkloadError, match="recipe must be one of"):
         apply_recipe("deepspeed-chat")
     with pytest.raises(WorkloadError, match="loss_chunks"):
-        Workload(loss_chunks=0)
+        Workload(loss_chunks=-1)
     with pytest.raises(WorkloadError, match="adapters_fp32"):
         Workload(adapters_fp32="yes")  # type: ignore[arg-type]
 

@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--loss-chunks",
         type=int,
-        help="cross-entropy over N chunks of logits (torchtune's chunked loss: 8); 1 is one fp32 loss",
+        help="cross-entropy over N chunks of logits (torchtune: 8); 1 one fp32 loss, 0 fused (no logits)",
     )
     parser.add_argument("--attention", choices=("sdpa", "eager"), default="sdpa")
     parser.add_argument("--lora-rank", type=int, help="(16)")
