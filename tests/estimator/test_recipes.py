@@ -133,6 +133,7 @@ def test_chunked_loss_keeps_four_bytes_per_logit_plus_one_chunk() -> None:
         4 * logits + 10 * logits // 8,
         6 * logits + 4 * logits // 8,
     )
+    assert loss_bytes(ARCH, 32, chunks=0) == (4 * 32, 4 * 32)  # fused: an fp32 LSE per token
 
 
 def test_adapters_in_the_model_dtype_halve_adapter_states() -> None:
@@ -157,3 +158,26 @@ def test_qlora_dequantised_buffer_by_hand() -> None:
     assert kbit["quantization_overhead"] == round(constants + 8192 * 6)
     two_gpus = breakdown("qlora", "optimizer step", kbit_prepare=True, pure_16bit=True, gpus=2)
     assert two_gpus["quantization_overhead"] < kbit["quantization_overhead"]
+
+
+def test_a_recipe_changes_the_plan_and_is_named_in_its_assumptions() -> None:
+    from estimator import plan
+
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 512,
+        "intermediate_size": 1024,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "vocab_size": 32000,
+        "max_position_embeddings": 4096,
+    }
+    common = {"method": "lora", "batch": 4, "seq_len": 1024, "lora_rank": 16}
+    hf = plan(config, apply_recipe("hf-trainer", **common)).selected
+    tune = plan(config, apply_recipe("torchtune", **common)).selected
+    # pure bf16 with bf16 adapters, checkpointing and the chunked loss: less memory
+    assert tune.peak_allocated_bytes < hf.peak_allocated_bytes
+    assert any("recipe torchtune (torchtune 14857d8)" in a for a in tune.assumptions)
+    assert any("chunked cross-entropy over 8 chunks" in a for a in tune.assumptions)
