@@ -97,13 +97,18 @@ class MethodModel:
     )
 
     def peak_phase(self, batch: int) -> Phase:
-        return max(self.phases, key=lambda p: p.at(batch))
+        # ``Phase.at`` inlined: one evaluation per phase of every plan and card.
+        return max(self.phases, key=lambda p: p._fixed + p._per_sample * batch)
 
     def allocated(self, batch: int) -> int:
         return round(self.peak_phase(batch).at(batch))
 
     def reserved(self, batch: int) -> int:
-        return round(max(self._reserved_affine(p, batch) for p in self.phases))
+        static, dynamic = 1 + self.reserve_static, 1 + self.reserve_dynamic
+        # ``_reserved_affine`` inlined, the same products in the same order.
+        return round(
+            max([p._fixed * static + p._per_sample * batch * dynamic for p in self.phases])
+        )
 
     def _reserved_affine(self, phase: Phase, batch: int) -> float:
         return phase.fixed() * (1 + self.reserve_static) + phase.per_sample() * batch * (
@@ -133,17 +138,14 @@ class MethodModel:
     def _split_parts(self) -> tuple[tuple[float, float, float, float], ...]:
         """Per phase: fixed bytes of the layers, other fixed bytes, activations, other per-sample."""
         parts = []
+        fraction = self.layer_fraction
         for phase in self.phases:
-            states = sum(t.fixed for t in phase.terms if t.key in _LAYER_STATES)
-            other = phase.fixed() - states
-            acts = sum(t.per_sample for t in phase.terms if t.key == "activations")
+            terms = phase.terms
+            states = sum([t.fixed for t in terms if t.key in _LAYER_STATES])
+            other = phase._fixed - states
+            acts = sum([t.per_sample for t in terms if t.key == "activations"])
             parts.append(
-                (
-                    states * self.layer_fraction,
-                    other + states * (1 - self.layer_fraction),
-                    acts,
-                    phase.per_sample() - acts,
-                )
+                (states * fraction, other + states * (1 - fraction), acts, phase._per_sample - acts)
             )
         return tuple(parts)
 
@@ -159,14 +161,14 @@ class MethodModel:
         worst = self._split_worst.get(key)
         if worst is None:
             share = -(-self.num_layers // cards) / max(self.num_layers, 1)
+            static, dynamic = 1 + self.reserve_static, 1 + self.reserve_dynamic
             worst = 0.0
             for layer_fixed, other_fixed, acts, other_dyn in self._split_parts:
-                fixed = layer_fixed * share + other_fixed
-                dyn = acts * share + other_dyn
-                worst = max(
-                    worst,
-                    fixed * (1 + self.reserve_static) + dyn * batch * (1 + self.reserve_dynamic),
-                )
+                value = (layer_fixed * share + other_fixed) * static + (
+                    acts * share + other_dyn
+                ) * batch * dynamic
+                if value > worst:
+                    worst = value
             self._split_worst[key] = worst
         return worst + context
 
