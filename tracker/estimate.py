@@ -4,17 +4,23 @@ The estimator is pure; this adapter feeds it the revision's parsed config
 and turns its refusals into a recorded change (a config the estimator cannot
 read is a finding about that revision, not a reason to lose the revision).
 The weight manifest goes along when every safetensors header was read, so
-the plan can compare its parameter count with the checkpoint's.
+the plan can compare its parameter count with the checkpoint's. The plan
+carries vLLM's start-up verdict at its defaults and the model's own context on
+the workload's card (``serving.engine``), computed here once per revision so
+the model page never plans per request; a config the engine model cannot take
+keeps its plan without one.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import estimator
 from estimator.errors import EstimateError
 from storage.records import Change, Severity
 from tracker.diff.revision import RevisionContent
+
+SERVING_ENGINE: Final = estimator.EngineRequest(engine="vllm")
 
 
 def estimate(
@@ -29,8 +35,12 @@ def estimate(
     config = content.value("config.json")
     if not isinstance(config, dict):
         return None, None
+    manifest = _manifest(content)
     try:
-        result = estimator.plan(config, manifest=_manifest(content))
+        try:
+            result = estimator.plan(config, manifest=manifest, engine=SERVING_ENGINE)
+        except EstimateError:  # the engine may refuse what the plan alone takes
+            result = estimator.plan(config, manifest=manifest)
     except EstimateError as exc:
         if previous is not None and _same_config(previous, content):
             return None, None

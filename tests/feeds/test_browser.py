@@ -26,6 +26,8 @@ def test_model_page_renders_the_stored_card_table(
     assert [r.find_element(By.TAG_NAME, "td").text for r in rows] == [
         c["card"] for c in plan["cards"]
     ]
+    verdict = plan["serving"]["engine"]
+    assert (verdict["name"], verdict["card"]) == ("vllm", plan["workload"]["card"])
     for row, card in zip(rows, plan["cards"], strict=True):
         serve_cell = row.find_elements(By.TAG_NAME, "td")[5].text
         serve = card["methods"]["serve"]
@@ -33,8 +35,13 @@ def test_model_page_renders_the_stored_card_table(
             assert serve_cell == f"fits, batch <= {serve['largest_batch']}"
         else:
             assert serve_cell.startswith("no")
-        # processing stores no engine verdict, so the page says so instead of planning again
-        assert row.find_element(By.CSS_SELECTOR, "td.engine").text == "no engine verdict stored"
+        # processing stored vLLM's verdict on the workload's card only; the rest say so
+        engine = row.find_element(By.CSS_SELECTOR, "td.engine").text
+        if card["card"] == verdict["card"]:
+            assert engine.startswith("starts; KV cache " if verdict["starts"] else "does not start")
+            assert f"{verdict['kv_cache_tokens']:,} tokens" in engine
+        else:
+            assert engine == "no engine verdict stored"
     total = plan["parameters"]["total"]
     assert f"{total:,} parameters" in browser.find_element(By.ID, "parameters").text
     assert browser.find_element(By.ID, "accuracy").text
