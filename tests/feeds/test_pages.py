@@ -73,7 +73,13 @@ def test_markdown_twin_carries_the_card_table_and_history(
     row = next(
         line for line in response.text.splitlines() if line.startswith(f"| {first['card']} |")
     )
-    assert row.rstrip().endswith(f"{expected} |") or expected == "no"
+    assert f"| {expected} | " in row or expected == "no"
+    verdict = plan["serving"]["engine"]  # vLLM's, stored when the revision was processed
+    engine = next(
+        line for line in response.text.splitlines() if line.startswith(f"| {verdict['card']} |")
+    )
+    assert f"{verdict['kv_cache_tokens']:,} tokens" in engine
+    assert row.rstrip().endswith("| no engine verdict stored |") or first["card"] == verdict["card"]
     assert f"`{head.sha[:12]}`" in response.text
 
 
