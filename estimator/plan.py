@@ -20,7 +20,7 @@ from estimator.cards import Card, all_cards, card
 from estimator.cost import Cost, estimate_cost
 from estimator.engines import EngineRequest, EngineVerdict, simulate_engine
 from estimator.errors import EstimateError, PlanJsonError
-from estimator.families import describe
+from estimator.families import ExactParameters, describe
 from estimator.fit import CardFit, MethodFit, fit_cards
 from estimator.manifest import ManifestComparison, WeightManifest, compare
 from estimator.memory import MemoryEstimate, evaluate, method_models, split_parameters
@@ -201,15 +201,17 @@ def plan(
     workload: Workload | None = None,
     manifest: WeightManifest | None = None,
     engine: EngineRequest | None = None,
+    exact: ExactParameters | None = None,
 ) -> Plan:
     """Estimate everything for ``config`` (a parsed config.json) under ``workload``.
 
     With ``engine``, the plan also carries that serving engine's start-up
     verdict (``serving.engine`` in the JSON): would it start, with what KV cache.
+    ``exact`` builds the parameter list of a type no family knows (see describe()).
     """
     w = workload or Workload()
     target = card(w.card)
-    arch = describe(config)
+    arch = describe(config, exact)
     split = split_parameters(arch)
     models = method_models(arch, w, target.bf16, split)
     memory = tuple(

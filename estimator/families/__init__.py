@@ -44,6 +44,7 @@ from estimator.families import (
     vision,
     whisper,
 )
+from estimator.families.exact import ExactParameters, from_parameters
 from estimator.families.family import Family, Request
 from estimator.families.heads import architecture_of, head_of
 
@@ -109,13 +110,23 @@ def _model_type(cfg: Config, architecture: str | None) -> str | None:
     return None
 
 
-def describe(config: Mapping[str, object] | object) -> Architecture:
-    """The model a config.json describes; raises ConfigError naming the offending field."""
+def describe(
+    config: Mapping[str, object] | object, exact: ExactParameters | None = None
+) -> Architecture:
+    """The model a config.json describes; raises ConfigError naming the offending field.
+
+    ``exact`` (tracker.exact_parameters, with the ``[exact]`` extra) is asked only for
+    types no family module knows: the parameters transformers builds for the config on
+    the meta device replace the generic estimate when it can build them.
+    """
     cfg = Config(config)
     architecture = architecture_of(cfg)
     model_type = _model_type(cfg, architecture)
     family = TABLE.get(model_type) if model_type is not None else None
     if family is None:
+        params = exact(cfg.raw) if exact is not None else None
+        if params:
+            return from_parameters(cfg, model_type, architecture, params)
         return generic.build(cfg, model_type, architecture)
     if architecture is None:
         architecture = family.default_architecture
@@ -126,4 +137,4 @@ def describe(config: Mapping[str, object] | object) -> Architecture:
     return family.build(cfg, Request(model_type or family.name, architecture, head, supported))
 
 
-__all__ = ["TABLE", "describe"]
+__all__ = ["TABLE", "ExactParameters", "describe"]

@@ -1,0 +1,159 @@
+"""Exact parameters for model types the estimator has no family for: transformers builds
+the class ``architectures[0]`` names on torch's meta device (shapes only, no memory, no
+weights) and its ``named_parameters()`` become the estimate's tensor list.
+
+Needs the optional ``[exact]`` extra (torch + transformers); without it ``builder()``
+returns None and the plan keeps the generic estimate, whose ``unsupported-model-type``
+finding says how to get this one. torch is imported on the first unknown type only, so
+plans of known families never pay for it. One build per config: results (the parameter
+list and the module tree) are kept in process, keyed by the SHA-256 of the canonical
+config JSON, so a daemon walking many revisions of one repo builds once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import io
+import json
+import re
+import threading
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from estimator.families.exact import ExactParameters, ParameterList
+
+INSTALL_HINT = "pip install 'neurarch-trace[exact]'"
+
+# Head -> the Auto class transformers would pick when architectures[0] is not its own class.
+_AUTO_BY_SUFFIX = (
+    ("ForConditionalGeneration", "AutoModelForImageTextToText"),
+    ("ForCausalLM", "AutoModelForCausalLM"),
+    ("LMHeadModel", "AutoModelForCausalLM"),
+    ("ForMaskedLM", "AutoModelForMaskedLM"),
+    ("ForSequenceClassification", "AutoModelForSequenceClassification"),
+)
+
+
+@dataclass(frozen=True)
+class MetaBuild:
+    """What one meta-device build produced: parameters in transformers' order and the
+    module tree (qualified name, class name), or why transformers could not build it."""
+
+    parameters: ParameterList
+    modules: tuple[tuple[str, str], ...]
+    refused: str | None = None
+
+
+_cache: dict[str, MetaBuild] = {}
+_lock = threading.Lock()
+
+
+def available() -> bool:
+    """torch and transformers are importable (checked without importing them)."""
+    return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
+
+
+def config_hash(config: Mapping[str, object]) -> str:
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+_INT_FOR_FLOAT = re.compile(r"Field '(\w+)' expected float, got int")
+MAX_COERCIONS = 8
+
+
+def _parsed(config_cls: Any, config: dict[str, Any]) -> Any:
+    """``config_cls.from_dict``, retried with an int turned float where transformers' strict
+    validation refuses one (grounding-dino's ``class_cost: 1`` as published)."""
+    for _ in range(MAX_COERCIONS):
+        try:
+            return config_cls.from_dict(config)
+        except Exception as exc:
+            m = _INT_FOR_FLOAT.search(str(exc))
+            if m is None or not isinstance(config.get(m[1]), int):
+                raise
+            config = {**config, m[1]: float(config[m[1]])}
+    return config_cls.from_dict(config)
+
+
+def _model(transformers: Any, config_cls: Any, cfg: Any, arch: str) -> Any:
+    """The class ``arch`` names when it is transformers' own for this config, else the Auto
+    class for its head, then the image-text and base Auto classes (LLaVA's remote-code
+    ``LlavaLlamaForCausalLM`` is built as transformers' LLaVA)."""
+    cls = getattr(transformers, arch, None) if arch else None
+    if cls is not None and getattr(cls, "config_class", None) is config_cls:
+        return cls(cfg)
+    autos = [a for s, a in _AUTO_BY_SUFFIX if arch.endswith(s)]
+    autos += ["AutoModelForImageTextToText", "AutoModel"]
+    error: Exception | None = None
+    for auto in dict.fromkeys(autos):
+        try:
+            return getattr(transformers, auto).from_config(cfg)
+        except ValueError as exc:  # "Unrecognized configuration class ... for this kind"
+            error = error or exc
+    assert error is not None
+    raise error
+
+
+def _build(config: Mapping[str, object]) -> MetaBuild:
+    import torch
+    import transformers
+    from transformers import CONFIG_MAPPING
+
+    transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
+        return MetaBuild((), (), f"transformers has no config class for {model_type!r}")
+    config_cls = CONFIG_MAPPING[model_type]
+    names = config.get("architectures")
+    arch = names[0] if isinstance(names, list) and names and isinstance(names[0], str) else ""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cfg = _parsed(config_cls, dict(config))
+            with torch.device("meta"), contextlib.redirect_stdout(io.StringIO()):
+                model = _model(transformers, config_cls, cfg, arch)
+    except Exception as exc:  # transformers raises anything from a config it cannot build
+        return MetaBuild((), (), f"{type(exc).__name__}: {exc}"[:300])
+    params = tuple((n, tuple(int(d) for d in p.shape)) for n, p in model.named_parameters())
+    modules = tuple((n, type(m).__name__) for n, m in model.named_modules())
+    return MetaBuild(params, modules)
+
+
+def meta_build(config: Mapping[str, object]) -> MetaBuild:
+    """The (cached) meta-device build of ``config``."""
+    key = config_hash(config)
+    with _lock:
+        hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    built = _build(config)
+    with _lock:
+        _cache[key] = built
+    return built
+
+
+def meta_parameters(config: Mapping[str, object]) -> ParameterList | None:
+    """The ExactParameters callable describe() takes: None where transformers refuses."""
+    built = meta_build(config)
+    return built.parameters or None
+
+
+def builder() -> ExactParameters | None:
+    """``meta_parameters`` when the ``[exact]`` extra is installed, else None."""
+    return meta_parameters if available() else None
+
+
+__all__ = [
+    "INSTALL_HINT",
+    "MetaBuild",
+    "available",
+    "builder",
+    "config_hash",
+    "meta_build",
+    "meta_parameters",
+]
