@@ -19,11 +19,10 @@ from importlib import resources
 from typing import Any, Final
 
 from estimator.errors import WorkloadError
-from estimator.workload import Workload
+from estimator.workload import RECIPE_NAMES, Workload
 
 __all__ = ["RECIPE_NAMES", "Recipe", "apply_recipe", "recipe", "recipes"]
 
-RECIPE_NAMES: Final = ("hf-trainer", "peft", "trl-sft", "torchtune", "litgpt", "axolotl", "unsloth")
 _FIELDS: Final = frozenset(f.name for f in fields(Workload))
 
 

@@ -35,6 +35,8 @@ MAX_SEQ: Final = 1 << 24
 MAX_GPUS: Final = 4096
 MAX_RANK: Final = 1 << 16
 MAX_LOSS_CHUNKS: Final = 4096
+# Training recipes with a file in data/recipes/ (estimator/recipes.py reads them).
+RECIPE_NAMES: Final = ("hf-trainer", "peft", "trl-sft", "torchtune", "litgpt", "axolotl", "unsloth")
 ALL_LINEAR: Final = "all-linear"
 
 
@@ -121,8 +123,10 @@ class Workload:
         _bounded("samples", self.samples, 1, 1 << 40)
         _bounded("kv_cache_bytes", self.kv_cache_bytes, 1, 4)
         _bounded("loss_chunks", self.loss_chunks, 0, MAX_LOSS_CHUNKS)
-        if not isinstance(self.recipe, str) or len(self.recipe) > 64:
-            raise WorkloadError("workload: recipe must be a recipe name")
+        if self.recipe != "" and self.recipe not in RECIPE_NAMES:
+            raise WorkloadError(
+                f"workload: recipe must be one of {', '.join(RECIPE_NAMES)}, got {self.recipe!r}"
+            )
         for name in (
             "grad_checkpointing",
             "pure_16bit",

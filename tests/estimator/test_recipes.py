@@ -110,6 +110,8 @@ def test_cli_recipe_then_flags() -> None:
 def test_unknown_recipe_and_bad_chunks_are_workload_errors() -> None:
     with pytest.raises(WorkloadError, match="recipe must be one of"):
         apply_recipe("deepspeed-chat")
+    with pytest.raises(WorkloadError, match="recipe must be one of"):
+        Workload(recipe="deepspeed-chat")
     with pytest.raises(WorkloadError, match="loss_chunks"):
         Workload(loss_chunks=-1)
     with pytest.raises(WorkloadError, match="adapters_fp32"):
@@ -181,3 +183,21 @@ def test_a_recipe_changes_the_plan_and_is_named_in_its_assumptions() -> None:
     assert tune.peak_allocated_bytes < hf.peak_allocated_bytes
     assert any("recipe torchtune (torchtune 14857d8)" in a for a in tune.assumptions)
     assert any("chunked cross-entropy over 8 chunks" in a for a in tune.assumptions)
+
+
+def test_a_recipe_plan_reads_back_from_its_json() -> None:
+    from estimator import Plan, plan
+
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 256,
+        "intermediate_size": 512,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "vocab_size": 1000,
+    }
+    p = plan(config, apply_recipe("litgpt", method="qlora"))
+    back = Plan.from_json(p.to_json())
+    assert back.workload == p.workload
+    assert back.workload.recipe == "litgpt" and back.workload.loss_chunks == 64
