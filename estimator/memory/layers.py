@@ -9,7 +9,7 @@ module assigned, and a trainability from the method and LoRA targets.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal, NamedTuple
 
 from estimator.architecture import Architecture, Block, Linear, TensorRole
@@ -61,13 +61,27 @@ def linear_roles(arch: Architecture) -> dict[int, list[tuple[str, TensorRole]]]:
     return roles
 
 
-def _role_of(linear: Linear, roles: list[tuple[str, TensorRole]]) -> str:
-    # Tensor names carry the stack prefix ("model.layers.3."); linear names are relative.
-    suffix = "." + linear.name
+def _role_finder(roles: list[tuple[str, TensorRole]]) -> Callable[[Linear], str]:
+    """The role of a linear among one block's tensor roles.
+
+    Tensor names carry the stack prefix ("model.layers.3."); linear names are
+    relative. A linear named L belongs to the first tensor N (in order) with
+    N == L or N ending in "." + L; both imply N's last dotted part is L's, so
+    only the tensors sharing that leaf are compared.
+    """
+    by_leaf: dict[str, list[tuple[str, TensorRole]]] = {}
     for name, role in roles:
-        if name == linear.name or name.endswith(suffix):
-            return role
-    return "other"
+        by_leaf.setdefault(name.rpartition(".")[2], []).append((name, role))
+
+    def role_of(linear: Linear) -> str:
+        lname = linear.name
+        suffix = "." + lname
+        for name, role in by_leaf.get(lname.rpartition(".")[2], ()):
+            if name == lname or name.endswith(suffix):
+                return role
+        return "other"
+
+    return role_of
 
 
 Slotted = tuple[tuple[Linear, Slot], ...]
@@ -103,14 +117,22 @@ def place(slotted: Slotted, trainable: bool, targets: frozenset[str] | None) -> 
 
 def slot_block(block: Block, hidden: int, roles: list[tuple[str, TensorRole]]) -> Slotted:
     """Where each linear of one block sits in the dataflow."""
-    role_by_linear = [(lin, _role_of(lin, roles)) for lin in block.linears]
+    role_of = _role_finder(roles)
+    role_by_linear = [(lin, role_of(lin)) for lin in block.linears]
     attn = [lin for lin, role in role_by_linear if role == "attention"]
     cross = [lin for lin in attn if any(m in lin.name.lower() for m in _CROSS_MARKERS)]
     if block.cross_attention is None:
         cross = []
-    self_attn = [lin for lin in attn if lin not in cross]
+    # Linears compare by value; with distinct names (every family's case) that is identity.
+    if len({lin.name for lin in block.linears}) == len(block.linears):
+        cross_ids = {id(lin) for lin in cross}
+        self_attn = [lin for lin in attn if id(lin) not in cross_ids]
+    else:
+        cross_ids = None
+        self_attn = [lin for lin in attn if lin not in cross]
     attn_out = _last_projecting_to(self_attn, hidden)
     cross_out = _last_projecting_to(cross, hidden)
+    last_mlp = next((lin for lin, role in reversed(role_by_linear) if role == "mlp"), None)
     slotted: list[tuple[Linear, Slot]] = []
     for lin, role in role_by_linear:
         slot: Slot
@@ -123,12 +145,12 @@ def slot_block(block: Block, hidden: int, roles: list[tuple[str, TensorRole]]) -
                 "mlp_in" if lin.in_features == hidden and lin.out_features != hidden else "mlp_out"
             )
             if lin.in_features == hidden and lin.out_features == hidden:
-                slot = "mlp_out" if _is_last_mlp(lin, role_by_linear) else "mlp_in"
+                slot = "mlp_out" if lin is last_mlp else "mlp_in"
         elif lin is attn_out:
             slot = "attn_out"
         elif lin is cross_out:
             slot = "cross_out"
-        elif lin in cross:
+        elif (id(lin) in cross_ids) if cross_ids is not None else (lin in cross):
             slot = "cross_in"
         elif role == "attention":
             slot = "attn_in" if lin.in_features == hidden else "attn_inner"
@@ -143,11 +165,6 @@ def _last_projecting_to(linears: list[Linear], hidden: int) -> Linear | None:
         if lin.out_features == hidden:
             return lin
     return None
-
-
-def _is_last_mlp(lin: Linear, role_by_linear: list[tuple[Linear, str]]) -> bool:
-    mlp = [candidate for candidate, role in role_by_linear if role == "mlp"]
-    return bool(mlp) and mlp[-1] is lin
 
 
 def _matches(name: str, targets: Iterable[str]) -> bool:
