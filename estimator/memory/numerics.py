@@ -69,12 +69,13 @@ def upcast_by_kbit_prepare(workload: Workload, method: str) -> bool:
 def dequantised_bytes(workload: Workload, method: str) -> int:
     """Bytes per weight of the dequantised copy of the 4-bit linear in flight.
 
-    bitsandbytes (``autograd/_functions.py``, ``MatMul4Bit``) dequantises one
-    weight at a time to the quant state's 16-bit dtype: ``forward`` runs
+    bitsandbytes (``bitsandbytes/autograd/_functions.py`` @012c660,
+    ``MatMul4Bit``) dequantises one weight at a time and saves no input
+    (``ctx.tensors = (None, B)``): ``forward`` runs
     ``F.dequantize_4bit(B, quant_state).to(A.dtype)`` and ``backward``
     ``F.dequantize_4bit(B, ctx.state).to(grad_output.dtype)``. After
     prepare_model_for_kbit_training on one GPU the layer inputs are fp32 and
-    ``Linear4bit.forward`` returns ``matmul_4bit(...).to(inp_dtype)`` (fp32),
+    ``Linear4bit.forward`` (``bitsandbytes/nn/modules.py``) returns ``matmul_4bit(...).to(inp_dtype)`` (fp32),
     so the 16-bit copy is cast again: 2 + 4 bytes per weight of that linear.
     """
     fp32_flow = upcast_by_kbit_prepare(workload, method) and workload.precision != "fp32"
