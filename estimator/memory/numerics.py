@@ -73,13 +73,15 @@ def dequantised_bytes(workload: Workload, method: str) -> int:
     ``MatMul4Bit``) dequantises one weight at a time and saves no input
     (``ctx.tensors = (None, B)``): ``forward`` runs
     ``F.dequantize_4bit(B, quant_state).to(A.dtype)`` and ``backward``
-    ``F.dequantize_4bit(B, ctx.state).to(grad_output.dtype)``. After
-    prepare_model_for_kbit_training on one GPU the layer inputs are fp32 and
-    ``Linear4bit.forward`` (``bitsandbytes/nn/modules.py``) returns ``matmul_4bit(...).to(inp_dtype)`` (fp32),
-    so the 16-bit copy is cast again: 2 + 4 bytes per weight of that linear.
+    ``F.dequantize_4bit(B, ctx.state).to(grad_output.dtype)``.
+    ``Linear4bit.forward`` (``bitsandbytes/nn/modules.py``) casts its input
+    to the compute dtype first and the product back afterwards
+    (``matmul_4bit(...).to(inp_dtype)``), outside the autograd function, so
+    both ``A`` and ``grad_output`` are 16-bit even when prepare_model_for_kbit_training
+    made the hidden stream fp32: the copy is 2 bytes per weight (4 in fp32 training).
     """
-    fp32_flow = upcast_by_kbit_prepare(workload, method) and workload.precision != "fp32"
-    return 6 if fp32_flow else 4 if workload.precision == "fp32" else 2
+    del method
+    return 4 if workload.precision == "fp32" else 2
 
 
 def serving_dtype(workload: Workload, has_bf16: bool) -> str:
