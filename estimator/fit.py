@@ -98,9 +98,11 @@ def fit_cards(
 ) -> tuple[CardFit, ...]:
     """``fit_card`` for every card, each model's lines and split terms read once for all cards.
 
-    The same answers as ``fit_card`` per card (a test holds them equal); the
-    largest batch per card is one division per phase, done inline, and a
-    split reads the busiest card's bytes per card count from a per-model memo.
+    The same answers as ``fit_card`` per card (a test holds them equal).
+    Whether batch 1 fits is one subtraction (rooms fall as fixed bytes grow,
+    and floating-point subtraction is monotone, so the phase with the most
+    fixed bytes decides), the largest batch one division per growing phase;
+    a split reads the busiest card's bytes per card count from a memo.
     """
     prepared = [_Prepared(m) for m in models.values()]
     new = tuple.__new__
@@ -110,20 +112,17 @@ def fit_cards(
         context = context_bytes(c.context_bytes, gpus)
         fits = []
         for p in prepared:
-            best: float = 1 << 20
-            for reserved_fixed, slope in p.lines:
-                room = limit - reserved_fixed - context
-                if room < 0:
-                    best = 0
-                    break
-                if slope > 0:
-                    candidate = room / slope
+            # Rooms fall as fixed bytes grow: if any phase leaves none, this one does.
+            if limit - p.top - context >= 0:
+                best: float = 1 << 20
+                for reserved_fixed, slope in p.slopes:
+                    candidate = (limit - reserved_fixed - context) / slope
                     if candidate < best:
                         best = candidate
-            largest = int(best)
-            if largest:
-                fits.append(new(MethodFit, (p.method, largest, largest >= batch, None, None)))
-                continue
+                largest = int(best)
+                if largest:
+                    fits.append(new(MethodFit, (p.method, largest, largest >= batch, None, None)))
+                    continue
             found = p.split(limit, context)
             fits.append(
                 new(MethodFit, (p.method, 0, False, None, None))
@@ -140,12 +139,16 @@ def fit_cards(
 class _Prepared:
     """One model's card-independent fitting inputs, read once per ``fit_cards`` call."""
 
-    __slots__ = ("layers", "lines", "method", "model", "terms", "worst")
+    __slots__ = ("layers", "method", "model", "slopes", "terms", "top", "worst")
 
     def __init__(self, model: MethodModel) -> None:
         self.model = model
         self.method = model.method
-        self.lines = model._reserved_lines
+        lines = model._reserved_lines
+        # Reserved fixed bytes of the fullest phase: batch 1 fits only if it leaves room.
+        self.top = max((fixed for fixed, _ in lines), default=float("-inf"))
+        # Phases that can set the largest batch: those whose bytes grow with it.
+        self.slopes = [line for line in lines if line[1] > 0]
         self.terms: tuple[tuple[float, float, float], ...] | None = None
         self.layers = model.num_layers
         # Busiest card's bytes without the context, per card count (batch 1).
