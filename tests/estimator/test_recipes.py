@@ -77,8 +77,8 @@ def test_recipe_defaults_reach_the_workload() -> None:
         8,
         True,
     )
-    assert (w.lora_rank, w.lora_alpha, w.lora_dropout, w.batch) == (16, 32, 0.0, 2)
-    assert w.lora_targets == ("q_proj", "v_proj", "o_proj")
+    assert (w.lora_rank, w.lora_alpha, w.lora_dropout, w.batch) == (8, 16, 0.0, 2)
+    assert w.lora_targets == ("all-linear",)
     assert w.recipe == "torchtune"
     lit = apply_recipe("litgpt")
     assert (lit.lora_rank, lit.lora_alpha, lit.lora_dropout, lit.kbit_prepare) == (
@@ -93,7 +93,7 @@ def test_recipe_defaults_reach_the_workload() -> None:
 
 def test_explicit_fields_win_over_the_recipe() -> None:
     w = apply_recipe("torchtune", lora_rank=64, pure_16bit=False, loss_chunks=1)
-    assert (w.lora_rank, w.pure_16bit, w.loss_chunks, w.lora_alpha) == (64, False, 1, 32)
+    assert (w.lora_rank, w.pure_16bit, w.loss_chunks, w.lora_alpha) == (64, False, 1, 16)
     assert apply_recipe(None, batch=3) == Workload(batch=3)
 
 
@@ -181,7 +181,7 @@ def test_a_recipe_changes_the_plan_and_is_named_in_its_assumptions() -> None:
     tune = plan(config, apply_recipe("torchtune", **common)).selected
     # pure bf16 with bf16 adapters, checkpointing and the chunked loss: less memory
     assert tune.peak_allocated_bytes < hf.peak_allocated_bytes
-    assert any("recipe torchtune (torchtune 14857d8)" in a for a in tune.assumptions)
+    assert any("recipe torchtune (torchtune 0b3e04a)" in a for a in tune.assumptions)
     assert any("chunked cross-entropy over 8 chunks" in a for a in tune.assumptions)
 
 
