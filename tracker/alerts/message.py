@@ -165,12 +165,12 @@ def _engine_verdict(flip: EngineFlip) -> str:
             f"{head} starts again at max_model_len {after.max_model_len:,} "
             f"(the KV cache holds {after.kv_cache_tokens:,} tokens) ({was})"
         )
-    fixes = []
+    wider = "" if after.wider_gpus is None else f"use {after.wider_gpus} GPUs"
     if after.max_model_len_that_starts > 0:
-        fixes.append(f"pass --max-model-len {after.max_model_len_that_starts}")
-    if after.wider_gpus is not None:
-        fixes.append(f"use {after.wider_gpus} GPUs")
-    fix = " or ".join(fixes) if fixes else f"no max_model_len starts on {flip.card}"
+        fix = f"pass --max-model-len {after.max_model_len_that_starts}"
+        fix += f" or {wider}" if wider else ""
+    else:  # not even the weights fit
+        fix = f"no max_model_len starts on {flip.card}" + (f"; {wider}" if wider else "")
     return (
         f"{head} no longer starts at max_model_len {after.max_model_len:,} "
         f"(the KV cache holds {after.kv_cache_tokens:,} tokens); {fix} ({was})"
