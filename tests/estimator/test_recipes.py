@@ -201,3 +201,38 @@ def test_a_recipe_plan_reads_back_from_its_json() -> None:
     back = Plan.from_json(p.to_json())
     assert back.workload == p.workload
     assert back.workload.recipe == "litgpt" and back.workload.loss_chunks == 64
+
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "method": ("full", "lora", "qlora"),
+    "precision": ("bf16", "fp16", "fp32"),
+    "optimizer": ("adamw", "adamw8bit", "sgd", "adafactor"),
+    "adamw_impl": ("foreach", "fused", "loop"),
+}
+
+
+def _other(field: str, value: object) -> object:
+    """A valid value for ``field`` that differs from ``value``."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return 0.1 if value != 0.1 else 0.2
+    if isinstance(value, tuple):
+        return ("qkv",) if value != ("qkv",) else ("mlp",)
+    return next(c for c in _CHOICES[field] if c != value)
+
+
+@pytest.mark.parametrize(
+    ("name", "field"),
+    [(r.name, field) for r in recipes() for field, _ in r.defaults],
+)
+def test_every_explicit_field_wins_and_leaves_the_other_defaults(name: str, field: str) -> None:
+    defaults = dict(recipe(name).defaults)
+    other = _other(field, defaults[field])
+    w = apply_recipe(name, **{field: other})
+    assert getattr(w, field) == other
+    for rest, value in defaults.items():
+        if rest != field:
+            assert getattr(w, rest) == value, rest
