@@ -147,8 +147,15 @@ class _Prepared:
         lines = model._reserved_lines
         # Reserved fixed bytes of the fullest phase: batch 1 fits only if it leaves room.
         self.top = max((fixed for fixed, _ in lines), default=float("-inf"))
-        # Phases that can set the largest batch: those whose bytes grow with it.
-        self.slopes = [line for line in lines if line[1] > 0]
+        # Phases that can set the largest batch: growing with it, and not matched or
+        # exceeded in both fixed and per-sample bytes by another (that one's room is
+        # no larger and its divisor no smaller, so its quotient is never larger).
+        self.slopes = []
+        steepest = 0.0
+        for fixed, slope in sorted(lines, reverse=True):
+            if slope > steepest:
+                self.slopes.append((fixed, slope))
+                steepest = slope
         self.terms: tuple[tuple[float, float, float], ...] | None = None
         self.layers = model.num_layers
         # Busiest card's bytes without the context, per card count (batch 1).
