@@ -19,6 +19,7 @@ import estimator
 from estimator.errors import EstimateError
 from storage.records import Change, Severity
 from tracker.diff.revision import RevisionContent
+from tracker.exact_parameters import builder
 
 SERVING_ENGINE: Final = estimator.EngineRequest(engine="vllm")
 
@@ -36,11 +37,12 @@ def estimate(
     if not isinstance(config, dict):
         return None, None
     manifest = _manifest(content)
+    exact = builder()  # exact parameters of unknown types, with the [exact] extra
     try:
         try:
-            result = estimator.plan(config, manifest=manifest, engine=SERVING_ENGINE)
+            result = estimator.plan(config, manifest=manifest, engine=SERVING_ENGINE, exact=exact)
         except EstimateError:  # the engine may refuse what the plan alone takes
-            result = estimator.plan(config, manifest=manifest)
+            result = estimator.plan(config, manifest=manifest, exact=exact)
     except EstimateError as exc:
         if previous is not None and _same_config(previous, content):
             return None, None

@@ -244,10 +244,12 @@ def inputs_of(
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from estimator import EstimateError, plan
+    from tracker.exact_parameters import builder
 
     config, manifest, planned = inputs_of(args.source, settings)
     try:
-        result = plan(config, workload_from(args), manifest, engine_request_from(args))
+        exact = builder()  # exact parameters of unknown types, with the [exact] extra
+        result = plan(config, workload_from(args), manifest, engine_request_from(args), exact)
     except EstimateError as exc:
         raise UsageError(str(exc)) from exc
     sys.stdout.write(render(result, args, planned))

@@ -1,0 +1,134 @@
+"""The meta-device path: types no family module knows get transformers' own parameters.
+
+The oracle is tests.estimator.reference (transformers building the same config on the
+meta device through its own code path); the estimate must list every tensor with the
+same shape, and plan() must run on it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import tracker.exact_parameters as exact_parameters
+from estimator.errors import ConfigError
+from estimator.families import describe
+from estimator.plan import plan
+from tests.estimator.reference import Refused, reference_shapes
+from tests.estimator.test_parameters_exact import corpus_configs
+
+LFM2 = {
+    "model_type": "lfm2",
+    "architectures": ["Lfm2ForCausalLM"],
+    "vocab_size": 512,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "layer_types": ["conv", "full_attention", "conv", "full_attention"],
+    "max_position_embeddings": 1024,
+}
+
+
+def test_unknown_type_gets_transformers_parameters_exactly() -> None:
+    arch = describe(LFM2, exact_parameters.meta_parameters)
+    assert arch.family == "meta-device" and arch.supported
+    shapes = {t.name: t.shape for t in arch.tensors}
+    assert shapes == reference_shapes(LFM2, arch)
+    assert arch.num_layers == 4
+    # conv and attention layers are different templates; identical layers share one
+    assert len(arch.layer_templates) == 2
+
+
+def test_without_the_extra_the_generic_estimate_says_how_to_get_the_exact_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(exact_parameters, "available", lambda: False)
+    assert exact_parameters.builder() is None
+    result = plan(LFM2, exact=exact_parameters.builder())
+    finding = next(f for f in result.findings if f.id == "unsupported-model-type")
+    assert exact_parameters.INSTALL_HINT in finding.fix
+    assert dict(result.model)["family"] == "generic"
+
+
+def test_one_build_per_config_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = Counter[str]()
+    real = exact_parameters._build
+
+    def counting(config: dict[str, object]) -> exact_parameters.MetaBuild:
+        calls["build"] += 1
+        return real(config)
+
+    monkeypatch.setattr(exact_parameters, "_build", counting)
+    monkeypatch.setattr(exact_parameters, "_cache", {})
+    config = {**LFM2, "num_hidden_layers": 2, "layer_types": ["conv", "full_attention"]}
+    first = exact_parameters.meta_build(config)
+    again = exact_parameters.meta_build(dict(reversed(list(config.items()))))
+    assert calls["build"] == 1 and again is first
+    assert first.modules[0] == ("", "Lfm2ForCausalLM")
+
+
+def test_a_config_transformers_refuses_keeps_the_generic_estimate() -> None:
+    config = {**LFM2, "model_type": "no-such-type"}
+    assert exact_parameters.meta_parameters(config) is None
+    assert describe(config, exact_parameters.meta_parameters).family == "generic"
+
+
+def test_published_int_for_float_is_coerced_like_older_transformers() -> None:
+    """grounding-dino's class_cost: 1 is refused by transformers 5's strict validation."""
+    built = exact_parameters.meta_build(
+        {
+            "model_type": "vit",
+            "architectures": ["ViTModel"],
+            "num_hidden_layers": 1,
+            "hidden_size": 32,
+            "num_attention_heads": 2,
+            "intermediate_size": 8,
+            "hidden_dropout_prob": 0,
+        }
+    )
+    assert built.refused is None and built.parameters
+
+
+def test_every_corpus_config_of_an_unknown_type_is_exact_with_the_extra(
+    corpus_dir: Path, record_property: pytest.RecordProperty
+) -> None:
+    outcome: Counter[str] = Counter()
+    failures = []
+    started = time.perf_counter()
+    for rel, raw in corpus_configs(corpus_dir):
+        if not isinstance(raw, dict):
+            continue
+        try:
+            if describe(raw).supported:
+                continue
+        except ConfigError:
+            pass
+        try:
+            arch = describe(raw, exact_parameters.meta_parameters)
+        except ConfigError as exc:
+            outcome[f"no exact count: {exc}"[:120]] += 1
+            continue
+        if arch.family != "meta-device":
+            reason = exact_parameters.meta_build(raw).refused or ""
+            outcome[f"no exact count: {reason}"[:120]] += 1
+            continue
+        try:
+            expected = reference_shapes(raw, arch)
+        except Refused as exc:
+            expected = dict(exact_parameters.meta_build(raw).parameters)
+            outcome[f"reference refuses: {exc}"[:80]] += 1
+        if {t.name: t.shape for t in arch.tensors} != expected:
+            failures.append(rel)
+        plan(raw, exact=exact_parameters.meta_parameters)
+        outcome["exact"] += 1
+    outcome["seconds"] = round(time.perf_counter() - started)
+    record_property("meta_outcome", dict(outcome))
+    print("\nmeta-device corpus check:", json.dumps(dict(outcome), indent=1))
+    assert not failures, failures
+    assert outcome["exact"] >= 20, outcome
