@@ -100,10 +100,34 @@ _BY_PREFIX: tuple[tuple[str, str], ...] = tuple(
 )
 
 
+# Configs written before transformers had model_type or architectures (pytorch-pretrained-bert,
+# 2019: early revisions of bert-base-*, gpt2, distilbert) are told apart by their key sets,
+# most specific first; transformers itself then guessed from the repo name.
+_LEGACY_KEYS: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"dim", "n_layers", "n_heads", "hidden_dim"}), "distilbert"),
+    (frozenset({"n_embd", "n_layer", "n_head", "n_positions"}), "gpt2"),
+    (frozenset({"hidden_size", "num_hidden_layers", "type_vocab_size"}), "bert"),
+)
+ROBERTA_POSITIONS = 514
+"""RoBERTa's position table: 512 positions plus its padding offset of 2."""
+
+
+def _legacy_type(cfg: Config) -> str | None:
+    keys = set(cfg.raw)
+    for needed, model_type in _LEGACY_KEYS:
+        if needed <= keys:
+            if model_type == "bert" and cfg.raw.get("max_position_embeddings") == ROBERTA_POSITIONS:
+                return "roberta"
+            return model_type
+    return None
+
+
 def _model_type(cfg: Config, architecture: str | None) -> str | None:
     model_type = cfg.optional_text("model_type")
-    if model_type is not None or architecture is None:
+    if model_type is not None:
         return model_type
+    if architecture is None:
+        return _legacy_type(cfg)
     for prefix, mt in _BY_PREFIX:
         if architecture.startswith(prefix) and architecture[len(prefix) :][:1].isupper():
             return mt

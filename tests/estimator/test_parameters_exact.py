@@ -145,3 +145,28 @@ def test_mixtral_active_parameters_are_two_of_eight_experts() -> None:
 def test_dense_model_is_fully_active() -> None:
     arch = describe(configgen.generate("llama", configgen.random.Random(3)))
     assert active_parameters(arch) == arch.total_parameters
+
+
+@pytest.mark.parametrize(
+    ("config", "family"),
+    [
+        ({"n_ctx": 64, "n_embd": 32, "n_head": 2, "n_layer": 2, "n_positions": 64,
+          "vocab_size": 100}, "gpt2"),
+        ({"vocab_size": 100, "max_position_embeddings": 64, "n_layers": 2, "n_heads": 2,
+          "dim": 32, "hidden_dim": 48}, "distilbert"),
+        ({"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+          "intermediate_size": 48, "type_vocab_size": 2, "vocab_size": 100,
+          "max_position_embeddings": 64}, "bert"),
+        ({"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+          "intermediate_size": 48, "type_vocab_size": 1, "vocab_size": 100,
+          "max_position_embeddings": 514}, "roberta"),
+    ],
+)  # fmt: skip
+def test_configs_from_before_model_type_are_read_by_their_keys(
+    config: dict[str, Any], family: str
+) -> None:
+    """2019 configs (early bert-base-*, gpt2, distilbert revisions) name neither model_type
+    nor architectures; their key sets say which family, and the count is exact for it."""
+    arch = describe(config)
+    assert arch.supported and arch.model_type == family
+    assert compare(config) is None
