@@ -35,14 +35,8 @@ from storage import (
 )
 from storage.records import Change, JsonValue, RevisionOutcome, Snapshot, Subscription
 from tests.storage.builders import eos_change, git_blob_id, snapshot
-from tracker.alerts.evaluate import (
-    AlertLinks,
-    ModelSide,
-    PlanCache,
-    enqueue_alerts,
-    evaluate,
-    model_side,
-)
+from tracker.alerts.evaluate import AlertLinks, enqueue_alerts, evaluate, model_side
+from tracker.alerts.plan_cache import ModelSide, PlanCache
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import SubscriptionSpec, parse_subscription
 from tracker.diff.revision import RevisionContent

@@ -28,12 +28,11 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from sqlalchemy.orm import Session
 
-import estimator
-from estimator.errors import EstimateError, PlanJsonError
+from estimator.errors import EstimateError
 from storage import Delivery, enqueue_delivery, subscriptions
 from storage.records import (
     Change,
@@ -45,6 +44,7 @@ from storage.records import (
 )
 from tracker.alerts.deliver import FEED_CHANNEL
 from tracker.alerts.message import FitFlip, FitState, changes_summary, engine_summary, fit_summary
+from tracker.alerts.plan_cache import ModelSide, PlanCache
 from tracker.alerts.spec import SubscriptionError, SubscriptionSpec
 from tracker.alerts.starts import engine_flips
 from tracker.diff.common import change_json
@@ -53,7 +53,6 @@ from tracker.process import Publisher
 SCHEMA: Final = "neurarch-trace.alert/1"
 CONFIG: Final = "config.json"
 AlertKind = Literal["fit", "changes"]
-Config = Mapping[str, Any]
 
 log = logging.getLogger(__name__)
 
@@ -82,70 +81,6 @@ class AlertLinks:
 
     def revision_url(self, repo_id: str, sha: str) -> str:
         return f"{self.hub_url.rstrip('/')}/{repo_id}/commit/{sha}"
-
-
-@dataclass(frozen=True)
-class ModelSide:
-    """One side of a transition as fit alerts read it: the parsed config.json, its content
-    key (the same file gives the same plans) and the context length its stored plan states."""
-
-    key: str
-    config: Config
-    context: int | None
-
-
-PlanKey = tuple[str, estimator.Workload, estimator.EngineRequest | None]
-
-
-class PlanCache:
-    """The plans one revision's alerts need, each computed once per (config, workload, engine).
-
-    Several subscriptions (and cards) often ask for the same workload on the
-    same config; the estimator is pure, so one answer serves them all. A
-    refusal is remembered too and raised again for the next asker.
-    """
-
-    def __init__(self) -> None:
-        self._plans: dict[PlanKey, estimator.Plan | EstimateError] = {}
-
-    def plan(
-        self,
-        side: ModelSide,
-        workload: estimator.Workload,
-        engine: estimator.EngineRequest | None = None,
-    ) -> estimator.Plan:
-        key = (side.key, workload, engine)
-        if key not in self._plans:
-            try:
-                self._plans[key] = estimator.plan(side.config, workload, engine=engine)
-            except EstimateError as exc:
-                self._plans[key] = exc
-        found = self._plans[key]
-        if isinstance(found, EstimateError):
-            raise found
-        return found
-
-    def context(self, side: ModelSide, document: Mapping[str, JsonValue] | None) -> int | None:
-        """The context length ``document`` (the side's stored Plan JSON) states, read typed.
-
-        None when the revision has no plan (the estimator refused its config).
-        A stored plan the estimator no longer reads (written under an older
-        schema) is planned again under the default workload, once.
-        """
-        if document is None:
-            return None
-        try:
-            typed = estimator.Plan.from_json(document)
-        except PlanJsonError:
-            try:
-                typed = self.plan(side, estimator.Workload())
-            except EstimateError:
-                return None
-        value = dict(typed.model).get("max_position_embeddings")
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    def __len__(self) -> int:
-        return len(self._plans)
 
 
 def evaluate(
@@ -395,8 +330,6 @@ __all__ = [
     "Alert",
     "AlertKind",
     "AlertLinks",
-    "ModelSide",
-    "PlanCache",
     "alert_publisher",
     "enqueue_alerts",
     "evaluate",

@@ -19,7 +19,7 @@ from tracker.alerts.message import EngineFlip, EngineState
 from tracker.alerts.spec import SubscriptionError, SubscriptionSpec
 
 if TYPE_CHECKING:  # evaluate imports this module; the types only are needed here
-    from tracker.alerts.evaluate import ModelSide, PlanCache
+    from tracker.alerts.plan_cache import ModelSide, PlanCache
 
 
 def engine_flips(

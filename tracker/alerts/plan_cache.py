@@ -1,0 +1,86 @@
+"""The plans one revision's alerts need, computed once per (config, workload, engine request).
+
+Fit alerts ask the estimator about both sides of a transition under every
+subscriber's workload; subscriptions and cards often repeat the same
+question, and the estimator is pure, so one answer per question serves them
+all for the length of one revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import estimator
+from estimator.errors import EstimateError, PlanJsonError
+from storage.records import JsonValue
+
+Config = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelSide:
+    """One side of a transition as fit alerts read it: the parsed config.json, its content
+    key (the same file gives the same plans) and the context length its stored plan states."""
+
+    key: str
+    config: Config
+    context: int | None
+
+
+PlanKey = tuple[str, estimator.Workload, estimator.EngineRequest | None]
+
+
+class PlanCache:
+    """The plans one revision's alerts need, each computed once per (config, workload, engine).
+
+    Several subscriptions (and cards) often ask for the same workload on the
+    same config; the estimator is pure, so one answer serves them all. A
+    refusal is remembered too and raised again for the next asker.
+    """
+
+    def __init__(self) -> None:
+        self._plans: dict[PlanKey, estimator.Plan | EstimateError] = {}
+
+    def plan(
+        self,
+        side: ModelSide,
+        workload: estimator.Workload,
+        engine: estimator.EngineRequest | None = None,
+    ) -> estimator.Plan:
+        key = (side.key, workload, engine)
+        if key not in self._plans:
+            try:
+                self._plans[key] = estimator.plan(side.config, workload, engine=engine)
+            except EstimateError as exc:
+                self._plans[key] = exc
+        found = self._plans[key]
+        if isinstance(found, EstimateError):
+            raise found
+        return found
+
+    def context(self, side: ModelSide, document: Mapping[str, JsonValue] | None) -> int | None:
+        """The context length ``document`` (the side's stored Plan JSON) states, read typed.
+
+        None when the revision has no plan (the estimator refused its config).
+        A stored plan the estimator no longer reads (written under an older
+        schema) is planned again under the default workload, once.
+        """
+        if document is None:
+            return None
+        try:
+            typed = estimator.Plan.from_json(document)
+        except PlanJsonError:
+            try:
+                typed = self.plan(side, estimator.Workload())
+            except EstimateError:
+                return None
+        value = dict(typed.model).get("max_position_embeddings")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+
+__all__ = ["Config", "ModelSide", "PlanCache", "PlanKey"]
