@@ -104,14 +104,13 @@ def block_slots(arch: Architecture) -> dict[int, Slotted]:
 
 def place(slotted: Slotted, trainable: bool, targets: frozenset[str] | None) -> tuple[Placed, ...]:
     """The method's view of slotted linears; ``targets`` None adapts every linear (all-linear)."""
+    new = tuple.__new__  # Placed's fields in order, without the keyword-parsing constructor
+    if trainable:
+        return tuple([new(Placed, (lin, slot, trainable, False)) for lin, slot in slotted])
+    if targets is None:
+        return tuple([new(Placed, (lin, slot, trainable, True)) for lin, slot in slotted])
     return tuple(
-        Placed(
-            lin,
-            slot,
-            trainable,
-            not trainable and (targets is None or _matches(lin.name, targets)),
-        )
-        for lin, slot in slotted
+        [new(Placed, (lin, slot, trainable, _matches(lin.name, targets))) for lin, slot in slotted]
     )
 
 
@@ -120,9 +119,11 @@ def slot_block(block: Block, hidden: int, roles: list[tuple[str, TensorRole]]) -
     role_of = _role_finder(roles)
     role_by_linear = [(lin, role_of(lin)) for lin in block.linears]
     attn = [lin for lin, role in role_by_linear if role == "attention"]
-    cross = [lin for lin in attn if any(m in lin.name.lower() for m in _CROSS_MARKERS)]
-    if block.cross_attention is None:
-        cross = []
+    cross = (
+        []
+        if block.cross_attention is None
+        else [lin for lin in attn if any(m in lin.name.lower() for m in _CROSS_MARKERS)]
+    )
     # Linears compare by value; with distinct names (every family's case) that is identity.
     if len({lin.name for lin in block.linears}) == len(block.linears):
         cross_ids = {id(lin) for lin in cross}
