@@ -27,6 +27,7 @@ from estimator.families import (
     gpt_neox,
     gpt_oss,
     gptj,
+    lfm2,
     llama,
     marian,
     mistral,
@@ -92,6 +93,7 @@ TABLE: dict[str, Family] = {
     "codegen": codegen.FAMILY,
     "mpnet": mpnet.FAMILY,
     "marian": marian.FAMILY,
+    "lfm2": lfm2.FAMILY,
 }
 
 # Longest prefix first, so "DistilBert" wins over "Bert" for configs without model_type.

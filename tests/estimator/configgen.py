@@ -459,6 +459,23 @@ def marian(r: random.Random) -> Config:
     return cfg
 
 
+def lfm2(r: random.Random) -> Config:
+    cfg = _llama_like(r, head_dim_key=False)
+    n = cfg["num_hidden_layers"]
+    if r.random() < 0.5:
+        cfg["layer_types"] = [r.choice(["conv", "full_attention"]) for _ in range(n)]
+    else:
+        cfg["full_attn_idxs"] = sorted(r.sample(range(n), r.randint(0, n)))
+    cfg.update(
+        intermediate_size=r.choice([48, 96, 100]),
+        block_multiple_of=r.choice([8, 16]),
+        block_auto_adjust_ff_dim=r.random() < 0.7,
+        conv_bias=r.random() < 0.3,
+        conv_L_cache=r.choice([2, 3]),
+    )
+    return cfg
+
+
 def _vision_tower(r: random.Random) -> Config:
     hidden, heads, _ = _classic(r)
     return {
@@ -543,6 +560,7 @@ FAMILIES: dict[str, tuple[str, Callable[[random.Random], Config], tuple[str, ...
     "codegen": ("CodeGen", codegen, ("base", "causal-lm")),
     "mpnet": ("MPNet", mpnet, ENCODER),
     "marian": ("Marian", marian, SEQ2SEQ),
+    "lfm2": ("Lfm2", lfm2, ("base", "causal-lm")),
 }
 
 
