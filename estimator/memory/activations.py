@@ -112,9 +112,12 @@ def _linear_inputs(placed: Sequence[Placed], width: int, src: int, s: Activation
         per = n.compute if (n.autocast and src == 4) else src
         copies = len(savers) if (n.autocast and src == 4) else 1
         total += copies * per * width
+    adapter: float | None = None  # the same for every adapter reading this input
     for p in placed:
         if p.adapted:
-            total += _adapter_saved(width, src, s) * p.linear.copies
+            if adapter is None:
+                adapter = _adapter_saved(width, src, s)
+            total += adapter * p.linear.copies
     return total
 
 
