@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import compress
 from operator import itemgetter
 from typing import Final, NamedTuple
 
@@ -34,6 +35,7 @@ class Term(NamedTuple):
     per_sample: float = 0.0
 
 
+_KEY: Final = itemgetter(0)
 _FIXED: Final = itemgetter(1)
 _PER_SAMPLE: Final = itemgetter(2)
 
@@ -140,10 +142,11 @@ class MethodModel:
         parts = []
         fraction = self.layer_fraction
         for phase in self.phases:
+            # The filtered sums in C (compress over the key tests): same terms, same order.
             terms = phase.terms
-            states = sum([t.fixed for t in terms if t.key in _LAYER_STATES])
+            states = sum(compress(map(_FIXED, terms), map(_IS_LAYER_STATE, map(_KEY, terms))))
             other = phase._fixed - states
-            acts = sum([t.per_sample for t in terms if t.key == "activations"])
+            acts = sum(compress(map(_PER_SAMPLE, terms), map(_IS_ACTIVATIONS, map(_KEY, terms))))
             parts.append(
                 (states * fraction, other + states * (1 - fraction), acts, phase._per_sample - acts)
             )
@@ -225,3 +228,5 @@ class MethodModel:
 _LAYER_STATES: Final = frozenset(
     {"weights", "gradients", "optimizer_state", "adapters", "quantization_overhead"}
 )
+_IS_LAYER_STATE: Final = _LAYER_STATES.__contains__
+_IS_ACTIVATIONS: Final = "activations".__eq__
