@@ -21,28 +21,36 @@ from estimator.plan import plan
 from tests.estimator.reference import Refused, reference_shapes
 from tests.estimator.test_parameters_exact import corpus_configs
 
-LFM2 = {
-    "model_type": "lfm2",
-    "architectures": ["Lfm2ForCausalLM"],
+# OLMo 2 has no family module: describe() can only get it from transformers.
+OLMO2 = {
+    "model_type": "olmo2",
+    "architectures": ["Olmo2ForCausalLM"],
     "vocab_size": 512,
     "hidden_size": 64,
     "intermediate_size": 128,
     "num_hidden_layers": 4,
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
-    "layer_types": ["conv", "full_attention", "conv", "full_attention"],
     "max_position_embeddings": 1024,
 }
 
 
 def test_unknown_type_gets_transformers_parameters_exactly() -> None:
-    arch = describe(LFM2, exact_parameters.meta_parameters)
+    arch = describe(OLMO2, exact_parameters.meta_parameters)
     assert arch.family == "meta-device" and arch.supported
     shapes = {t.name: t.shape for t in arch.tensors}
-    assert shapes == reference_shapes(LFM2, arch)
+    assert shapes == reference_shapes(OLMO2, arch)
     assert arch.num_layers == 4
-    # conv and attention layers are different templates; identical layers share one
-    assert len(arch.layer_templates) == 2
+    # identical layers are stamped from one template, as the families stamp them
+    assert len(arch.layer_templates) == 1
+    assert arch.total_parameters == sum(_numel(s) for s in shapes.values())
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def test_without_the_extra_the_generic_estimate_says_how_to_get_the_exact_one(
@@ -50,7 +58,7 @@ def test_without_the_extra_the_generic_estimate_says_how_to_get_the_exact_one(
 ) -> None:
     monkeypatch.setattr(exact_parameters, "available", lambda: False)
     assert exact_parameters.builder() is None
-    result = plan(LFM2, exact=exact_parameters.builder())
+    result = plan(OLMO2, exact=exact_parameters.builder())
     finding = next(f for f in result.findings if f.id == "unsupported-model-type")
     assert exact_parameters.INSTALL_HINT in finding.fix
     assert dict(result.model)["family"] == "generic"
@@ -66,15 +74,15 @@ def test_one_build_per_config_hash(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(exact_parameters, "_build", counting)
     monkeypatch.setattr(exact_parameters, "_cache", {})
-    config = {**LFM2, "num_hidden_layers": 2, "layer_types": ["conv", "full_attention"]}
+    config = {**OLMO2, "num_hidden_layers": 2}
     first = exact_parameters.meta_build(config)
     again = exact_parameters.meta_build(dict(reversed(list(config.items()))))
     assert calls["build"] == 1 and again is first
-    assert first.modules[0] == ("", "Lfm2ForCausalLM")
+    assert first.modules[0] == ("", "Olmo2ForCausalLM")
 
 
 def test_a_config_transformers_refuses_keeps_the_generic_estimate() -> None:
-    config = {**LFM2, "model_type": "no-such-type"}
+    config = {**OLMO2, "model_type": "no-such-type"}
     assert exact_parameters.meta_parameters(config) is None
     assert describe(config, exact_parameters.meta_parameters).family == "generic"
 
