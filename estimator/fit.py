@@ -107,7 +107,17 @@ def fit_cards(
     prepared = [_Prepared(m) for m in models.values()]
     new = tuple.__new__
     out = []
+    # Method fits depend on a card's memory and context only: cards alike share them.
+    seen: dict[tuple[int, int], tuple[MethodFit, ...]] = {}
     for c in cards:
+        note = None
+        if precision == "bf16" and not c.bf16:
+            note = f"{c.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"
+        reserved = round(VLLM_UTILIZATION * c.usable_bytes)
+        alike = seen.get((c.usable_bytes, c.context_bytes))
+        if alike is not None:
+            out.append(CardFit(c, alike, reserved, note))
+            continue
         limit = c.usable_bytes / headroom
         context = context_bytes(c.context_bytes, gpus)
         fits = []
@@ -129,10 +139,8 @@ def fit_cards(
                 if found is None
                 else new(MethodFit, (p.method, 0, False, found[0], round(found[1])))
             )
-        note = None
-        if precision == "bf16" and not c.bf16:
-            note = f"{c.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"
-        out.append(CardFit(c, tuple(fits), round(VLLM_UTILIZATION * c.usable_bytes), note))
+        methods = seen[(c.usable_bytes, c.context_bytes)] = tuple(fits)
+        out.append(CardFit(c, methods, reserved, note))
     return tuple(out)
 
 
