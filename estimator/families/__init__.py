@@ -29,6 +29,7 @@ from estimator.families import (
     gptj,
     lfm2,
     llama,
+    llava,
     marian,
     mistral,
     moe,
@@ -94,6 +95,7 @@ TABLE: dict[str, Family] = {
     "mpnet": mpnet.FAMILY,
     "marian": marian.FAMILY,
     "lfm2": lfm2.FAMILY,
+    "llava": llava.FAMILY,
 }
 
 # Longest prefix first, so "DistilBert" wins over "Bert" for configs without model_type.

@@ -10,6 +10,8 @@ models/clip/modeling_clip.py and configuration_clip.py (text 512 wide x 12, visi
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from estimator.architecture import Architecture, HeadKind
 from estimator.blocks import attention, mlp
 from estimator.blocks.layer import LayerParts, LayerTemplate, ModelParts, template
@@ -227,6 +229,50 @@ def build_clip(cfg: Config, req: Request) -> Architecture:
         position="learned",
         supported=req.supported,
     )
+
+
+class TowerDefaults(NamedTuple):
+    """A CLIP vision tower's config defaults (CLIPVisionConfig's, or a wrapper's own)."""
+
+    hidden: int = 768
+    intermediate: int = 3072
+    layers: int = 12
+    heads: int = 12
+    image: int = 224
+    patch: int = 32
+
+
+def clip_vision_tower(
+    model: ModelParts, prefix: str, vision: Config, first_index: int, d: TowerDefaults
+) -> tuple[int, int]:
+    """CLIPVisionTransformer's tensors under ``prefix`` (embeddings, pre-norm, encoder layers,
+    post-norm), as vision-language wrappers embed it; returns (hidden size, layer count)."""
+    hidden = vision.size("hidden_size", d.hidden, limit=MAX_WIDTH)
+    count = vision.size("num_hidden_layers", d.layers, limit=MAX_LAYERS)
+    layer = _encoder_layer(
+        vision,
+        CLIP_ATTENTION,
+        hidden,
+        vision.size("num_attention_heads", d.heads, limit=MAX_HEADS),
+        vision.size("intermediate_size", d.intermediate, limit=MAX_WIDTH),
+        norms=("layer_norm1", "layer_norm2"),
+        qkv_bias=True,
+        fc=("mlp.fc1", "mlp.fc2"),
+        activation_default="quick_gelu",
+    )
+    patches, patch = num_patches(vision, d.image, d.patch)
+    channels = vision.size("num_channels", 3, limit=MAX_SMALL)
+    top = LayerParts()
+    top.param("embeddings.class_embedding", (hidden,), "embedding")
+    top.param("embeddings.patch_embedding.weight", (hidden, channels, patch, patch), "embedding")
+    top.param("embeddings.position_embedding.weight", (patches + 1, hidden), "position")
+    top.norm("pre_layrnorm", hidden, True)
+    model.extend(prefix, top)
+    model.layers(f"{prefix}encoder.layers.", [layer] * count, first_index)
+    tail = LayerParts()
+    tail.norm("post_layernorm", hidden, True)
+    model.extend(prefix, tail)
+    return hidden, count
 
 
 VIT = Family("vit", "ViT", "ViTModel", VISION_HEADS, build_vit)

@@ -515,6 +515,19 @@ def clip(r: random.Random) -> Config:
     }
 
 
+def llava(r: random.Random) -> Config:
+    text = llama(r)
+    text["model_type"] = "llama"
+    cfg: Config = {
+        "text_config": text,
+        "multimodal_projector_bias": r.random() < 0.7,
+        "vision_feature_layer": r.choice([-2, -1, [-2, -1]]),
+    }
+    if r.random() < 0.8:
+        cfg["vision_config"] = {**_vision_tower(r), "model_type": "clip_vision_model"}
+    return cfg
+
+
 DECODER = ("base", "causal-lm", "sequence-classification")
 ENCODER = ("base", "masked-lm", "sequence-classification")
 SEQ2SEQ = ("base", "conditional-generation")
@@ -561,6 +574,7 @@ FAMILIES: dict[str, tuple[str, Callable[[random.Random], Config], tuple[str, ...
     "mpnet": ("MPNet", mpnet, ENCODER),
     "marian": ("Marian", marian, SEQ2SEQ),
     "lfm2": ("Lfm2", lfm2, ("base", "causal-lm")),
+    "llava": ("Llava", llava, ("conditional-generation",)),
 }
 
 

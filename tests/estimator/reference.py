@@ -18,6 +18,7 @@ from transformers import (
     CONFIG_MAPPING,
     AutoModel,
     AutoModelForCausalLM,
+    AutoModelForImageTextToText,
     AutoModelForMaskedLM,
     AutoModelForPreTraining,
     AutoModelForSeq2SeqLM,
@@ -71,10 +72,19 @@ def reference_shapes(raw: Mapping[str, object], arch: Architecture) -> dict[str,
             if cls is not None and getattr(cls, "config_class", None) is config_cls:
                 model = cls(config)
             else:
-                model = AUTO_BY_HEAD[arch.head].from_config(config)
+                model = _auto_model(arch, config)
     except Exception as exc:
         raise Refused(f"transformers refuses to build it: {type(exc).__name__}: {exc}") from exc
     return {n: tuple(p.shape) for n, p in model.named_parameters()}
+
+
+def _auto_model(arch: Architecture, config: object) -> object:
+    """The Auto class for the head; a vision-language wrapper published under a causal-LM
+    class name (LLaVA's ``LlavaLlamaForCausalLM``) is built as transformers' image-text model."""
+    try:
+        return AUTO_BY_HEAD[arch.head].from_config(config)
+    except ValueError:
+        return AutoModelForImageTextToText.from_config(config)
 
 
 def estimated_shapes(arch: Architecture) -> dict[str, tuple[int, ...]]:
