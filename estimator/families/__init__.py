@@ -21,6 +21,7 @@ from estimator.families import (
     distilbert,
     falcon,
     gemma,
+    gemma3_vl,
     generic,
     gpt2,
     gpt_bigcode,
@@ -96,6 +97,7 @@ TABLE: dict[str, Family] = {
     "marian": marian.FAMILY,
     "lfm2": lfm2.FAMILY,
     "llava": llava.FAMILY,
+    "gemma3": gemma3_vl.FAMILY,
 }
 
 # Longest prefix first, so "DistilBert" wins over "Bert" for configs without model_type.

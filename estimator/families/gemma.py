@@ -5,6 +5,7 @@ sliding-window and global layers."""
 from __future__ import annotations
 
 from estimator.architecture import Architecture
+from estimator.blocks.layer import LayerTemplate
 from estimator.config import MAX_LAYERS, Config
 from estimator.families.decoder import (
     DECODER_HEADS,
@@ -82,6 +83,14 @@ def build_gemma(cfg: Config, req: Request) -> Architecture:
 
 
 def _sandwich(cfg: Config, req: Request, d: Defaults, pattern: int, qk_norm: bool) -> Architecture:
+    shape, layers = sandwich_layers(cfg, d, pattern, qk_norm)
+    return build_decoder(cfg, req, shape, layers, family=req.model_type)
+
+
+def sandwich_layers(
+    cfg: Config, d: Defaults, pattern: int, qk_norm: bool
+) -> tuple[DecoderShape, list[LayerTemplate]]:
+    """Gemma 2/3's shape and layers (also the language model of Gemma 3's VLM wrapper)."""
     shape = read_shape(cfg, d)
     bias = cfg.flag("attention_bias", False)
     windows = alternating(cfg, shape, pattern)
@@ -95,7 +104,7 @@ def _sandwich(cfg: Config, req: Request, d: Defaults, pattern: int, qk_norm: boo
             sandwich=True,
         ),
     )
-    return build_decoder(cfg, req, shape, layers, family=req.model_type)
+    return shape, layers
 
 
 def build_gemma2(cfg: Config, req: Request) -> Architecture:

@@ -54,26 +54,28 @@ def build(cfg: Config, req: Request) -> Architecture:
         ),
         dense_mlp(shape, bias=text.flag("mlp_bias", False)),
     )  # fmt: skip
+    base = "" if req.head == "base" else "model."
     model = ModelParts()
-    v_hidden, v_layers = clip_vision_tower(model, "model.vision_tower.", vision, 0, LLAVA_TOWER)
+    v_hidden, v_layers = clip_vision_tower(model, f"{base}vision_tower.", vision, 0, LLAVA_TOWER)
     layers_used = cfg.raw.get("vision_feature_layer", -2)
     feature_layers = len(layers_used) if isinstance(layers_used, list) else 1
     bias = cfg.flag("multimodal_projector_bias", True)
     projector = LayerParts()
     projector.linear("linear_1", v_hidden * feature_layers, shape.hidden_size, bias, "other")
     projector.linear("linear_2", shape.hidden_size, shape.hidden_size, bias, "other")
-    model.extend("model.multi_modal_projector.", projector)
+    model.extend(f"{base}multi_modal_projector.", projector)
     top = LayerParts()
     embedding(top, "embed_tokens", shape.vocab_size, shape.hidden_size)
-    model.extend("model.language_model.", top)
-    model.layers("model.language_model.layers.", [layer] * shape.num_layers, v_layers)
+    model.extend(f"{base}language_model.", top)
+    model.layers(f"{base}language_model.layers.", [layer] * shape.num_layers, v_layers)
     tail = LayerParts()
     tail.norm("norm", shape.hidden_size, False)
-    model.extend("model.language_model.", tail)
+    model.extend(f"{base}language_model.", tail)
     tied = cfg.flag("tie_word_embeddings", False) or text.flag("tie_word_embeddings", False)
-    head = LayerParts()
-    lm_head(head, "lm_head", shape.hidden_size, shape.vocab_size, tied=tied)
-    model.extend("", head)
+    if req.head != "base":
+        head = LayerParts()
+        lm_head(head, "lm_head", shape.hidden_size, shape.vocab_size, tied=tied)
+        model.extend("", head)
     return assemble(
         cfg,
         model,

@@ -275,5 +275,56 @@ def clip_vision_tower(
     return hidden, count
 
 
+SIGLIP_TOWER = TowerDefaults(
+    hidden=768, intermediate=3072, layers=12, heads=12, image=224, patch=16
+)
+"""SiglipVisionConfig's defaults (transformers 5.24.0 configuration_siglip.py)."""
+
+
+def siglip_vision_tower(
+    model: ModelParts, prefix: str, vision: Config, first_index: int
+) -> tuple[int, int]:
+    """SiglipVisionTransformer under ``prefix``: a biased patch Conv2d and one position row
+    per patch (no class token, no pre-norm), CLIP-named encoder layers, the post-norm, and
+    with ``vision_use_head`` (default true) the attention-pooling head (a probe token and
+    nn.MultiheadAttention's packed in_proj). Returns (hidden size, layer count)."""
+    d = SIGLIP_TOWER
+    hidden = vision.size("hidden_size", d.hidden, limit=MAX_WIDTH)
+    heads = vision.size("num_attention_heads", d.heads, limit=MAX_HEADS)
+    intermediate = vision.size("intermediate_size", d.intermediate, limit=MAX_WIDTH)
+    count = vision.size("num_hidden_layers", d.layers, limit=MAX_LAYERS)
+    layer = _encoder_layer(
+        vision,
+        CLIP_ATTENTION,
+        hidden,
+        heads,
+        intermediate,
+        norms=("layer_norm1", "layer_norm2"),
+        qkv_bias=True,
+        fc=("mlp.fc1", "mlp.fc2"),
+        activation_default="gelu_pytorch_tanh",
+    )
+    patches, patch = num_patches(vision, d.image, d.patch)
+    channels = vision.size("num_channels", 3, limit=MAX_SMALL)
+    top = LayerParts()
+    top.param("embeddings.patch_embedding.weight", (hidden, channels, patch, patch), "embedding")
+    top.param("embeddings.patch_embedding.bias", (hidden,), "embedding")
+    top.param("embeddings.position_embedding.weight", (patches, hidden), "position")
+    model.extend(prefix, top)
+    model.layers(f"{prefix}encoder.layers.", [layer] * count, first_index)
+    tail = LayerParts()
+    tail.norm("post_layernorm", hidden, True)
+    if vision.flag("vision_use_head", True):
+        tail.param("head.probe", (1, 1, hidden), "other")
+        tail.param("head.attention.in_proj_weight", (3 * hidden, hidden), "other")
+        tail.param("head.attention.in_proj_bias", (3 * hidden,), "other")
+        tail.linear("head.attention.out_proj", hidden, hidden, True, "other")
+        tail.norm("head.layernorm", hidden, True)
+        tail.linear("head.mlp.fc1", hidden, intermediate, True, "other")
+        tail.linear("head.mlp.fc2", intermediate, hidden, True, "other")
+    model.extend(prefix, tail)
+    return hidden, count
+
+
 VIT = Family("vit", "ViT", "ViTModel", VISION_HEADS, build_vit)
 CLIP = Family("clip", "CLIP", "CLIPModel", frozenset({"base"}), build_clip)

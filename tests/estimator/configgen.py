@@ -528,6 +528,19 @@ def llava(r: random.Random) -> Config:
     return cfg
 
 
+def gemma3(r: random.Random) -> Config:
+    text = gemma2(r)
+    text["model_type"] = "gemma3_text"
+    vision = {**_vision_tower(r), "model_type": "siglip_vision_model"}
+    vision["vision_use_head"] = r.random() < 0.5
+    return {
+        "text_config": text,
+        "vision_config": vision,
+        "mm_tokens_per_image": 4,
+        "tie_word_embeddings": r.random() < 0.8,
+    }
+
+
 DECODER = ("base", "causal-lm", "sequence-classification")
 ENCODER = ("base", "masked-lm", "sequence-classification")
 SEQ2SEQ = ("base", "conditional-generation")
@@ -574,7 +587,8 @@ FAMILIES: dict[str, tuple[str, Callable[[random.Random], Config], tuple[str, ...
     "mpnet": ("MPNet", mpnet, ENCODER),
     "marian": ("Marian", marian, SEQ2SEQ),
     "lfm2": ("Lfm2", lfm2, ("base", "causal-lm")),
-    "llava": ("Llava", llava, ("conditional-generation",)),
+    "llava": ("Llava", llava, ("base", "conditional-generation")),
+    "gemma3": ("Gemma3", gemma3, ("base", "conditional-generation")),
 }
 
 
