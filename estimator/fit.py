@@ -147,7 +147,7 @@ def fit_cards(
 class _Prepared:
     """One model's card-independent fitting inputs, read once per ``fit_cards`` call."""
 
-    __slots__ = ("layers", "method", "model", "slopes", "terms", "top", "worst")
+    __slots__ = ("hopeless", "layers", "method", "model", "slopes", "terms", "top", "worst")
 
     def __init__(self, model: MethodModel) -> None:
         self.model = model
@@ -168,16 +168,24 @@ class _Prepared:
         self.layers = model.num_layers
         # Busiest card's bytes without the context, per card count (batch 1).
         self.worst: dict[int, float] = {}
+        # The most free bytes (memory less context) seen with no split possible.
+        self.hopeless = float("-inf")
 
     def split(self, limit: float, context: float) -> tuple[int, float] | None:
         """``model.smallest_split(limit, context, 1, MAX_SPLIT)``, inlined for the card loop."""
+        free = limit - context
+        # Rooms, the share and the layers per card only grow with ``free``: below a
+        # card that no split could fit for these reasons, none can.
+        if free <= self.hopeless:
+            return None
         terms = self.terms
         if terms is None:
             terms = self.terms = self.model.split_terms(1)
         share = float("inf")
         for other_fixed, other_dyn, per_share in terms:
-            room = limit - context - other_fixed - other_dyn
+            room = free - other_fixed - other_dyn
             if room < 0:
+                self.hopeless = free
                 return None
             if per_share > 0:
                 candidate = room / per_share
@@ -186,8 +194,12 @@ class _Prepared:
         layers = self.layers
         per_card = int(min(share * max(layers, 1), max(layers, 1)))
         if per_card < 1 and layers > 0:
+            self.hopeless = free
             return None
         first = 2 if per_card < 1 else max(2, -(-layers // per_card))
+        if first > MAX_SPLIT + 1:
+            self.hopeless = free  # more cards than MAX_SPLIT: no count to try
+            return None
         worst = self.worst
         for cards in range(max(2, first - 1), min(first + 1, MAX_SPLIT) + 1):
             w = worst.get(cards)
