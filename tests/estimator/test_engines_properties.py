@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from estimator.engines import EngineRequest, simulate_engine
+from estimator.engines.common import engine_data
+from estimator.engines.sglang import bucket
 from estimator.families import describe
 from estimator.memory import split_parameters
 
@@ -26,6 +28,7 @@ CONFIG = next(
 ARCH = describe(CONFIG)
 SPLIT = split_parameters(ARCH)
 GIB = 2**30
+MIB = 2**20
 
 engines = st.sampled_from(["transformers", "vllm", "sglang", "tgi"])
 memories = st.integers(min_value=4, max_value=200).map(lambda g: g * GIB)
@@ -52,6 +55,14 @@ def run(engine: str, memory: int, length: int | None, q: str, k: str, t: int):  
 def test_more_memory_never_holds_fewer_tokens(
     engine: str, memory: int, length: int | None, q: str, k: str, t: int
 ) -> None:
+    # SGLang's own heuristic reserves more on bigger cards at its bucket edges (server_args.py
+    # picks a larger chunked prefill and CUDA-graph batch from 160 GiB on), so across an edge
+    # more memory can hold fewer tokens: the promise holds within one bucket.
+    sglang = engine_data("sglang").values
+    assume(
+        engine != "sglang"
+        or bucket(sglang, memory / MIB, t) == bucket(sglang, (memory + 8 * GIB) / MIB, t)
+    )
     small = run(engine, memory, length, q, k, t)
     large = run(engine, memory + 8 * GIB, length, q, k, t)
     assert large.kv_cache_tokens >= small.kv_cache_tokens
