@@ -223,6 +223,11 @@ def verify(context: Context) -> tuple[Finding, ...]:
             continue
         rule = rules()[rule_id]
         findings.append(
-            Finding(rule_id, rule["severity"], rule["message"].format(**values), rule["fix"])
+            Finding(
+                rule_id,
+                rule["severity"],
+                rule["message"].format(**values),
+                rule["fix"].format(**values),
+            )
         )
     return tuple(findings)

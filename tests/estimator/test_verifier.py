@@ -83,6 +83,7 @@ def test_sequence_past_a_learned_position_table_is_an_error(corpus_dir) -> None:
     found = {f.id: f for f in plan(gpt2, Workload(seq_len=1025)).findings}
     rule = found["sequence-beyond-position-table"]
     assert rule.severity == "error" and "1024 positions" in rule.message
+    assert rule.fix.startswith("train or serve at most 1024 tokens per sequence")
     assert "sequence-beyond-position-table" not in ids(gpt2, workload=Workload(seq_len=1024))
 
 
