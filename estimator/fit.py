@@ -133,9 +133,9 @@ def fit_cards(
                 if largest:
                     fits.append(new(MethodFit, (p.method, largest, largest >= batch, None, None)))
                     continue
-            found = p.split(limit, context)
+            found = None if limit - context <= p.hopeless else p.split(limit, context)
             fits.append(
-                new(MethodFit, (p.method, 0, False, None, None))
+                p.unfit
                 if found is None
                 else new(MethodFit, (p.method, 0, False, found[0], round(found[1])))
             )
@@ -147,11 +147,23 @@ def fit_cards(
 class _Prepared:
     """One model's card-independent fitting inputs, read once per ``fit_cards`` call."""
 
-    __slots__ = ("hopeless", "layers", "method", "model", "slopes", "terms", "top", "worst")
+    __slots__ = (
+        "hopeless",
+        "layers",
+        "method",
+        "model",
+        "slopes",
+        "terms",
+        "top",
+        "unfit",
+        "worst",
+    )
 
     def __init__(self, model: MethodModel) -> None:
         self.model = model
         self.method = model.method
+        # The fit of a card that holds neither batch 1 nor a split (immutable: shared).
+        self.unfit = MethodFit(model.method, 0, False, None, None)
         lines = model._reserved_lines
         # Reserved fixed bytes of the fullest phase: batch 1 fits only if it leaves room.
         self.top = max((fixed for fixed, _ in lines), default=float("-inf"))
