@@ -102,24 +102,31 @@ def fit_cards(
     Whether batch 1 fits is one subtraction (rooms fall as fixed bytes grow,
     and floating-point subtraction is monotone, so the phase with the most
     fixed bytes decides), the largest batch one division per growing phase;
-    a split reads the busiest card's bytes per card count from a memo.
+    a split reads the busiest card's bytes per card count from a memo. Cards
+    are visited from the most free memory down, so the first card that no
+    split fits marks every smaller one (``_Prepared.hopeless``); the answers
+    keep the order of ``cards``.
     """
     prepared = [_Prepared(m) for m in models.values()]
     new = tuple.__new__
-    out = []
+    out: list[CardFit | None] = [None] * len(cards)
+    limits = [c.usable_bytes / headroom for c in cards]
+    contexts = [context_bytes(c.context_bytes, gpus) for c in cards]
+    order = sorted(((limits[i] - contexts[i], i) for i in range(len(cards))), reverse=True)
     # Method fits depend on a card's memory and context only: cards alike share them.
     seen: dict[tuple[int, int], tuple[MethodFit, ...]] = {}
-    for c in cards:
+    for _, i in order:
+        c = cards[i]
         note = None
         if precision == "bf16" and not c.bf16:
             note = f"{c.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"
         reserved = round(VLLM_UTILIZATION * c.usable_bytes)
         alike = seen.get((c.usable_bytes, c.context_bytes))
         if alike is not None:
-            out.append(CardFit(c, alike, reserved, note))
+            out[i] = CardFit(c, alike, reserved, note)
             continue
-        limit = c.usable_bytes / headroom
-        context = context_bytes(c.context_bytes, gpus)
+        limit = limits[i]
+        context = contexts[i]
         fits = []
         for p in prepared:
             # Rooms fall as fixed bytes grow: if any phase leaves none, this one does.
@@ -140,8 +147,8 @@ def fit_cards(
                 else new(MethodFit, (p.method, 0, False, found[0], round(found[1])))
             )
         methods = seen[(c.usable_bytes, c.context_bytes)] = tuple(fits)
-        out.append(CardFit(c, methods, reserved, note))
-    return tuple(out)
+        out[i] = CardFit(c, methods, reserved, note)
+    return tuple(fit for fit in out if fit is not None)
 
 
 class _Prepared:
