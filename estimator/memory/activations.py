@@ -208,7 +208,7 @@ def _ffn_part(
     n = s.numerics
     total = _norm(h, s, rms)
     shared = [p for p in placed if "shared" in p.linear.name]
-    regular = [p for p in placed if p not in shared]
+    regular = [p for p in placed if p not in shared] if shared else placed
     if block.feed_forward is not None:
         total += _mlp(
             block.feed_forward,
