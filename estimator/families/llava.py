@@ -13,15 +13,17 @@ carry neither sub-config, so transformers builds them from those defaults, and s
 from __future__ import annotations
 
 from estimator.architecture import Architecture, HeadKind
-from estimator.blocks.embeddings import embedding, lm_head
 from estimator.blocks.layer import LayerParts, ModelParts
 from estimator.config import Config
-from estimator.errors import ConfigError
 from estimator.families import llama
-from estimator.families.common import assemble
 from estimator.families.decoder import dense_mlp, llama_layer, read_shape, self_attention
 from estimator.families.family import Family, Request
 from estimator.families.vision import TowerDefaults, clip_vision_tower
+from estimator.families.vision_language import (
+    finish_language_model,
+    language_model_embeddings,
+    sub_config,
+)
 
 HEADS: frozenset[HeadKind] = frozenset({"base", "conditional-generation", "causal-lm"})
 LLAVA_TOWER = TowerDefaults(
@@ -29,22 +31,9 @@ LLAVA_TOWER = TowerDefaults(
 )
 
 
-def _section(cfg: Config, key: str, expected: tuple[str, ...]) -> Config:
-    raw = cfg.mapping(key)
-    sub = Config(raw or {}, source=f"{cfg.source}: {key}")
-    model_type = sub.optional_text("model_type")
-    if model_type is not None and model_type not in expected:
-        raise ConfigError(
-            f"{sub.source}: model_type {model_type!r} is not modelled in a LLaVA wrapper "
-            f"(only {', '.join(expected)})",
-            field=f"{key}.model_type",
-        )
-    return sub
-
-
 def build(cfg: Config, req: Request) -> Architecture:
-    vision = _section(cfg, "vision_config", ("clip_vision_model",))
-    text = _section(cfg, "text_config", ("llama",))
+    vision = sub_config(cfg, "vision_config", ("clip_vision_model",), "LLaVA")
+    text = sub_config(cfg, "text_config", ("llama",), "LLaVA")
     shape = read_shape(text, llama.DEFAULTS)
     layer = llama_layer(
         shape,
@@ -64,33 +53,10 @@ def build(cfg: Config, req: Request) -> Architecture:
     projector.linear("linear_1", v_hidden * feature_layers, shape.hidden_size, bias, "other")
     projector.linear("linear_2", shape.hidden_size, shape.hidden_size, bias, "other")
     model.extend(f"{base}multi_modal_projector.", projector)
-    top = LayerParts()
-    embedding(top, "embed_tokens", shape.vocab_size, shape.hidden_size)
-    model.extend(f"{base}language_model.", top)
+    language_model_embeddings(model, base, shape)
     model.layers(f"{base}language_model.layers.", [layer] * shape.num_layers, v_layers)
-    tail = LayerParts()
-    tail.norm("norm", shape.hidden_size, False)
-    model.extend(f"{base}language_model.", tail)
     tied = cfg.flag("tie_word_embeddings", False) or text.flag("tie_word_embeddings", False)
-    if req.head != "base":
-        head = LayerParts()
-        lm_head(head, "lm_head", shape.hidden_size, shape.vocab_size, tied=tied)
-        model.extend("", head)
-    return assemble(
-        cfg,
-        model,
-        model_type=req.model_type,
-        family="llava",
-        architecture=req.architecture,
-        head=req.head,
-        hidden_size=shape.hidden_size,
-        vocab_size=shape.vocab_size,
-        max_position_embeddings=shape.max_positions,
-        tie_word_embeddings=tied,
-        norm="rmsnorm",
-        position="rope",
-        supported=req.supported,
-    )
+    return finish_language_model(cfg, req, model, base, shape, tied=tied, family="llava")
 
 
 FAMILY = Family("llava", "Llava", "LlavaForConditionalGeneration", HEADS, build)
