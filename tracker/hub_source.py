@@ -6,9 +6,12 @@ the weight manifest, never a weight body, so a Hub source costs these
 requests, all through huggingface_hub (``HF_ENDPOINT``, ``HF_TOKEN`` and the
 HF cache honoured as the library does):
 
-1. config.json with ``hf_hub_download``: a HEAD that resolves REV to its
-   commit (and is where a gated or missing repo answers) and a GET. None at
-   all when the cache already holds the file at that commit.
+1. config.json with ``hf_hub_download``: first a dry run, a HEAD that
+   resolves REV to its commit, says the file's size (and is where a gated or
+   missing repo answers), so a file larger than the tracker reads
+   (``tracker.artifacts.TEXT_LIMIT``) is refused before a byte of it is
+   downloaded; then the download itself, a HEAD and a GET. None at all when
+   the cache already holds the file at that commit.
 2. model.safetensors.index.json the same way; huggingface_hub keeps a 404 in
    the cache as "no such file at this commit" (``_CACHED_NO_EXIST``, read
    with ``try_to_load_from_cache``), so it is asked once per commit.
@@ -18,7 +21,7 @@ HF cache honoured as the library does):
    bytes, a second request only for a larger header). The cache does not
    hold headers, so this one is made again on a repeated plan.
 
-That is four requests at most for a header under 100 kB; a repeated plan of
+That is six requests at most for a header under 100 kB; a repeated plan of
 the same sha costs none for a sharded checkpoint and one for a single file.
 A revision the local database already recorded (REV a full sha) costs none:
 its config and manifest come from the blob store.
@@ -44,6 +47,7 @@ from huggingface_hub.errors import HfUriError
 from estimator import WeightManifest
 from estimator.errors import EstimateError
 from storage import Database, get_blob, has_revision, snapshot_at
+from tracker.artifacts import TEXT_LIMIT
 from tracker.errors import FileGone, HubError
 from tracker.hub import translate_hub_errors
 from tracker.json_input import JsonInputError, read_json
@@ -53,8 +57,11 @@ from tracker.source_shape import could_be_hub_ref
 CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
-MAX_CONFIG_BYTES = 16 * 2**20
-"""A config.json larger than this is not a config (the corpus's largest is 30 kB)."""
+MAX_INPUT_BYTES = TEXT_LIMIT
+"""The daemon reads no config or index larger than this, so neither does a plan.
+
+The corpus's largest config.json is 30 kB and its largest index 1.7 MB.
+"""
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
 
@@ -153,18 +160,25 @@ class HubPlanSource:
         )
 
     def _download(self, ref: HubRef, revision: str | None, filename: str) -> Path:
-        with translate_hub_errors(f"{ref.label}:{filename}"):
-            return Path(
-                hf_hub_download(
-                    ref.repo_id,
-                    filename,
-                    revision=revision,
-                    endpoint=self._endpoint,
-                    token=self._token,
-                    cache_dir=self._cache_dir,
-                    etag_timeout=self._timeout,
-                )
-            )
+        """The cached file at ``revision``, its size checked before it is downloaded."""
+        where = f"{ref.label}:{filename}"
+        with translate_hub_errors(where):
+            probe = hf_hub_download(**self._download_args(ref, revision, filename), dry_run=True)
+            if probe.will_download and (probe.file_size or 0) > MAX_INPUT_BYTES:
+                raise HubError(_too_large(where, probe.file_size or 0))
+            path = hf_hub_download(**self._download_args(ref, probe.commit_hash, filename))
+            return _sized(Path(path), where)
+
+    def _download_args(self, ref: HubRef, revision: str | None, filename: str) -> dict[str, Any]:
+        return {
+            "repo_id": ref.repo_id,
+            "filename": filename,
+            "revision": revision,
+            "endpoint": self._endpoint,
+            "token": self._token,
+            "cache_dir": self._cache_dir,
+            "etag_timeout": self._timeout,
+        }
 
 
 def recorded_inputs(database: Database, ref: HubRef) -> PlanInputs | None:
@@ -199,10 +213,19 @@ def _mapping(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _json_file(path: Path, where: str) -> Any:
+def _sized(path: Path, where: str) -> Path:
+    """``path`` unless the file grew past the limit (a server that lied about its size)."""
     size = path.stat().st_size
-    if size > MAX_CONFIG_BYTES:
-        raise HubError(f"{where}: {size:,} bytes, larger than any config ({MAX_CONFIG_BYTES:,})")
+    if size > MAX_INPUT_BYTES:
+        raise HubError(_too_large(where, size))
+    return path
+
+
+def _too_large(where: str, size: int) -> str:
+    return f"{where}: {size:,} bytes, larger than the tracker reads ({MAX_INPUT_BYTES:,})"
+
+
+def _json_file(path: Path, where: str) -> Any:
     return _json_bytes(path.read_bytes(), where)
 
 

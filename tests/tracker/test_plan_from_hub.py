@@ -1,6 +1,7 @@
 """`plan ORG/NAME[@REV]`: the real huggingface_hub client against the Hub emulator.
 
-Promises: at most four requests for a plan and never a weight body; the same
+Promises: at most six requests for a plan and never a weight body nor a
+config larger than the tracker reads; the same
 plan as the same files read from disk; the HF cache and the local database
 spare every request; gated, missing and non-model sources exit 2 in one line.
 """
@@ -16,6 +17,7 @@ import huggingface_hub.constants
 import pytest
 import requests
 
+from tracker.artifacts import TEXT_LIMIT
 from tracker.cli import main
 from tracker.hubsim import HubEmulator
 from tracker.hubsim.stats import RequestRecord
@@ -80,13 +82,13 @@ def write_files_as_on_disk(endpoint: str, repo_id: str, sha: str, into: Path) ->
 
 
 @pytest.mark.parametrize("repo_id", REPOS)
-def test_plan_from_hub_costs_at_most_four_requests_and_equals_plan_from_disk(
+def test_plan_from_hub_costs_at_most_six_requests_and_equals_plan_from_disk(
     repo_id: str, cli_env: HubEmulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cli_env.stats.reset()
     from_hub = plan_json(capsys, repo_id)
     made = repo_requests(cli_env)
-    assert len(made) <= 4, [(r.method, r.path, r.status) for r in made]
+    assert len(made) <= 6, [(r.method, r.path, r.status) for r in made]
     weight_bodies = [
         r for r in made if r.path.endswith(".safetensors") and r.method == "GET" and not r.range
     ]
@@ -142,6 +144,21 @@ def test_the_invalid_config_llama_2_chat_once_published_is_named_with_its_positi
     assert (
         "config.json: not valid JSON (invalid JSON at line 18 column 3" in capsys.readouterr().err
     )
+
+
+def test_a_config_larger_than_the_tracker_reads_is_refused_before_its_body_is_sent(
+    cli_env: HubEmulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo_id = "hostile/huge-config"
+    padding = b" " * (TEXT_LIMIT + 1)
+    cli_env.publish(repo_id, {"config.json": b'{"model_type": "llama"' + padding + b"}"})
+    cli_env.stats.reset()
+    assert main(["plan", repo_id]) == 2
+    err = capsys.readouterr().err
+    assert f"{TEXT_LIMIT + 24:,} bytes, larger than the tracker reads" in err
+    made = repo_requests(cli_env)
+    assert [r.method for r in made] == ["HEAD"]
+    assert sum(r.bytes_sent for r in made) < 10_000
 
 
 def test_a_revision_the_database_recorded_costs_no_request(

@@ -5,7 +5,7 @@ model.safetensors.index.json and/or *.safetensors headers (only the JSON
 header at the start of each file is read, never the weights); or a model on
 the Hub: ORG/NAME, ORG/NAME@REV (branch, tag or sha), hf://ORG/NAME@REV or a
 model page URL. From the Hub only config.json, the safetensors index or the
-single file's header are fetched (at most four requests; none for a
+single file's header are fetched (at most six requests; none for a
 revision the database recorded, or a sharded one the HF cache holds);
 --json names the sha planned.
 """
