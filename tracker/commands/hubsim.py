@@ -26,20 +26,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fault-seed", type=int, default=0, metavar="N", help="seed of the injected faults"
     )
+    parser.add_argument(
+        "--synthetic",
+        type=int,
+        metavar="N",
+        help="serve N generated repos whose histories take the corpus repos as templates",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="seed of the --synthetic repos (default 0)"
+    )
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="answer every request this much later (a remote Hub's round trip)",
+    )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
+    from tracker.hubsim.synthetic import SyntheticStore
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: must be between 0 and 65535")
     if not 0.0 <= args.faults <= 1.0:
         raise UsageError(f"--faults {args.faults}: must be a share between 0 and 1")
+    if args.synthetic is not None and args.synthetic < 1:
+        raise UsageError(f"--synthetic {args.synthetic}: must be at least 1 repo")
+    if args.latency < 0:
+        raise UsageError(f"--latency {args.latency}: must not be negative")
     try:
-        emulator = HubEmulator(args.corpus, tensor_shapes=estimator_tensor_shapes)
+        if args.synthetic is None:
+            emulator = HubEmulator(args.corpus, tensor_shapes=estimator_tensor_shapes)
+        else:
+            store = SyntheticStore(args.synthetic, args.seed, args.corpus, estimator_tensor_shapes)
+            emulator = HubEmulator(None, store=store)
     except HubSimError as exc:
         raise UsageError(str(exc)) from None
-    count = len(emulator.repo_ids())
+    if args.latency:
+        emulator.faults.latency(args.latency)
+    count = len(emulator.store.repos)
     faults = ""
     if args.faults > 0:
         emulator.faults.transient_mix(args.faults, seed=args.fault_seed)

@@ -29,8 +29,10 @@ class HubEmulator:
         tensor_shapes: TensorShapes | None = None,
         page_size: int | None = None,
         seed: int = 0,
+        store: HubStore | None = None,
     ) -> None:
-        self.store = HubStore(corpus_dir, tensor_shapes)
+        """``store`` replaces the corpus replay (``tracker.hubsim.synthetic.SyntheticStore``)."""
+        self.store = store or HubStore(corpus_dir, tensor_shapes)
         self.faults = FaultPlan(seed)
         self.stats = Stats()
         self._router = Router(self.store, page_size)
@@ -83,6 +85,7 @@ class HubEmulator:
 
     # -- reading (for tests' expectations) -------------------------------------------
     def repo_ids(self) -> list[str]:
+        """Every repo id, sorted (N strings for a synthetic Hub of N repos)."""
         with self.store.lock:
             return sorted(self.store.repos)
 

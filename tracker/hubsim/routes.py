@@ -6,8 +6,9 @@ Paths are split on the raw ``/`` before any unquoting, so a revision sent as
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
@@ -159,9 +160,16 @@ class Router:
         default = DEFAULT_PAGES[kind]
         return min(default, self.page_size) if self.page_size else default
 
-    def _paged(self, request: Request, items: list[Any], size: int) -> Response:
+    def _paged(
+        self,
+        request: Request,
+        items: Sequence[Any],
+        size: int,
+        render: Callable[[Any], Any] | None = None,
+    ) -> Response:
+        """One page of ``items`` from the cursor; only the page's rows are rendered."""
         start = int((request.query.get("cursor") or ["0"])[0] or 0)
-        page = items[start : start + size]
+        page = [render(i) if render else i for i in items[start : start + size]]
         headers: dict[str, str] = {}
         if start + size < len(items):
             query = {k: v for k, v in request.query.items() if k != "cursor"}
@@ -177,7 +185,7 @@ class Router:
         repo = self._repo(request, parts[0], parts[1])
         commit = self._commit(repo, parts[3]) if len(parts) > 3 else repo.resolve("main")
         assert commit is not None
-        tree = self.store.tree(commit)
+        tree = functools.partial(self.store.tree, commit)
         body = views.model_info(
             repo, commit, tree, blobs=request.flag("blobs"), expand=request.values("expand")
         )
@@ -244,28 +252,23 @@ class Router:
         return Response.json(items)
 
     def _list_models(self, request: Request, parts: list[str]) -> Response:
-        author = (request.query.get("author") or [""])[0]
-        search = ((request.query.get("search") or [""])[0]).lower()
-        sort = (request.query.get("sort") or ["lastModified"])[0]
-        rows = []
-        for repo in self.store.repos.values():
-            if repo.private and request.token not in repo.tokens:
-                continue
-            if (author and repo.author != author) or search not in repo.repo_id.lower():
-                continue
-            head = repo.commits[repo.branches["main"]]
-            rows.append((repo, head))
-        order = {"createdAt": lambda r: r[0].created_at}.get(sort, lambda r: r[1].date)
-        rows.sort(key=order, reverse=True)
-        full = request.flag("full")
-        expand = request.values("expand")
-        items = [
-            views.list_item(repo, head, self.store.tree(head), full=full, expand=expand)
-            for repo, head in rows
-        ]
+        rows = self.store.listing(
+            sort=(request.query.get("sort") or ["lastModified"])[0],
+            author=(request.query.get("author") or [""])[0],
+            search=((request.query.get("search") or [""])[0]).lower(),
+            token=request.token,
+        )
         limit = int((request.query.get("limit") or ["0"])[0] or 0)
         size = min(limit, self._page("list_models")) if limit else self._page("list_models")
-        return self._paged(request, items, size)
+        full = request.flag("full")
+        expand = request.values("expand")
+
+        def item(row: tuple[Repo, Commit]) -> dict[str, Any]:
+            repo, head = row
+            tree = functools.partial(self.store.tree, head)
+            return views.list_item(repo, head, tree, full=full, expand=expand)
+
+        return self._paged(request, rows, size, item)
 
     def _safetensors_metadata(self, request: Request, parts: list[str]) -> Response:
         repo = self._repo(request, parts[0], parts[1], files=True)

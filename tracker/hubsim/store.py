@@ -118,6 +118,24 @@ class HubStore:
                 last = ancestor
             return last
 
+    def listing(
+        self, *, sort: str, author: str, search: str, token: str | None
+    ) -> Sequence[tuple[Repo, Commit]]:
+        """Visible repos with their main heads, newest first (by ``createdAt`` if asked)."""
+        with self.lock:
+            rows = [
+                (repo, repo.commits[repo.branches[MAIN]])
+                for repo in self.repos.values()
+                if (not repo.private or token in repo.tokens)
+                and (not author or repo.author == author)
+                and search in repo.repo_id.lower()
+            ]
+        if sort == "createdAt":
+            rows.sort(key=lambda row: row[0].created_at, reverse=True)
+        else:
+            rows.sort(key=lambda row: row[1].date, reverse=True)
+        return rows
+
     def repo(self, repo_id: str) -> Repo:
         with self.lock:
             if repo_id not in self.repos:

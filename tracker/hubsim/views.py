@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -70,36 +71,49 @@ def sibling(path: str, blob: Blob, blobs: bool) -> dict[str, Any]:
 
 
 def model_info(
-    repo: Repo, commit: Commit, tree: Mapping[str, Blob], *, blobs: bool, expand: list[str]
+    repo: Repo,
+    commit: Commit,
+    tree: Callable[[], Mapping[str, Blob]],
+    *,
+    blobs: bool,
+    expand: list[str],
 ) -> dict[str, Any]:
-    card = card_data(tree)
-    config = _config_summary(tree)
-    full: dict[str, Any] = {
-        "author": repo.author,
-        "sha": commit.sha,
-        "lastModified": iso(commit.date),
-        "createdAt": iso(repo.created_at),
-        "private": repo.private,
-        "gated": repo.gated,
-        "disabled": repo.disabled,
-        "downloads": 0,
-        "likes": 0,
-        "library_name": (card or {}).get("library_name", "transformers" if config else None),
-        "tags": _tags(card, config),
-        "pipeline_tag": (card or {}).get("pipeline_tag"),
+    """The model_info body; ``tree`` is read only for the fields that need it.
+
+    A listing page asks for ``expand=lastModified,sha`` over a thousand repos: those
+    answers must not build a thousand trees.
+    """
+    files = functools.cache(tree)
+    card = functools.cache(lambda: card_data(files()))
+    config = functools.cache(lambda: _config_summary(files()))
+    full: dict[str, Callable[[], Any]] = {
+        "author": lambda: repo.author,
+        "sha": lambda: commit.sha,
+        "lastModified": lambda: iso(commit.date),
+        "createdAt": lambda: iso(repo.created_at),
+        "private": lambda: repo.private,
+        "gated": lambda: repo.gated,
+        "disabled": lambda: repo.disabled,
+        "downloads": lambda: 0,
+        "likes": lambda: 0,
+        "library_name": lambda: (card() or {}).get(
+            "library_name", "transformers" if config() else None
+        ),
+        "tags": lambda: _tags(card(), config()),
+        "pipeline_tag": lambda: (card() or {}).get("pipeline_tag"),
         "cardData": card,
         "config": config,
-        "siblings": [sibling(p, b, blobs) for p, b in tree.items()],
-        "spaces": [],
-        "usedStorage": sum(b.size for b in tree.values()),
+        "siblings": lambda: [sibling(p, b, blobs) for p, b in files().items()],
+        "spaces": lambda: [],
+        "usedStorage": lambda: sum(b.size for b in files().values()),
     }
-    wanted = expand or [k for k in MODEL_INFO_FIELDS if full.get(k) is not None]
+    wanted = expand or [k for k in MODEL_INFO_FIELDS if k in full and full[k]() is not None]
     body: dict[str, Any] = {
         "_id": object_id(repo.repo_id),
         "id": repo.repo_id,
         "modelId": repo.repo_id,
     }
-    body.update({k: full.get(k) for k in wanted if k in full})
+    body.update({k: full[k]() for k in wanted if k in full})
     return body
 
 
@@ -172,7 +186,12 @@ def refs(repo: Repo, include_prs: bool) -> dict[str, Any]:
 
 
 def list_item(
-    repo: Repo, head: Commit, tree: Mapping[str, Blob], *, full: bool, expand: list[str]
+    repo: Repo,
+    head: Commit,
+    tree: Callable[[], Mapping[str, Blob]],
+    *,
+    full: bool,
+    expand: list[str],
 ) -> dict[str, Any]:
     info = model_info(repo, head, tree, blobs=False, expand=expand)
     if expand:
