@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +38,7 @@ from tests.daemon.harness import DaemonProcess, free_port, write_config
 from tests.feeds.conftest import ServerThread
 from tests.feeds.populate import build_all
 from tracker.audit import Finding, Origin, OsvServerAdvisories, Pin, PinReport, Published
+from tracker.audit.advisories import CHUNK_BYTES, MAX_ANSWER_BYTES, AdvisoryServerError
 from tracker.audit.render import to_markdown
 from tracker.backfill import backfill
 from tracker.cli import main
@@ -461,3 +466,69 @@ def test_the_osv_client_follows_next_page_tokens_to_every_advisory(world: World)
         expected = {a.id for a in world.published if a.repo_id == repo_id}
         assert len(expected) > 2
         assert {p.id for p in found[repo_id]} == expected
+
+
+class HostileOsvHandler(BaseHTTPRequestHandler):
+    """An OSV server that answers every way a client should not trust."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        if self.path == "/huge/v1/querybatch":
+            self._send_chunked(b"[" + b" " * (MAX_ANSWER_BYTES + CHUNK_BYTES) + b"]")
+        elif self.path == "/drip/v1/querybatch":
+            self._send_chunked(b'{"results": [', pause=0.2)
+        elif self.path == "/loop/v1/querybatch":
+            page = {"vulns": [{"id": "NT-1"}], "next_page_token": "again"}
+            self._send_chunked(json.dumps({"results": [page]}).encode())
+        elif self.path == "/deep/v1/querybatch":
+            self._send_chunked(b"[" * 10_000 + b"]" * 10_000)
+
+    def _send_chunked(self, body: bytes, pause: float = 0.0) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        step = 1 if pause else 1 << 20
+        try:
+            for start in range(0, len(body), step):
+                piece = body[start : start + step]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+                time.sleep(pause)
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def hostile_osv() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), HostileOsvHandler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("huge", f"the answer passed {MAX_ANSWER_BYTES:,} bytes"),
+        ("drip", "the answer took over 1 s"),
+        ("loop", "gave a/b the page token 'again' twice"),
+        ("deep", "the answer is not JSON (nested more than 128 levels deep)"),
+    ],
+)
+def test_a_hostile_osv_server_is_refused_in_bounded_time(
+    hostile_osv: str, path: str, says: str
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(AdvisoryServerError, match=re.escape(says)):
+        OsvServerAdvisories(f"{hostile_osv}/{path}", timeout=1.0).for_repos(["a/b"])
+    assert time.monotonic() - started < 5

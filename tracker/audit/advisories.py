@@ -8,10 +8,18 @@ remote one speaks OSV.dev's protocol as pip-audit and osv-scanner do: one
 ``GET /v1/vulns/{id}`` per advisory id for its transition and severity. So
 it runs against a remote neurarch-trace, or any server that serves these
 advisories. Withdrawn advisories are left out by both.
+
+A server is as untrusted as a repo: each answer is read in chunks up to
+``MAX_ANSWER_BYTES`` and parsed by ``read_json`` (depth and integer limits),
+a whole answer must arrive within ``timeout`` seconds (a server that drips
+a byte at a time is cut off, not waited on), and a repo whose pages keep
+coming past ``MAX_PAGES``, or that hands back a token it already gave, is
+refused rather than followed for ever.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -21,11 +29,18 @@ import requests
 
 from storage import Database, advisories
 from storage.records import Advisory, Severity
-from tracker.errors import TrackerError
+from tracker.errors import JsonInputError, TrackerError
+from tracker.json_input import read_json
 
 PURL_PREFIX = "pkg:huggingface/"
 MAX_BATCH = 1000
 """OSV.dev's limit of queries per /v1/querybatch."""
+MAX_ANSWER_BYTES = 32 * 2**20
+"""A querybatch of 1,000 repos names ids only (OSV.dev: about 100 bytes an id), and
+one advisory document is a few kB; 32 MiB is far past both."""
+MAX_PAGES = 1000
+"""Pages followed per repo: at the 1,000 ids a page OSV.dev returns, a million advisories."""
+CHUNK_BYTES = 64 * 1024
 
 
 class AdvisoryServerError(TrackerError):
@@ -90,7 +105,8 @@ class OsvServerAdvisories:
         return found
 
     def _collect_ids(self, repo_ids: list[str], into: dict[str, list[str]]) -> None:
-        pending = {repo_id: None for repo_id in repo_ids}  # repo -> page token
+        pending: dict[str, str | None] = {repo_id: None for repo_id in repo_ids}
+        seen: dict[str, set[str]] = {repo_id: set() for repo_id in repo_ids}
         while pending:
             order = list(pending)
             queries = [_query(repo_id, pending[repo_id]) for repo_id in order]
@@ -107,7 +123,20 @@ class OsvServerAdvisories:
                 )
                 token = result.get("next_page_token") if isinstance(result, dict) else None
                 if token:
-                    pending[repo_id] = token
+                    pending[repo_id] = self._next_page(repo_id, str(token), seen[repo_id])
+
+    def _next_page(self, repo_id: str, token: str, seen: set[str]) -> str:
+        """``token``, unless it repeats or the pages run past ``MAX_PAGES``."""
+        if token in seen:
+            raise AdvisoryServerError(
+                f"{self._base}: querybatch gave {repo_id} the page token {token[:40]!r} twice"
+            )
+        if len(seen) >= MAX_PAGES:
+            raise AdvisoryServerError(
+                f"{self._base}: querybatch kept paging {repo_id} past {MAX_PAGES:,} pages"
+            )
+        seen.add(token)
+        return token
 
     def _document(self, advisory_id: str) -> Mapping[str, Any]:
         return self._request("GET", f"/v1/vulns/{quote(advisory_id, safe='')}", None)
@@ -118,18 +147,39 @@ class OsvServerAdvisories:
     def _request(self, method: str, path: str, body: Mapping[str, Any] | None) -> Mapping[str, Any]:
         url = f"{self._base}{path}"
         try:
-            response = self._session.request(method, url, json=body, timeout=self._timeout)
+            with self._session.request(
+                method, url, json=body, timeout=self._timeout, stream=True
+            ) as response:
+                raw = self._bounded_body(response, url)
         except requests.RequestException as exc:
             raise AdvisoryServerError(f"{url}: cannot reach the advisory server ({exc})") from exc
         if response.status_code != 200:
-            raise AdvisoryServerError(f"{url}: HTTP {response.status_code}: {response.text[:200]}")
+            excerpt = raw[:200].decode("utf-8", "replace")
+            raise AdvisoryServerError(f"{url}: HTTP {response.status_code}: {excerpt}")
         try:
-            document = response.json()
-        except ValueError as exc:
-            raise AdvisoryServerError(f"{url}: the answer is not JSON") from exc
+            document = read_json(raw)
+        except JsonInputError as exc:
+            raise AdvisoryServerError(f"{url}: the answer is not JSON ({exc})") from exc
         if not isinstance(document, dict):
             raise AdvisoryServerError(f"{url}: the answer is not a JSON object")
         return document
+
+    def _bounded_body(self, response: requests.Response, url: str) -> bytes:
+        """The body, refused past ``MAX_ANSWER_BYTES`` or when it takes over ``timeout`` seconds."""
+        deadline = time.monotonic() + self._timeout
+        body = bytearray()
+        # read1 returns what has arrived, so the deadline is checked while a server drips.
+        while chunk := response.raw.read1(CHUNK_BYTES, decode_content=True):
+            body += chunk
+            if len(body) > MAX_ANSWER_BYTES:
+                raise AdvisoryServerError(
+                    f"{url}: the answer passed {MAX_ANSWER_BYTES:,} bytes; not read further"
+                )
+            if time.monotonic() > deadline:
+                raise AdvisoryServerError(
+                    f"{url}: the answer took over {self._timeout:g} s; not read further"
+                )
+        return bytes(body)
 
 
 def _query(repo_id: str, page_token: str | None) -> dict[str, Any]:
