@@ -16,6 +16,7 @@ from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+V = TypeVar("V", bound=Hashable)
 
 
 class RenderCache(Generic[T]):
@@ -40,7 +41,7 @@ class RenderCache(Generic[T]):
         return value
 
 
-class LogVersion:
+class LogVersion(Generic[V]):
     """The advisory log's version, re-read at most every ``ttl`` seconds.
 
     With ``ttl`` > 0 a cached render is served without touching the database
@@ -48,17 +49,17 @@ class LogVersion:
     most ``ttl`` seconds late; ``ttl=0`` reads the version on every request.
     """
 
-    def __init__(self, read: Callable[[], Hashable], ttl: float) -> None:
+    def __init__(self, read: Callable[[], V], ttl: float) -> None:
         self._read = read
         self._ttl = ttl
         self._lock = threading.Lock()
-        self._value: Hashable = None
+        self._value: V | None = None
         self._expires = float("-inf")
 
-    def current(self) -> Hashable:
+    def current(self) -> V:
         now = time.monotonic()
         with self._lock:
-            if now < self._expires:
+            if now < self._expires and self._value is not None:
                 return self._value
         value = self._read()
         with self._lock:

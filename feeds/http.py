@@ -8,10 +8,12 @@ same stored data always agree.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
 
 from fastapi import Request, Response
+from fastapi.responses import StreamingResponse
 
 
 def entity_tag(body: bytes) -> str:
@@ -28,12 +30,35 @@ def conditional(
 ) -> Response:
     """``body`` with validators, or an empty 304 if the client's copy is current."""
     etag = etag or entity_tag(body)
-    headers = {"ETag": etag, "Cache-Control": "no-cache"}
-    if last_modified is not None:
-        headers["Last-Modified"] = format_datetime(last_modified.astimezone(UTC), usegmt=True)
+    headers = _validators(etag, last_modified)
     if _not_modified(request, etag, last_modified):
         return Response(status_code=304, headers=headers)
     return Response(body, media_type=media_type, headers=headers)
+
+
+def streamed(
+    request: Request,
+    chunks: Iterator[bytes],
+    media_type: str,
+    last_modified: datetime | None,
+    etag: str,
+) -> Response:
+    """``conditional`` for a body too large to build: ``chunks`` streamed, or a 304 unread.
+
+    ``etag`` must change whenever the body would, without reading it (the
+    dumps derive it from the advisory log's version).
+    """
+    headers = _validators(etag, last_modified)
+    if _not_modified(request, etag, last_modified):
+        return Response(status_code=304, headers=headers)
+    return StreamingResponse(chunks, media_type=media_type, headers=headers)
+
+
+def _validators(etag: str, last_modified: datetime | None) -> dict[str, str]:
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if last_modified is not None:
+        headers["Last-Modified"] = format_datetime(last_modified.astimezone(UTC), usegmt=True)
+    return headers
 
 
 def _not_modified(request: Request, etag: str, last_modified: datetime | None) -> bool:
@@ -53,4 +78,4 @@ def _not_modified(request: Request, etag: str, last_modified: datetime | None) -
     return last_modified.replace(microsecond=0) <= moment
 
 
-__all__ = ["conditional", "entity_tag"]
+__all__ = ["conditional", "entity_tag", "streamed"]

@@ -11,25 +11,28 @@ at, its ``versions`` entry), or both.
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
 
 from feeds.errors import OsvError
-from feeds.http import conditional
+from feeds.http import entity_tag, streamed
 from feeds.osv import HUB, osv_document, timestamp
 from feeds.state import AppState
+from feeds.zipstream import stream_zip
+from storage.dumps import advisories_by_id, modified_batches
 from storage.publishing import (
-    AdvisoryPage,
     InvalidCursor,
     advisories_for,
     advisory_by_id,
-    modified_index,
+    advisory_refs_for,
 )
 
 PURL_PREFIX = "pkg:huggingface/"
@@ -66,22 +69,21 @@ def router(state: AppState) -> APIRouter:
     @api.post("/v1/query")
     def query(body: Annotated[Query, Body()]) -> Response:
         """Advisories matching one query, a page at a time (resend with ``page_token``)."""
-        return _json(_run(state, body, full=True, size=state.settings.query_page_size))
+        return _json(_run(state, body, size=state.settings.query_page_size))
 
     @api.post("/v1/querybatch")
-    def querybatch(body: Annotated[BatchQuery, Body()]) -> JSONResponse:
+    def querybatch(body: Annotated[BatchQuery, Body()]) -> Response:
         """Up to 1000 queries; each result lists only id and modified, in query order."""
         if len(body.queries) > state.settings.max_batch_queries:
             raise OsvError("too many queries")
-        results = []
-        for index, item in enumerate(body.queries):
-            try:
-                results.append(
-                    json.loads(_run(state, item, full=False, size=state.settings.batch_page_size))
-                )
-            except OsvError as exc:
-                raise OsvError(f"error in query at index {index}: {exc.message}") from None
-        return JSONResponse({"results": results} if results else {})
+        parts = []
+        with state.database.read_session() as session:
+            for index, item in enumerate(body.queries):
+                try:
+                    parts.append(_refs(state, session, item))
+                except OsvError as exc:
+                    raise OsvError(f"error in query at index {index}: {exc.message}") from None
+        return _json(b'{"results":[' + b",".join(parts) + b"]}" if parts else b"{}")
 
     @api.get("/v1/vulns/{vuln_id}")
     def vuln(vuln_id: str) -> JSONResponse:
@@ -96,26 +98,34 @@ def router(state: AppState) -> APIRouter:
 
     @api.get("/osv/all.zip", response_class=Response)
     def all_zip(request: Request) -> Response:
-        """Every advisory, withdrawn ones included, one ``<id>.json`` per record."""
-        with state.database.read_session() as session:
-            found = advisories_for(session, limit=None).advisories
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            for advisory in sorted(found, key=lambda a: a.id):
-                info = zipfile.ZipInfo(f"{advisory.id}.json", _zip_time(advisory.modified))
-                info.compress_type = zipfile.ZIP_DEFLATED
-                archive.writestr(info, json.dumps(osv_document(advisory), indent=2))
-        newest = max((a.modified for a in found), default=None)
-        return conditional(request, buffer.getvalue(), "application/zip", newest)
+        """Every advisory, withdrawn ones included, one ``<id>.json`` per record, streamed."""
+        version = state.log.current()
+
+        def members() -> Iterator[tuple[str, datetime, bytes]]:
+            with state.database.read_session() as session:
+                for batch in advisories_by_id(session):
+                    for advisory in batch:
+                        document = json.dumps(osv_document(advisory), indent=2).encode()
+                        yield f"{advisory.id}.json", advisory.modified, document
+
+        return streamed(
+            request, stream_zip(members()), "application/zip", version[1], _tag("zip", version)
+        )
 
     @api.get("/osv/modified_id.csv", response_class=Response)
     def modified_csv(request: Request) -> Response:
         """``<iso modified>,<id>`` per advisory, newest first: stop at a timestamp you have."""
-        with state.database.read_session() as session:
-            index = modified_index(session)
-        body = "".join(f"{timestamp(moment)},{advisory_id}\n" for moment, advisory_id in index)
-        newest = index[0][0] if index else None
-        return conditional(request, body.encode(), "text/csv; charset=utf-8", newest)
+        version = state.log.current()
+
+        def lines() -> Iterator[bytes]:
+            with state.database.read_session() as session:
+                for batch in modified_batches(session):
+                    yield "".join(
+                        f"{timestamp(m)},{advisory_id}\n" for m, advisory_id in batch
+                    ).encode()
+
+        media = "text/csv; charset=utf-8"
+        return streamed(request, lines(), media, version[1], _tag("csv", version))
 
     return api
 
@@ -124,43 +134,78 @@ def _json(encoded: bytes) -> Response:
     return Response(encoded, media_type="application/json")
 
 
-def _run(state: AppState, query: Query, *, full: bool, size: int) -> bytes:
-    """The encoded result of one query, rendered once per advisory-log version."""
+def _target(query: Query) -> tuple[str | None, str | None] | None:
+    """(repo id, commit) a query asks for, None for a package that is not ours; OsvError if bad."""
     repo_id, version = _package(query)
     if query.commit is not None and version is not None:
         raise OsvError("invalid query")
     commit = query.commit if query.commit is not None else version
     if repo_id is None and commit is None:
         raise OsvError("invalid query")
-    if repo_id == "":
+    return None if repo_id == "" else (repo_id, commit)
+
+
+def _run(state: AppState, query: Query, *, size: int) -> bytes:
+    """The encoded full result of one query, rendered once per advisory-log version."""
+    target = _target(query)
+    if target is None:
         return b"{}"
-    key = (query.model_dump_json(), full, size)
+    repo_id, commit = target
 
     def answer() -> bytes:
-        try:
-            with state.database.read_session() as session:
-                page = advisories_for(
-                    session, repo_id=repo_id, commit=commit, cursor=query.page_token, limit=size
-                )
-        except InvalidCursor:
-            raise OsvError("invalid cursor") from None
-        return json.dumps(_result(page, full), separators=(",", ":")).encode()
+        with state.database.read_session() as session, _cursor_errors():
+            page = advisories_for(
+                session, repo_id=repo_id, commit=commit, cursor=query.page_token, limit=size
+            )
+        vulns = [osv_document(a) for a in page.advisories]
+        return _encode(vulns, page.next_cursor)
 
+    encoded: bytes = state.cache.get((query.model_dump_json(), size), state.log.current(), answer)
+    return encoded
+
+
+def _refs(state: AppState, session: Session, query: Query) -> bytes:
+    """The encoded id-and-modified result of one batch query, read in the batch's session."""
+    target = _target(query)
+    if target is None:
+        return b"{}"
+    repo_id, commit = target
+    size = state.settings.batch_page_size
+
+    def answer() -> bytes:
+        with _cursor_errors():
+            page = advisory_refs_for(
+                session, repo_id=repo_id, commit=commit, cursor=query.page_token, limit=size
+            )
+        vulns = [{"id": r.id, "modified": timestamp(r.modified)} for r in page.refs]
+        return _encode(vulns, page.next_cursor)
+
+    key = ("refs", query.model_dump_json(), size)
     encoded: bytes = state.cache.get(key, state.log.current(), answer)
     return encoded
 
 
-def _result(page: AdvisoryPage, full: bool) -> dict[str, Any]:
-    vulns = [
-        osv_document(a) if full else {"id": a.id, "modified": timestamp(a.modified)}
-        for a in page.advisories
-    ]
+@contextmanager
+def _cursor_errors() -> Iterator[None]:
+    try:
+        yield
+    except InvalidCursor:
+        raise OsvError("invalid cursor") from None
+
+
+def _encode(vulns: list[dict[str, Any]], next_cursor: str | None) -> bytes:
+    """A proto3-style result: empty fields omitted."""
     result: dict[str, Any] = {}
     if vulns:
         result["vulns"] = vulns
-    if page.next_cursor:
-        result["next_page_token"] = page.next_cursor
-    return result
+    if next_cursor:
+        result["next_page_token"] = next_cursor
+    return json.dumps(result, separators=(",", ":")).encode()
+
+
+def _tag(kind: str, version: Hashable) -> str:
+    """The ETag of a dump: a digest of the log version it was streamed at."""
+    return entity_tag(f"{kind}|{version!r}".encode())
 
 
 def _package(query: Query) -> tuple[str | None, str | None]:
@@ -192,17 +237,6 @@ def _from_purl(purl: str, version: str | None) -> tuple[str, str | None]:
     if name.count("/") != 1 or not all(name.split("/")):
         raise OsvError("invalid purl")
     return name, at or version
-
-
-def _zip_time(moment: Any) -> tuple[int, int, int, int, int, int]:
-    return (
-        max(moment.year, 1980),
-        moment.month,
-        moment.day,
-        moment.hour,
-        moment.minute,
-        moment.second,
-    )
 
 
 __all__ = ["OsvError", "error_response", "router"]

@@ -33,6 +33,8 @@ class AdvisoryRow(Base):
     __tablename__ = "advisories"
     __table_args__ = (
         Index("ix_advisories_repo_pk_published", "repo_pk", "published"),
+        # the global feed's newest-K and OSV queries without a package (0002_published_index)
+        Index("ix_advisories_published", "published"),
         Index("ix_advisories_modified", "modified"),
         Index("ix_advisories_new_sha", "new_sha"),
     )
