@@ -9,9 +9,10 @@ Serving additionally reports what an engine such as vLLM reserves up front
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final, NamedTuple
 
-from estimator.cards import Card
+from estimator.cards import Card, all_cards
 from estimator.memory import MethodModel
 from estimator.memory.overhead import context_bytes
 
@@ -105,50 +106,100 @@ def fit_cards(
     a split reads the busiest card's bytes per card count from a memo. Cards
     are visited from the most free memory down, so the first card that no
     split fits marks every smaller one (``_Prepared.hopeless``); the answers
-    keep the order of ``cards``.
+    keep the order of ``cards``. What depends on the cards alone (limits,
+    contexts, that order, notes) is read once per headroom, GPU count and
+    precision for the card table.
     """
-    prepared = [_Prepared(m) for m in models.values()]
-    new = tuple.__new__
-    out: list[CardFit | None] = [None] * len(cards)
-    limits = [c.usable_bytes / headroom for c in cards]
-    contexts = [context_bytes(c.context_bytes, gpus) for c in cards]
-    order = sorted(((limits[i] - contexts[i], i) for i in range(len(cards))), reverse=True)
-    # Method fits depend on a card's memory and context only: cards alike share them.
-    seen: dict[tuple[int, int], tuple[MethodFit, ...]] = {}
-    for _, i in order:
-        c = cards[i]
-        note = None
-        if precision == "bf16" and not c.bf16:
-            note = f"{c.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"
-        reserved = round(VLLM_UTILIZATION * c.usable_bytes)
-        alike = seen.get((c.usable_bytes, c.context_bytes))
-        if alike is not None:
-            out[i] = CardFit(c, alike, reserved, note)
-            continue
-        limit = limits[i]
-        context = contexts[i]
-        fits = []
-        for p in prepared:
-            # Rooms fall as fixed bytes grow: if any phase leaves none, this one does.
-            if limit - p.top - context >= 0:
-                best: float = 1 << 20
-                for reserved_fixed, slope in p.slopes:
-                    candidate = (limit - reserved_fixed - context) / slope
-                    if candidate < best:
-                        best = candidate
-                largest = int(best)
-                if largest:
-                    fits.append(new(MethodFit, (p.method, largest, largest >= batch, None, None)))
-                    continue
-            found = None if limit - context <= p.hopeless else p.split(limit, context)
-            fits.append(
-                p.unfit
-                if found is None
-                else new(MethodFit, (p.method, 0, False, found[0], round(found[1])))
-            )
-        methods = seen[(c.usable_bytes, c.context_bytes)] = tuple(fits)
-        out[i] = CardFit(c, methods, reserved, note)
-    return tuple(fit for fit in out if fit is not None)
+    table = (
+        _table_of_all_cards(headroom, gpus, precision)
+        if cards is all_cards()
+        else _CardTable(cards, headroom, gpus, precision)
+    )
+    columns = [_column(_Prepared(m), table.groups, batch) for m in models.values()]
+    out: list[CardFit] = [None] * len(cards)  # type: ignore[list-item]  # every slot is filled
+    reserved, notes = table.reserved, table.notes
+    per_group = zip(*columns, strict=True) if columns else [()] * len(table.groups)
+    for (_, _, members), methods in zip(table.groups, per_group, strict=True):
+        for i in members:
+            out[i] = _card_fit(cards[i], methods, reserved[i], notes[i])
+    return tuple(out)
+
+
+def _column(
+    p: _Prepared, groups: tuple[tuple[float, int, tuple[int, ...]], ...], batch: int
+) -> list[MethodFit]:
+    """One method's fit on every group of alike cards, from the most free memory down."""
+    new = tuple.__new__  # MethodFit's fields in order, without the keyword-parsing constructor
+    method, top, slopes, unfit = p.method, p.top, p.slopes, p.unfit
+    out = []
+    for limit, context, _ in groups:
+        # Rooms fall as fixed bytes grow: if any phase leaves none, this one does.
+        if limit - top - context >= 0:
+            best: float = 1 << 20
+            for reserved_fixed, slope in slopes:
+                candidate = (limit - reserved_fixed - context) / slope
+                if candidate < best:
+                    best = candidate
+            largest = int(best)
+            if largest:
+                out.append(new(MethodFit, (method, largest, largest >= batch, None, None)))
+                continue
+        found = None if limit - context <= p.hopeless else p.split(limit, context)
+        out.append(
+            unfit
+            if found is None
+            else new(MethodFit, (method, 0, False, found[0], round(found[1])))
+        )
+    return out
+
+
+def _card_fit(
+    card: Card, methods: tuple[MethodFit, ...], reserved: int, note: str | None
+) -> CardFit:
+    """``CardFit(card, methods, reserved, note)`` filling the frozen instance's fields directly."""
+    fit = object.__new__(CardFit)
+    fields = fit.__dict__
+    fields["card"] = card
+    fields["methods"] = methods
+    fields["engine_reserved_bytes"] = reserved
+    fields["precision_note"] = note
+    return fit
+
+
+class _CardTable:
+    """What fitting needs of the cards alone, for one headroom, GPU count and precision.
+
+    ``groups``: cards of equal memory and context (their method fits are the
+    same), as (limit, context, positions in the table), from the most free
+    memory down; ``reserved`` and ``notes`` per card, in table order.
+    """
+
+    __slots__ = ("groups", "notes", "reserved")
+
+    def __init__(self, cards: tuple[Card, ...], headroom: float, gpus: int, precision: str) -> None:
+        limits = [c.usable_bytes / headroom for c in cards]
+        contexts = [context_bytes(c.context_bytes, gpus) for c in cards]
+        order = sorted(((limits[i] - contexts[i], i) for i in range(len(cards))), reverse=True)
+        groups: dict[tuple[int, int], tuple[float, int, list[int]]] = {}
+        for _, i in order:
+            c = cards[i]
+            key = (c.usable_bytes, c.context_bytes)
+            if key not in groups:
+                groups[key] = (limits[i], contexts[i], [])
+            groups[key][2].append(i)
+        self.groups = tuple((limit, ctx, tuple(at)) for limit, ctx, at in groups.values())
+        self.reserved = tuple(round(VLLM_UTILIZATION * c.usable_bytes) for c in cards)
+        self.notes = tuple(
+            f"{c.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"
+            if precision == "bf16" and not c.bf16
+            else None
+            for c in cards
+        )
+
+
+@lru_cache(maxsize=64)
+def _table_of_all_cards(headroom: float, gpus: int, precision: str) -> _CardTable:
+    return _CardTable(all_cards(), headroom, gpus, precision)
 
 
 class _Prepared:
@@ -171,7 +222,7 @@ class _Prepared:
         self.method = model.method
         # The fit of a card that holds neither batch 1 nor a split (immutable: shared).
         self.unfit = MethodFit(model.method, 0, False, None, None)
-        lines = model._reserved_lines
+        lines = model.reserved_lines()
         # Reserved fixed bytes of the fullest phase: batch 1 fits only if it leaves room.
         self.top = max((fixed for fixed, _ in lines), default=float("-inf"))
         # Phases that can set the largest batch: growing with it, and not matched or
