@@ -10,10 +10,9 @@ rather than a search: fitting ten cards costs ten divisions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import compress
 from operator import itemgetter
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 BREAKDOWN_KEYS: Final = (
     "weights",
@@ -40,7 +39,7 @@ _FIXED: Final = itemgetter(1)
 _PER_SAMPLE: Final = itemgetter(2)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Phase:
     """A moment of the step and what is alive then."""
 
@@ -50,9 +49,14 @@ class Phase:
     _fixed: float = field(init=False, repr=False, compare=False)
     _per_sample: float = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_fixed", sum(map(_FIXED, self.terms)))
-        object.__setattr__(self, "_per_sample", sum(map(_PER_SAMPLE, self.terms)))
+    def __init__(self, name: str, terms: tuple[Term, ...]) -> None:
+        # The frozen instance's fields filled directly: a plan builds a score of phases,
+        # and the generated __init__ with __post_init__ sets each through object.__setattr__.
+        fields = self.__dict__
+        fields["name"] = name
+        fields["terms"] = terms
+        fields["_fixed"] = sum(map(_FIXED, terms))
+        fields["_per_sample"] = sum(map(_PER_SAMPLE, terms))
 
     def fixed(self) -> float:
         return self._fixed
@@ -97,6 +101,8 @@ class MethodModel:
     _split_terms_at: dict[int, tuple[tuple[float, float, float], ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    # Batch-independent sums (reserved lines, split parts), filled on first use.
+    _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def peak_phase(self, batch: int) -> Phase:
         # ``Phase.at`` inlined: one evaluation per phase of every plan and card.
@@ -120,7 +126,7 @@ class MethodModel:
     def largest_batch(self, limit: float, context: float) -> int:
         """Largest batch whose device bytes stay under ``limit``; 0 when batch 1 does not fit."""
         best: float = 1 << 20
-        for reserved_fixed, slope in self._reserved_lines:
+        for reserved_fixed, slope in self.reserved_lines():
             fixed = reserved_fixed + context
             if fixed > limit:
                 return 0
@@ -128,18 +134,22 @@ class MethodModel:
                 best = min(best, (limit - fixed) / slope)
         return int(best)
 
-    @cached_property
-    def _reserved_lines(self) -> tuple[tuple[float, float], ...]:
+    def reserved_lines(self) -> tuple[tuple[float, float], ...]:
         """Per phase, reserved bytes as (fixed, per sample): computed once, used per card."""
-        return tuple(
-            (p.fixed() * (1 + self.reserve_static), p.per_sample() * (1 + self.reserve_dynamic))
-            for p in self.phases
-        )
+        lines: tuple[tuple[float, float], ...] | None = self._memo.get("lines")
+        if lines is None:
+            static, dynamic = 1 + self.reserve_static, 1 + self.reserve_dynamic
+            lines = self._memo["lines"] = tuple(
+                [(p._fixed * static, p._per_sample * dynamic) for p in self.phases]
+            )
+        return lines
 
-    @cached_property
     def _split_parts(self) -> tuple[tuple[float, float, float, float], ...]:
         """Per phase: fixed bytes of the layers, other fixed bytes, activations, other per-sample."""
-        parts = []
+        parts: tuple[tuple[float, float, float, float], ...] | None = self._memo.get("split_parts")
+        if parts is not None:
+            return parts
+        out = []
         fraction = self.layer_fraction
         for phase in self.phases:
             # The filtered sums in C (compress over the key tests): same terms, same order.
@@ -147,10 +157,11 @@ class MethodModel:
             states = sum(compress(map(_FIXED, terms), map(_IS_LAYER_STATE, map(_KEY, terms))))
             other = phase._fixed - states
             acts = sum(compress(map(_PER_SAMPLE, terms), map(_IS_ACTIVATIONS, map(_KEY, terms))))
-            parts.append(
+            out.append(
                 (states * fraction, other + states * (1 - fraction), acts, phase._per_sample - acts)
             )
-        return tuple(parts)
+        parts = self._memo["split_parts"] = tuple(out)
+        return parts
 
     def split_peak(self, cards: int, batch: int, context: float) -> float:
         """Device bytes on the busiest card when layers are split contiguously over ``cards``.
@@ -166,7 +177,7 @@ class MethodModel:
             share = -(-self.num_layers // cards) / max(self.num_layers, 1)
             static, dynamic = 1 + self.reserve_static, 1 + self.reserve_dynamic
             worst = 0.0
-            for layer_fixed, other_fixed, acts, other_dyn in self._split_parts:
+            for layer_fixed, other_fixed, acts, other_dyn in self._split_parts():
                 value = (layer_fixed * share + other_fixed) * static + (
                     acts * share + other_dyn
                 ) * batch * dynamic
@@ -186,7 +197,7 @@ class MethodModel:
                     layer_fixed * (1 + self.reserve_static)
                     + acts * batch * (1 + self.reserve_dynamic),
                 )
-                for layer_fixed, other_fixed, acts, other_dyn in self._split_parts
+                for layer_fixed, other_fixed, acts, other_dyn in self._split_parts()
             )
         return terms
 
