@@ -108,18 +108,15 @@ def _block_pattern(block: Block, pre_norm: bool) -> _Pattern:
 
 def _block_patterns(arch: Architecture) -> list[tuple[str, _Pattern]]:
     """Per block its name prefix and node pattern; one pattern per distinct layer template."""
-    patterns: dict[tuple[int, bool, bool, bool], _Pattern] = {}
+    patterns: dict[tuple[int, bool, bool, str], _Pattern] = {}
+    rmsnorm = arch.norm == "rmsnorm"
     out: list[tuple[str, _Pattern]] = []
     for block in arch.blocks:
-        pre_norm = block.stack == "decoder" or arch.norm == "rmsnorm"
-        key = (
-            id(block.role_parameters),
-            block.cross_attention is None,
-            block.moe is None,
-            pre_norm,
-        )
+        stack = block.stack
+        key = (id(block.role_parameters), block.cross_attention is None, block.moe is None, stack)
         pattern = patterns.get(key)
         if pattern is None:
+            pre_norm = stack == "decoder" or rmsnorm
             pattern = patterns[key] = _block_pattern(block, pre_norm)
         out.append((f"layers.{block.index}.", pattern))
     return out
