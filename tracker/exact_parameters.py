@@ -63,20 +63,44 @@ def config_hash(config: Mapping[str, object]) -> str:
 
 
 _INT_FOR_FLOAT = re.compile(r"Field '(\w+)' expected float, got int")
-MAX_COERCIONS = 8
+_TOKEN_ID_LIST = re.compile(r"Field '(\w+_token_id)' expected int, got list")
+_UNKNOWN_SUBCONFIG = re.compile(r"Unrecognized model type for subconfig: ([\w.-]+)\.")
+MAX_REPAIRS = 8
+
+
+def _repaired(config: dict[str, Any], error: str) -> dict[str, Any] | None:
+    """``config`` with the one field transformers 5's strict validation refused put the way
+    older transformers read it, or None when the refusal is not one of these:
+
+    - an int where a float is declared (grounding-dino's ``class_cost: 1``) becomes a float;
+    - a list of token ids (whisper-base's 2022 ``decoder_start_token_id``) is dropped: a
+      token id selects no parameter, so the build's shapes do not depend on it;
+    - a sub-config naming a pre-release type and nothing else (grounding-dino-tiny's
+      ``{"model_type": "grounding-dino-text-prenet"}``) is dropped, so the class default
+      applies, as the repo's later revisions say with ``text_config: null``.
+    """
+    if (m := _INT_FOR_FLOAT.search(error)) and isinstance(config.get(m[1]), int):
+        return {**config, m[1]: float(config[m[1]])}
+    if (m := _TOKEN_ID_LIST.search(error)) and isinstance(config.get(m[1]), list):
+        return {k: v for k, v in config.items() if k != m[1]}
+    if m := _UNKNOWN_SUBCONFIG.search(error):
+        bare = [k for k, v in config.items() if v == {"model_type": m[1]}]
+        if bare:
+            return {k: v for k, v in config.items() if k not in bare}
+    return None
 
 
 def _parsed(config_cls: Any, config: dict[str, Any]) -> Any:
-    """``config_cls.from_dict``, retried with an int turned float where transformers' strict
-    validation refuses one (grounding-dino's ``class_cost: 1`` as published)."""
-    for _ in range(MAX_COERCIONS):
+    """``config_cls.from_dict``, retried with a published field that transformers' strict
+    validation refuses repaired as older transformers read it."""
+    for _ in range(MAX_REPAIRS):
         try:
             return config_cls.from_dict(config)
         except Exception as exc:
-            m = _INT_FOR_FLOAT.search(str(exc))
-            if m is None or not isinstance(config.get(m[1]), int):
+            repaired = _repaired(config, str(exc))
+            if repaired is None:
                 raise
-            config = {**config, m[1]: float(config[m[1]])}
+            config = repaired
     return config_cls.from_dict(config)
 
 

@@ -54,6 +54,7 @@ from estimator.families.heads import architecture_of, head_of
 TABLE: dict[str, Family] = {
     "llama": llama.FAMILY,
     "mistral": mistral.FAMILY,
+    "rafale": mistral.FAMILY,  # Mistral 7B's pre-release name, on its first revision
     "qwen2": qwen2.FAMILY,
     "qwen3": qwen3.FAMILY,
     "gemma": gemma.FAMILY,

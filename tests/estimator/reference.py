@@ -47,6 +47,8 @@ LEGACY_TYPES = {
         "falcon",
         {"n_head": "num_attention_heads", "n_layer": "num_hidden_layers"},
     ),
+    # Mistral 7B's pre-release name (its first revision on the hub), Mistral's keys.
+    "rafale": ("mistral", {}),
 }
 
 
