@@ -20,20 +20,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.orm import Session
 
 from feeds.errors import OsvError
 from feeds.http import entity_tag, streamed
 from feeds.osv import HUB, osv_document, timestamp
 from feeds.state import AppState
 from feeds.zipstream import stream_zip
+from storage.advisory_refs import AdvisoryRefPage, RefQuery, advisory_refs_for_many
 from storage.dumps import advisories_by_id, modified_batches
-from storage.publishing import (
-    InvalidCursor,
-    advisories_for,
-    advisory_by_id,
-    advisory_refs_for,
-)
+from storage.publishing import InvalidCursor, advisories_for, advisory_by_id
 
 PURL_PREFIX = "pkg:huggingface/"
 
@@ -76,14 +71,17 @@ def router(state: AppState) -> APIRouter:
         """Up to 1000 queries; each result lists only id and modified, in query order."""
         if len(body.queries) > state.settings.max_batch_queries:
             raise OsvError("too many queries")
-        parts = []
-        with state.database.read_session() as session:
-            for index, item in enumerate(body.queries):
-                try:
-                    parts.append(_refs(state, session, item))
-                except OsvError as exc:
-                    raise OsvError(f"error in query at index {index}: {exc.message}") from None
-        return _json(b'{"results":[' + b",".join(parts) + b"]}" if parts else b"{}")
+        targets: list[RefQuery | None] = []
+        for index, item in enumerate(body.queries):
+            try:
+                targets.append(_ref_query(item))
+            except OsvError as exc:
+                raise OsvError(f"error in query at index {index}: {exc.message}") from None
+        wanted = [t for t in targets if t is not None]
+        with state.database.read_session() as session, _cursor_errors():
+            pages = iter(advisory_refs_for_many(session, wanted, state.settings.batch_page_size))
+        results = [b"{}" if t is None else _refs(next(pages)) for t in targets]
+        return _json(b'{"results":[' + b",".join(results) + b"]}" if results else b"{}")
 
     @api.get("/v1/vulns/{vuln_id}")
     def vuln(vuln_id: str) -> JSONResponse:
@@ -164,25 +162,15 @@ def _run(state: AppState, query: Query, *, size: int) -> bytes:
     return encoded
 
 
-def _refs(state: AppState, session: Session, query: Query) -> bytes:
-    """The encoded id-and-modified result of one batch query, read in the batch's session."""
+def _ref_query(query: Query) -> RefQuery | None:
+    """What storage reads for one batch query; None for a package that is not ours."""
     target = _target(query)
-    if target is None:
-        return b"{}"
-    repo_id, commit = target
-    size = state.settings.batch_page_size
+    return None if target is None else RefQuery(*target, cursor=query.page_token)
 
-    def answer() -> bytes:
-        with _cursor_errors():
-            page = advisory_refs_for(
-                session, repo_id=repo_id, commit=commit, cursor=query.page_token, limit=size
-            )
-        vulns = [{"id": r.id, "modified": timestamp(r.modified)} for r in page.refs]
-        return _encode(vulns, page.next_cursor)
 
-    key = ("refs", query.model_dump_json(), size)
-    encoded: bytes = state.cache.get(key, state.log.current(), answer)
-    return encoded
+def _refs(page: AdvisoryRefPage) -> bytes:
+    vulns = [{"id": r.id, "modified": timestamp(r.modified)} for r in page.refs]
+    return _encode(vulns, page.next_cursor)
 
 
 @contextmanager

@@ -2,25 +2,24 @@
 
 Everything here reads what the daemon stored when it processed a revision
 (changes, plan JSON, the advisory log); nothing is recomputed. Lists of
-advisories page by a keyset cursor over (published desc, id) so a page
-never shifts when a newer advisory lands between two requests, which an
-offset would.
+advisories page by a keyset cursor over (published desc, id)
+(``storage.cursors``), so a page never shifts when a newer advisory lands
+between two requests; ``storage.advisory_refs`` reads the same pages as ids
+only, for OSV's querybatch.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar, Unpack
+from typing import Any
 
-from sqlalchemy import Select, and_, exists, func, or_, select, update
+from sqlalchemy import exists, func, select, update
 from sqlalchemy.orm import Session
 
 from storage.advisories import advisory_from_row, advisory_query
-from storage.errors import InvalidRecord
+from storage.cursors import InvalidCursor, after_cursor, encode_cursor
 from storage.history import changes_of, revision_log
 from storage.models import (
     AdvisoryRow,
@@ -35,11 +34,6 @@ from storage.repos import repo_row, to_tracked_repo
 from storage.values import require_aware
 
 DEFAULT_PAGE_SIZE = 100
-Query = TypeVar("Query", bound=Select[Unpack[tuple[Any, ...]]])
-
-
-class InvalidCursor(InvalidRecord):
-    """A page cursor that this module did not hand out."""
 
 
 @dataclass(frozen=True)
@@ -47,22 +41,6 @@ class AdvisoryPage:
     """One page of advisories and the cursor of the next page (None on the last)."""
 
     advisories: tuple[Advisory, ...]
-    next_cursor: str | None
-
-
-@dataclass(frozen=True)
-class AdvisoryRef:
-    """An advisory as OSV's querybatch lists it: its id and when it last changed."""
-
-    id: str
-    modified: datetime
-
-
-@dataclass(frozen=True)
-class AdvisoryRefPage:
-    """One page of advisory refs and the cursor of the next page (None on the last)."""
-
-    refs: tuple[AdvisoryRef, ...]
     next_cursor: str | None
 
 
@@ -134,52 +112,7 @@ def advisories_for(
     ``artifact`` keeps advisories whose revision changed that artifact;
     ``commit`` those introduced at that sha. ``limit=None`` reads all.
     """
-    query = _filtered(advisory_query(), repo_id, org, commit, artifact, min_severity, cursor, limit)
-    found = [advisory_from_row(row, repo) for row, repo in session.execute(query)]
-    if limit is None or len(found) <= limit:
-        return AdvisoryPage(tuple(found), None)
-    page = found[:limit]
-    return AdvisoryPage(tuple(page), _encode(page[-1].published, page[-1].id))
-
-
-def advisory_refs_for(
-    session: Session,
-    *,
-    repo_id: str | None = None,
-    commit: str | None = None,
-    cursor: str | None = None,
-    limit: int = DEFAULT_PAGE_SIZE,
-) -> AdvisoryRefPage:
-    """``advisories_for``'s page as ids and modification times only, same order and cursors.
-
-    What OSV's querybatch answers: reading three columns instead of
-    whole rows (and their OSV documents) keeps a 1,000-query batch cheap.
-    """
-    query = (
-        select(AdvisoryRow.id, AdvisoryRow.modified, AdvisoryRow.published)
-        .join(RepoRow, RepoRow.id == AdvisoryRow.repo_pk)
-        .order_by(AdvisoryRow.published.desc(), AdvisoryRow.id)
-    )
-    query = _filtered(query, repo_id, None, commit, None, Severity.INFO, cursor, limit)
-    rows = session.execute(query).all()
-    found = tuple(AdvisoryRef(advisory_id, modified) for advisory_id, modified, _ in rows[:limit])
-    if len(rows) <= limit:
-        return AdvisoryRefPage(found, None)
-    last_id, _, last_published = rows[limit - 1]
-    return AdvisoryRefPage(found, _encode(last_published, last_id))
-
-
-def _filtered(
-    query: Query,
-    repo_id: str | None,
-    org: str | None,
-    commit: str | None,
-    artifact: str | None,
-    min_severity: Severity,
-    cursor: str | None,
-    limit: int | None,
-) -> Query:
-    """``query`` (advisories joined to repos, newest published first) narrowed as asked."""
+    query = advisory_query()
     if min_severity > Severity.INFO:
         query = query.where(AdvisoryRow.severity >= int(min_severity))
     if repo_id is not None:
@@ -191,16 +124,14 @@ def _filtered(
     if artifact is not None:
         query = query.where(_changed(artifact))
     if cursor is not None:
-        published, last_id = _decode(cursor)
-        # the redundant upper bound lets the page start with an index range scan
-        query = query.where(
-            AdvisoryRow.published <= published,
-            or_(
-                AdvisoryRow.published < published,
-                and_(AdvisoryRow.published == published, AdvisoryRow.id > last_id),
-            ),
-        )
-    return query if limit is None else query.limit(limit + 1)
+        query = query.where(*after_cursor(cursor))
+    if limit is not None:
+        query = query.limit(limit + 1)
+    found = [advisory_from_row(row, repo) for row, repo in session.execute(query)]
+    if limit is None or len(found) <= limit:
+        return AdvisoryPage(tuple(found), None)
+    page = found[:limit]
+    return AdvisoryPage(tuple(page), encode_cursor(page[-1].published, page[-1].id))
 
 
 def modified_index(session: Session) -> list[tuple[datetime, str]]:
@@ -305,35 +236,15 @@ def _changed(artifact: str) -> Any:
     )
 
 
-def _encode(published: datetime, advisory_id: str) -> str:
-    raw = f"{published.isoformat()}|{advisory_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def _decode(cursor: str) -> tuple[datetime, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8")
-        stamp, advisory_id = raw.split("|", 1)
-        published = datetime.fromisoformat(stamp)
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise InvalidCursor(f"invalid cursor {cursor[:40]!r}") from None
-    if published.tzinfo is None:
-        raise InvalidCursor(f"invalid cursor {cursor[:40]!r}")
-    return published, advisory_id
-
-
 __all__: Sequence[str] = [
     "DEFAULT_PAGE_SIZE",
     "AdvisoryPage",
-    "AdvisoryRef",
-    "AdvisoryRefPage",
     "InvalidCursor",
     "ModelPageData",
     "ModelSummary",
     "RevisionEntry",
     "advisories_for",
     "advisory_by_id",
-    "advisory_refs_for",
     "last_modified",
     "log_version",
     "model_page",
