@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from types import FrameType
 from typing import Any
 
@@ -301,9 +302,12 @@ class Daemon:
         self.database.close()
 
     def routers(self) -> tuple[APIRouter, ...]:
+        from feeds.cli_api import create_cli_router
         from feeds.ops import create_ops_router
         from feeds.subscriptions_api import create_subscriptions_router
         from feeds.webhooks import create_webhook_router
+        from tracker.commands.documents import answer
+        from tracker.commands.local_daemon import database_digest
 
         return (
             create_webhook_router(self.database, secret=self.config.webhook_secret),
@@ -317,6 +321,10 @@ class Daemon:
                 vet=self.egress.vet,
                 schema=document_schema(),
                 clock=utc_now,
+            ),
+            create_cli_router(
+                partial(answer, self.database),
+                database_digest=database_digest(self.settings.storage.database_url),
             ),
         )
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from storage import Database, StorageError, open_database, revisions
-from storage.records import Change
 from tracker.commands import UsageError
 from tracker.errors import NotTracked, TrackerError
 from tracker.settings import Settings
@@ -49,18 +48,12 @@ def resolve_sha(database: Database, repo_id: str, prefix: str) -> str:
     return matches[0]
 
 
-def print_changes(changes: Sequence[Change], indent: str = "  ") -> None:
-    for change in changes:
-        print(f"{indent}[{change.severity.label}] {change.message}")
-
-
 def print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 __all__ = [
     "open_storage",
-    "print_changes",
     "print_json",
     "resolve_sha",
     "user_errors",

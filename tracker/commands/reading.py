@@ -9,12 +9,16 @@ wrote).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from storage import Database, open_database
 from storage.schema_version import is_current
+from tracker.commands.common import user_errors
 from tracker.settings import Settings
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -31,4 +35,10 @@ def open_for_reading(settings: Settings) -> Iterator[Database]:
         database.close()
 
 
-__all__ = ["open_for_reading"]
+def read_storage(settings: Settings, build: Callable[..., T], *args: str) -> T:
+    """``build(database, *args)`` over the configured database; our errors as UsageError."""
+    with user_errors(), open_for_reading(settings) as database:
+        return build(database, *args)
+
+
+__all__ = ["open_for_reading", "read_storage"]

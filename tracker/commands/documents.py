@@ -1,0 +1,129 @@
+"""What ``history`` and ``diff`` print, as one JSON document each, read from storage.
+
+The document is the command's ``--json`` output, and its text output is rendered from it
+(``tracker.commands.render``). The same builder answers both when the command reads the
+database itself and when a running daemon answers for it
+(``tracker.commands.local_daemon``), so the two ways print the same bytes by construction.
+``answer`` is what the daemon mounts: a read by name, its error as the line the command
+would print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from tracker.commands import UsageError
+
+if TYPE_CHECKING:  # imported when a document is built, not when a command module loads
+    from sqlalchemy.orm import Session
+
+    from storage import Database
+    from storage.records import Change, Revision
+
+
+def history_document(database: Database, repo_id: str) -> list[dict[str, Any]]:
+    """Every recorded revision of ``repo_id``, newest first, with the changes stored for it."""
+    # Storage only: the changes were computed when each revision was processed.
+    from storage import changes_of, revision_log
+    from tracker.diff.common import change_json
+    from tracker.errors import NotTracked
+    from tracker.repo_id import validate_repo_id
+
+    repo_id = validate_repo_id(repo_id)
+    with database.read_session() as session:
+        log = revision_log(session, repo_id)  # newest first
+        if not log:
+            raise NotTracked(f"{repo_id}: no revisions recorded; run 'neurarch-trace track'")
+        return [
+            {
+                "sha": stored.revision.sha,
+                "date": stored.revision.date.isoformat(),
+                "title": stored.revision.title,
+                "author": stored.revision.author,
+                "on_main": stored.on_main,
+                "changes": [
+                    change_json(c) for c in changes_of(session, repo_id, stored.revision.sha)
+                ],
+            }
+            for stored in log
+        ]
+
+
+def diff_document(database: Database, repo_id: str, old: str, new: str) -> dict[str, Any]:
+    """The changes from revision ``old`` to ``new`` (shas or unique prefixes).
+
+    When ``old`` is the recorded parent of ``new``, these are the changes stored for
+    ``new``; any other pair is diffed again from the stored snapshots.
+    """
+    from storage import changes_of, has_revision, revisions
+    from tracker.commands.common import resolve_sha
+    from tracker.diff.common import change_json
+    from tracker.repo_id import validate_repo_id
+
+    repo_id = validate_repo_id(repo_id)
+    old_sha = resolve_sha(database, repo_id, old)
+    new_sha = resolve_sha(database, repo_id, new)
+    with database.read_session() as session:
+        recorded = {r.sha: r for r in revisions(session, repo_id, include_off_main=True)}
+        _refuse_reversed(repo_id, recorded[old_sha], recorded[new_sha])
+        parents = recorded[new_sha].parents
+        parent = next((p for p in parents if has_revision(session, repo_id, p)), None)
+        if parent == old_sha:
+            changes = changes_of(session, repo_id, new_sha)
+        else:
+            changes = _recomputed(session, repo_id, old_sha, new_sha)
+        return {
+            "repo": repo_id,
+            "old": old_sha,
+            "new": new_sha,
+            "changes": [change_json(c) for c in changes],
+        }
+
+
+def _refuse_reversed(repo_id: str, old: Revision, new: Revision) -> None:
+    if old.date > new.date:
+        raise UsageError(
+            f"{repo_id}: OLD {old.sha[:12]} ({old.date:%Y-%m-%d %H:%M}) is newer than NEW "
+            f"{new.sha[:12]} ({new.date:%Y-%m-%d %H:%M}); "
+            f"run 'neurarch-trace diff {repo_id} {new.sha[:12]} {old.sha[:12]}'"
+        )
+
+
+def _recomputed(session: Session, repo_id: str, old_sha: str, new_sha: str) -> list[Change]:
+    """The differs and the plan delta run again over two stored snapshots."""
+    from storage import plan_at
+    from tracker.backfill import stored_content
+    from tracker.diff.common import by_severity
+    from tracker.diff.plan_delta import diff_plans
+    from tracker.diff.revision import diff_revisions
+
+    old, new = stored_content(session, repo_id, old_sha), stored_content(session, repo_id, new_sha)
+    plans = diff_plans(plan_at(session, repo_id, old_sha), plan_at(session, repo_id, new_sha))
+    return list(by_severity(diff_revisions(old, new) + plans))
+
+
+READS: Mapping[str, tuple[tuple[str, ...], Callable[..., Any]]] = {
+    "history": (("repo",), history_document),
+    "diff": (("repo", "old", "new"), diff_document),
+}
+"""The reads a daemon answers for the CLI: name -> (its parameters in order, its builder)."""
+
+
+def answer(database: Database, name: str, params: Mapping[str, str]) -> tuple[int, Any]:
+    """(HTTP status, body) of the read ``name``: 200 and its document; 404 for a read this
+    code does not know or parameters it lacks; 422 and ``{"error": line}`` for what the
+    command would refuse, with the line it would print."""
+    from storage import StorageError
+    from tracker.errors import TrackerError
+
+    keys, build = READS.get(name, ((), None))
+    if build is None or any(key not in params for key in keys):
+        return 404, {"error": f"no read {name!r} with parameters {sorted(params)}"}
+    try:
+        return 200, build(database, *(params[key] for key in keys))
+    except (TrackerError, StorageError) as exc:
+        return 422, {"error": str(exc)}
+
+
+__all__ = ["READS", "answer", "diff_document", "history_document"]
