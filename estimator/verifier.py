@@ -16,6 +16,8 @@ from importlib import resources
 
 from estimator.architecture import Architecture
 from estimator.cards import Card
+from estimator.config import Config
+from estimator.families import generic
 from estimator.manifest import WeightManifest
 
 Values = dict[str, object]
@@ -184,6 +186,22 @@ def _beyond_trained_context(c: Context) -> Values | None:
     return {"seq_len": c.seq_len, "max_pos": max_pos}
 
 
+def _fields_missing(c: Context) -> Values | None:
+    """The generic estimate's fields the config lacks (families default every field)."""
+    if c.arch.family != "generic":
+        return None
+    missing = generic.missing_fields(Config(c.config))
+    if not missing:
+        return None
+    if any(f.endswith("hidden_size") for f in missing):  # nothing else is estimated either
+        missing = tuple(f for f in missing if f.endswith("hidden_size")) + tuple(
+            f for f in missing if not f.endswith("hidden_size")
+        )
+        return {"fields": ", ".join(missing), "effects": generic.NOT_ESTIMATED["hidden_size"]}
+    effects = "; ".join(f"{f}: {generic.NOT_ESTIMATED[f.split('.')[-1]]}" for f in missing)
+    return {"fields": ", ".join(missing), "effects": effects}
+
+
 def _unsupported(c: Context) -> Values | None:
     return None if c.arch.supported else {"model_type": c.arch.model_type}
 
@@ -205,6 +223,7 @@ CHECKS: dict[str, Callable[[Context], Values | None]] = {
     "sequence-beyond-position-table": _beyond_position_table,
     "sequence-beyond-trained-context": _beyond_trained_context,
     "unsupported-model-type": _unsupported,
+    "config-field-missing": _fields_missing,
     "no-bf16-on-card": _no_bf16,
 }
 

@@ -69,15 +69,17 @@ def role_of(name: str) -> TensorRole:
 def _attention_shape(cfg: Config, params: ParameterList) -> AttentionShape:
     """Heads and widths from the config (or its text_config), as the generic estimate reads
     them; a config without them gets one head over the widest embedding."""
-    from estimator.families.generic import _language_model, shape_of
+    from estimator.families.generic import _language_model, missing_fields, shape_of
 
-    try:
-        s = shape_of(_language_model(cfg))
-        return AttentionShape(s.hidden_size, s.num_heads, s.num_kv_heads, s.head_dim)
-    except ConfigError:
-        widths = [shape[-1] for name, shape in params if len(shape) == 2 and "embed" in name]
-        hidden = max(widths, default=1)
-        return AttentionShape(hidden, 1, 1, hidden)
+    if not missing_fields(cfg):
+        try:
+            s = shape_of(_language_model(cfg))
+            return AttentionShape(s.hidden_size, s.num_heads, s.num_kv_heads, s.head_dim)
+        except ConfigError:
+            pass
+    widths = [shape[-1] for name, shape in params if len(shape) == 2 and "embed" in name]
+    hidden = max(widths, default=1)
+    return AttentionShape(hidden, 1, 1, hidden)
 
 
 def _stack_of(prefix: str) -> Stack:

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from estimator import plan
+from estimator.config import Config
 from estimator.errors import ConfigError, EstimateError
-from estimator.families import describe
+from estimator.families import describe, generic
 from estimator.report import render_markdown, render_terminal
 from estimator.structure import structure
 
@@ -78,11 +79,6 @@ def with_(**changes: Any) -> dict[str, Any]:
             "config.json: architectures must be a list of strings",
         ),
         (with_(model_type=3), "config.json: model_type must be a string, got a number"),
-        ({"model_type": "no-such-model"}, "config.json: hidden_size is missing"),
-        (
-            {"n_embd": 64, "n_layer": 2, "vocab_size": 10},
-            "config.json: num_attention_heads is missing",
-        ),
     ],
 )
 def test_bad_config_raises_config_error_naming_the_field(config: Any, message: str) -> None:
@@ -249,18 +245,30 @@ def test_multimodal_config_is_estimated_from_its_text_config() -> None:
     assert (arch.num_layers, arch.hidden_size, arch.vocab_size) == (3, 64, 100)
 
 
-def test_text_config_errors_name_the_nested_field() -> None:
-    with pytest.raises(ConfigError, match=r"^config.json: text_config: vocab_size is missing"):
-        describe(
-            {
-                "model_type": "some_vlm",
-                "text_config": {
-                    "hidden_size": 64,
-                    "num_hidden_layers": 1,
-                    "num_attention_heads": 4,
-                },
-            }
-        )
+def test_a_missing_text_config_field_is_named_by_its_path_not_raised() -> None:
+    """A missing field is a partial plan's finding (tests/estimator/test_partial_plans.py)."""
+    config = {
+        "model_type": "some_vlm",
+        "text_config": {"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4},
+    }
+    arch = describe(config)
+    assert (arch.family, arch.vocab_size, arch.num_layers) == ("generic", 0, 1)
+    assert generic.missing_fields(Config(config)) == ("text_config.vocab_size",)
+
+
+@pytest.mark.parametrize(
+    ("config", "missing"),
+    [
+        ({"model_type": "no-such-model"}, ("hidden_size", "num_hidden_layers",
+                                           "num_attention_heads", "vocab_size")),
+        ({"n_embd": 64, "n_layer": 2, "vocab_size": 10}, ("num_attention_heads",)),
+    ],
+)  # fmt: skip
+def test_fields_the_generic_estimate_lacks_are_listed(
+    config: dict[str, Any], missing: tuple[str, ...]
+) -> None:
+    assert not describe(config).supported
+    assert generic.missing_fields(Config(config)) == missing
 
 
 # --- hostile numbers: huge, non-finite, beyond float range, overlong strings -----------------

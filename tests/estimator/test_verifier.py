@@ -73,7 +73,7 @@ def test_manifest_dtype_and_tied_head_conflicts_are_found(corpus_dir) -> None:  
 
 
 def test_unknown_model_type_is_reported(corpus_dir) -> None:  # type: ignore[no-untyped-def]
-    cfg = base(corpus_dir) | {"model_type": "rafale", "architectures": ["RafaleForCausalLM"]}
+    cfg = base(corpus_dir) | {"model_type": "no-such-type", "architectures": ["NoSuchForCausalLM"]}
     assert "unsupported-model-type" in ids(cfg)
 
 
