@@ -109,11 +109,25 @@ def set_repo_status(
     return previous
 
 
+_ROWS = "storage.repo_rows"
+"""``Session.info`` key of the repo rows this transaction has looked up."""
+
+
 def repo_row(session: Session, repo_id: str) -> RepoRow:
-    """The row of ``repo_id``, for queries inside storage."""
+    """The row of ``repo_id``, for queries inside storage.
+
+    Kept for the rest of the transaction: recording one revision asks for it from
+    several queries, each a round trip to the server otherwise. A row the session
+    no longer holds (purged) or that was renamed is looked up again.
+    """
+    known: dict[str, RepoRow] = session.info.setdefault(_ROWS, {})
+    row = known.get(repo_id)
+    if row is not None and row in session and row.repo_id == repo_id:
+        return row
     row = session.scalars(select(RepoRow).where(RepoRow.repo_id == repo_id)).one_or_none()
     if row is None:
         raise RepoNotFound(f"repo {repo_id!r} is not tracked; track it first")
+    known[repo_id] = row
     return row
 
 

@@ -42,13 +42,31 @@ def storable_text(value: Any) -> Any:
 
 def require_text(value: Any, where: str) -> None:
     """Refuse NUL characters anywhere inside ``value`` (a string or JSON structure)."""
+    found = _nul_at(value)
+    if found is not None:
+        raise InvalidRecord(
+            f"{where}{found}: text contains a NUL character, which cannot be stored"
+        )
+
+
+def _nul_at(value: Any) -> str | None:
+    """Where a NUL sits below ``value`` ("" for itself, ".key", "[3]"), or None.
+
+    The path is built only on the way back from a NUL: a weight manifest or a plan
+    holds thousands of strings, and formatting a path for each cost more than the walk.
+    """
     if isinstance(value, str):
-        if "\x00" in value:
-            raise InvalidRecord(f"{where}: text contains a NUL character, which cannot be stored")
-    elif isinstance(value, Mapping):
+        return "" if "\x00" in value else None
+    if isinstance(value, Mapping):
         for key, item in value.items():
-            require_text(key, where)
-            require_text(item, f"{where}.{key}")
+            if _nul_at(key) is not None:
+                return ""
+            below = _nul_at(item)
+            if below is not None:
+                return f".{key}{below}"
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            require_text(item, f"{where}[{index}]")
+            below = _nul_at(item)
+            if below is not None:
+                return f"[{index}]{below}"
+    return None
