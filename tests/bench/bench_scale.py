@@ -1,0 +1,390 @@
+"""Backfill and idle-cycle figures at scale: synthetic Hubs of N repos on PostgreSQL.
+
+Run: ``.venv/bin/python tests/bench/bench_scale.py --sizes 2000,10000 [--instances 1,3]
+[--seconds 180] [--latency 0,0.05] [--workers 4] [--advisories 0]``.
+
+For each size N a synthetic Hub (``tracker.hubsim.synthetic``: N repos, corpus-shaped
+histories, deterministic by ``--seed``) is served from this process, and for each
+instance count a fresh PostgreSQL database (``bench_scale_*`` on 127.0.0.1:5432, user
+postgres, dropped after) tracks all N repos. That many ``neurarch-trace serve --role
+worker`` processes backfill it, sharing the work through the database's
+``FOR UPDATE SKIP LOCKED`` claims and nothing else. Measured per run:
+
+- revisions per second from the first recorded revision (the instances are up) to the
+  end of the run (``--seconds`` caps it; 0 runs to the end), from the ``revisions`` row
+  count sampled each second, with the machine's 5-minute load average beside it;
+- every revision recorded exactly once: the instances' ``revision_recorded`` log lines,
+  summed, equal the rows, and no (repo, sha) is logged twice;
+- database bytes per revision (``pg_database_size`` after the run, less the size of the
+  same schema with only the tracked repos, over the revisions);
+- peak RSS per instance (``VmHWM`` of each process, and of its children);
+- Hub requests per revision (the emulator's counters);
+- CPU seconds of the instances, of PostgreSQL's backends and of the emulator, so the
+  first bottleneck can be read off (the machine's cores are shared by all three);
+- one idle discovery cycle at N tracked repos (the daemon's own ``discover``: the
+  poll-state read, the ``list_models`` walk and the writes): requests and seconds; then
+  one push, and the next cycle must find exactly that repo.
+
+``--latency`` answers every emulator request that much later (the real Hub is tens of
+ms away); each value is a separate set of runs. A growth table across the sizes follows;
+with ``--advisories A`` the published-path figures of ``tests/bench/scale_published.py``
+(``run(database_url, A) -> lines``, in a database of its own) end the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import psycopg  # noqa: E402
+
+from tracker.hubsim import HubEmulator, estimator_tensor_shapes  # noqa: E402
+from tracker.hubsim.synthetic import SyntheticStore  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "hub-corpus"
+SERVER = "postgresql://postgres@127.0.0.1:5432"
+PSYCOPG = "postgresql+psycopg://postgres@127.0.0.1:5432"
+PAGE = 5000
+"""Repos tracked per transaction when the database is filled."""
+
+
+@dataclass
+class Run:
+    """One backfill: N repos, ``instances`` processes."""
+
+    size: int
+    instances: int
+    latency: float
+    seconds: float = 0.0
+    revisions: int = 0
+    """Rows recorded from the first one to the end of the window (the rate's numerator)."""
+    final_rows: int = 0
+    """Rows once every instance has stopped (each finishes the revision in hand)."""
+    repos_done: int = 0
+    load_average: float = 0.0
+    logged: int = 0
+    duplicates: int = 0
+    per_instance: list[int] = field(default_factory=list)
+    peak_rss_mb: list[float] = field(default_factory=list)
+    db_bytes_per_revision: float = 0.0
+    hub_requests: int = 0
+    cpu_instances_s: float = 0.0
+    cpu_postgres_s: float = 0.0
+    cpu_emulator_s: float = 0.0
+    idle_requests: int = 0
+    idle_seconds: float = 0.0
+    push_found: bool = False
+
+    @property
+    def rate(self) -> float:
+        return self.revisions / self.seconds if self.seconds else 0.0
+
+
+def admin(sql: str) -> None:
+    with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as connection:
+        connection.execute(sql)
+
+
+def scalar(database: str, sql: str) -> int:
+    with psycopg.connect(f"{SERVER}/{database}", autocommit=True) as connection:
+        row = connection.execute(sql).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+
+def postgres_cpu_s() -> float:
+    """CPU seconds of every postgres process, finished backends included (read after they end)."""
+    total = 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        if name.startswith("postgres"):
+            fields = stat[stat.rindex(")") + 2 :].split()
+            # with cutime/cstime: a closed connection's backend is reaped by the postmaster
+            total += sum(int(f) for f in fields[11:15]) / ticks
+    return total
+
+
+def process_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / ticks
+
+
+def peak_rss_mb(pid: int) -> float:
+    """VmHWM of the process: its resident high-water mark."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def create_database(name: str, hub: HubEmulator, size: int) -> str:
+    """A fresh migrated database tracking the N synthetic repos; its SQLAlchemy URL."""
+    from storage import open_database
+    from tracker.pollstate import track
+
+    admin(f"DROP DATABASE IF EXISTS {name}")
+    admin(f"CREATE DATABASE {name}")
+    url = f"{PSYCOPG}/{name}"
+    database = open_database(url)
+    database.migrate()
+    store = hub.store
+    assert isinstance(store, SyntheticStore)
+    now = datetime.now(UTC)
+    for start in range(0, size, PAGE):
+        with database.session() as session:
+            for index in range(start, min(start + PAGE, size)):
+                track(session, store.generator.repo_id(index), now=now)
+    database.close()
+    return url
+
+
+def write_config(path: Path, url: str, endpoint: str, instance: str, workers: int) -> Path:
+    path.write_text(
+        f'[storage]\ndatabase_url = "{url}"\n\n[hub]\nendpoint = "{endpoint}"\n\n'
+        f'[daemon]\ninstance = "{instance}"\nworkers = {workers}\ninterval = "24h"\n'
+        f'discovery = "24h"\nrequests_per_second = 10000\nlease = "10m"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def start_instance(config: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    env.pop("NEURARCH_DATABASE_URL", None)
+    command = [sys.executable, "-m", "tracker.cli", "--config", str(config), "serve"]
+    with log.open("ab") as handle:
+        return subprocess.Popen(
+            [*command, "--role", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def recorded_lines(log: Path) -> list[tuple[str, str]]:
+    """(repo, sha) of every ``revision_recorded`` line an instance logged."""
+    found = []
+    for line in log.read_text(errors="replace").splitlines():
+        start = line.find('{"event": "revision_recorded"')
+        if start >= 0:
+            event = json.loads(line[start:])
+            found.append((event["repo"], event["sha"]))
+    return found
+
+
+def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch: Path) -> None:
+    name = f"bench_scale_{run.size}_{run.instances}_{int(run.latency * 1000)}"
+    url = create_database(name, hub, run.size)
+    empty_bytes = scalar(name, "SELECT pg_database_size(current_database())")
+    logs = [scratch / f"{name}-{i}.log" for i in range(run.instances)]
+    configs = [
+        write_config(scratch / f"{name}-{i}.toml", url, hub.endpoint, f"bench-{i}", workers)
+        for i in range(run.instances)
+    ]
+    hub.stats.reset()
+    requests = 0
+    cpu_pg, cpu_hub = postgres_cpu_s(), time.process_time()
+    began = time.monotonic()
+    processes = [start_instance(c, log) for c, log in zip(configs, logs, strict=True)]
+    peaks = [0.0] * run.instances
+    cpu = [0.0] * run.instances
+    first: tuple[float, int] | None = None
+    try:
+        while True:
+            time.sleep(1)
+            requests += hub.stats.requests()
+            hub.stats.reset()  # the records would grow by millions over a long run
+            for i, process in enumerate(processes):
+                if process.poll() is not None:
+                    raise SystemExit(f"instance {i} exited {process.returncode}: see {logs[i]}")
+                peaks[i] = max(peaks[i], peak_rss_mb(process.pid))
+                cpu[i] = process_cpu_s(process.pid)
+            done = scalar(name, "SELECT count(*) FROM poll_state WHERE last_seen_sha IS NOT NULL")
+            rows = scalar(name, "SELECT count(*) FROM revisions")
+            now = time.monotonic()
+            if first is None and rows:
+                first = (now, rows)  # the instances are up: start-up is not backfill time
+            if done >= run.size or (budget_s and now - began >= budget_s):
+                break
+        start, before = first or (now, rows)
+        run.seconds = now - start
+        run.revisions = rows - before
+        run.repos_done = done
+        run.load_average = os.getloadavg()[1]
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait(timeout=300)
+    run.cpu_postgres_s = postgres_cpu_s() - cpu_pg
+    run.cpu_emulator_s = time.process_time() - cpu_hub
+    run.cpu_instances_s = sum(cpu)
+    run.hub_requests = requests + hub.stats.requests()
+    run.peak_rss_mb = peaks
+    final = run.final_rows = scalar(name, "SELECT count(*) FROM revisions")
+    lines = [recorded_lines(log) for log in logs]
+    every = [pair for per in lines for pair in per]
+    run.per_instance = [len(per) for per in lines]
+    run.logged = len(every)
+    run.duplicates = sum(n - 1 for n in Counter(every).values() if n > 1)
+    used = scalar(name, "SELECT pg_database_size(current_database())") - empty_bytes
+    run.db_bytes_per_revision = used / final if final else 0.0
+    idle_cycle(hub, url, run)
+    admin(f"DROP DATABASE IF EXISTS {name}")
+
+
+def idle_cycle(hub: HubEmulator, url: str, run: Run) -> None:
+    """The daemon's own discovery, twice: the first sets the watermark, the second is idle."""
+    from tracker.daemon import Daemon
+    from tracker.discovery import Discovery
+    from tracker.settings import Settings
+
+    with tempfile.TemporaryDirectory() as scratch:
+        config = write_config(Path(scratch) / "idle.toml", url, hub.endpoint, "bench-idle", 1)
+        daemon = Daemon.open(Settings.load(config))
+    discovery = Discovery(hub.endpoint)
+    daemon.discover(discovery)
+    hub.stats.reset()
+    began = time.monotonic()
+    daemon.discover(discovery)
+    run.idle_seconds = time.monotonic() - began
+    run.idle_requests = hub.stats.requests()
+    store = hub.store
+    assert isinstance(store, SyntheticStore)
+    moved = store.generator.repo_id(run.size // 2)
+    hub.publish(moved, {"README.md": b"pushed\n"}, date=datetime.now(UTC))
+    daemon.discover(discovery)
+    from storage import poll_state
+
+    with daemon.database.read_session() as session:
+        state = poll_state(session, moved)
+    run.push_found = state.next_check_at <= datetime.now(UTC)
+    daemon.database.close()
+
+
+def published(advisories: int) -> None:
+    """The published-path figures, from the module that measures them (its own database)."""
+    try:
+        from tests.bench import scale_published
+    except ImportError:
+        print("published paths: tests/bench/scale_published.py is not there; skipped")
+        return
+    print(f"published paths with {advisories} advisories:", flush=True)
+    for line in scale_published.run(f"{PSYCOPG}/postgres", advisories):
+        print(f"  {line}", flush=True)
+
+
+def report(run: Run) -> None:
+    rss = "/".join(f"{mb:.0f}" for mb in run.peak_rss_mb)
+    print(
+        f"  N={run.size} instances={run.instances} latency={run.latency * 1000:.0f}ms: "
+        f"{run.revisions} revisions in {run.seconds:.0f}s = {run.rate:.1f} rev/s "
+        f"(load average {run.load_average:.1f}); {run.repos_done} repos done; "
+        f"{run.final_rows} rows, {run.logged} logged, per instance {run.per_instance}, "
+        f"duplicates {run.duplicates}; "
+        f"{run.db_bytes_per_revision / 1024:.1f} KiB/revision; peak RSS {rss} MB; "
+        f"{run.hub_requests / max(run.revisions, 1):.1f} Hub requests/revision; CPU s: "
+        f"instances {run.cpu_instances_s:.0f}, postgres {run.cpu_postgres_s:.0f}, "
+        f"emulator {run.cpu_emulator_s:.0f}; idle cycle {run.idle_requests} requests "
+        f"{run.idle_seconds:.2f}s; push found {run.push_found}",
+        flush=True,
+    )
+
+
+def growth_table(runs: list[Run]) -> None:
+    sizes = sorted({r.size for r in runs})
+    print(f"\n{'figure':44s}" + "".join(f"{'N=' + str(s):>12s}" for s in sizes))
+    rows: dict[str, dict[int, str]] = {}
+    for r in runs:
+        key = f"{r.instances} inst, {r.latency * 1000:.0f} ms"
+        rows.setdefault(f"rev/s ({key})", {})[r.size] = f"{r.rate:.1f}"
+        rows.setdefault(f"peak RSS MB max ({key})", {})[r.size] = f"{max(r.peak_rss_mb):.0f}"
+        rows.setdefault(f"KiB/revision ({key})", {})[r.size] = (
+            f"{r.db_bytes_per_revision / 1024:.1f}"
+        )
+        rows.setdefault(f"idle requests ({key})", {})[r.size] = str(r.idle_requests)
+        rows.setdefault(f"idle seconds ({key})", {})[r.size] = f"{r.idle_seconds:.2f}"
+    for r in runs:
+        one = next(
+            (o for o in runs if (o.size, o.instances, o.latency) == (r.size, 1, r.latency)), None
+        )
+        if r.instances > 1 and one is not None and one.rate:
+            key = f"speed-up {r.instances}/1 ({r.latency * 1000:.0f} ms)"
+            rows.setdefault(key, {})[r.size] = f"{r.rate / one.rate:.2f}x"
+    for label, cells in rows.items():
+        print(f"{label:44s}" + "".join(f"{cells.get(s, '-'):>12s}" for s in sizes))
+
+
+def measure(size: int, instances: list[int], latency: float, args: argparse.Namespace) -> list[Run]:
+    began = time.monotonic()
+    store = SyntheticStore(size, args.seed, CORPUS, estimator_tensor_shapes)
+    hub = HubEmulator(None, store=store)
+    if latency:
+        hub.faults.latency(latency)
+    hub.start()
+    print(
+        f"N={size}: synthetic Hub up in {time.monotonic() - began:.1f}s, "
+        f"{sum(len(store.generator.schedule(i).steps) for i in range(size))} revisions on main; "
+        f"emulator RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB",
+        flush=True,
+    )
+    runs = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
+            for count in instances:
+                run = Run(size, count, latency)
+                backfill(hub, run, args.workers, args.seconds, Path(scratch))
+                report(run)
+                runs.append(run)
+    finally:
+        hub.stop()
+    return runs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="2000,10000")
+    parser.add_argument("--instances", default="1,3")
+    parser.add_argument("--latency", default="0", help="seconds per request, comma-separated")
+    parser.add_argument("--seconds", type=float, default=180.0, help="per run; 0: to the end")
+    parser.add_argument("--workers", type=int, default=4, help="check threads per instance")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--advisories", type=int, default=0, help="also measure the published paths with this many"
+    )
+    args = parser.parse_args()
+    print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f} at the start", flush=True)
+    runs = []
+    for latency in (float(x) for x in args.latency.split(",")):
+        for size in (int(x) for x in args.sizes.split(",")):
+            runs += measure(size, [int(x) for x in args.instances.split(",")], latency, args)
+    growth_table(runs)
+    if args.advisories:
+        published(args.advisories)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
