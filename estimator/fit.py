@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 from typing import Final, NamedTuple
 
 from estimator.cards import Card, all_cards
@@ -115,7 +116,7 @@ def fit_cards(
         if cards is all_cards()
         else _CardTable(cards, headroom, gpus, precision)
     )
-    columns = [_column(_Prepared(m), table.groups, batch) for m in models.values()]
+    columns = [_column(_Prepared(m), table, batch) for m in models.values()]
     out: list[CardFit] = [None] * len(cards)  # type: ignore[list-item]  # every slot is filled
     reserved, notes = table.reserved, table.notes
     per_group = zip(*columns, strict=True) if columns else [()] * len(table.groups)
@@ -125,21 +126,23 @@ def fit_cards(
     return tuple(out)
 
 
-def _column(
-    p: _Prepared, groups: tuple[tuple[float, int, tuple[int, ...]], ...], batch: int
-) -> list[MethodFit]:
+def _column(p: _Prepared, table: _CardTable, batch: int) -> list[MethodFit]:
     """One method's fit on every group of alike cards, from the most free memory down."""
     new = tuple.__new__  # MethodFit's fields in order, without the keyword-parsing constructor
-    method, top, slopes, unfit = p.method, p.top, p.slopes, p.unfit
+    method, top, unfit = p.method, p.top, p.unfit
+    limits, contexts = table.limits, table.contexts
+    # Per group the smallest quotient over the phases that can set the largest batch, taken
+    # as the per-card loop takes it: 1 << 20, then each phase's quotient if smaller (min
+    # keeps the first of equal values). Quotients of cards where batch 1 fails go unread.
+    quotients = [
+        [(limit - fixed - context) / slope for limit, context in zip(limits, contexts, strict=True)]
+        for fixed, slope in p.slopes
+    ]
+    bests = map(min, repeat(1 << 20), *quotients) if quotients else repeat(1 << 20)
     out = []
-    for limit, context, _ in groups:
+    for limit, context, best in zip(limits, contexts, bests, strict=False):
         # Rooms fall as fixed bytes grow: if any phase leaves none, this one does.
         if limit - top - context >= 0:
-            best: float = 1 << 20
-            for reserved_fixed, slope in slopes:
-                candidate = (limit - reserved_fixed - context) / slope
-                if candidate < best:
-                    best = candidate
             largest = int(best)
             if largest:
                 out.append(new(MethodFit, (method, largest, largest >= batch, None, None)))
@@ -171,10 +174,11 @@ class _CardTable:
 
     ``groups``: cards of equal memory and context (their method fits are the
     same), as (limit, context, positions in the table), from the most free
-    memory down; ``reserved`` and ``notes`` per card, in table order.
+    memory down, with their ``limits`` and ``contexts`` as columns;
+    ``reserved`` and ``notes`` per card, in table order.
     """
 
-    __slots__ = ("groups", "notes", "reserved")
+    __slots__ = ("contexts", "groups", "limits", "notes", "reserved")
 
     def __init__(self, cards: tuple[Card, ...], headroom: float, gpus: int, precision: str) -> None:
         limits = [c.usable_bytes / headroom for c in cards]
@@ -188,6 +192,8 @@ class _CardTable:
                 groups[key] = (limits[i], contexts[i], [])
             groups[key][2].append(i)
         self.groups = tuple((limit, ctx, tuple(at)) for limit, ctx, at in groups.values())
+        self.limits = tuple(limit for limit, _, _ in self.groups)
+        self.contexts = tuple(ctx for _, ctx, _ in self.groups)
         self.reserved = tuple(round(VLLM_UTILIZATION * c.usable_bytes) for c in cards)
         self.notes = tuple(
             f"{c.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"
