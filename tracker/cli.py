@@ -1,8 +1,12 @@
 """The ``neurarch-trace`` command line: parses, calls one function, renders.
 
-Each subcommand lives in ``tracker.commands.<name>`` and registers here in
-``COMMANDS``, an explicit table. Exit codes: 0 success, 1 the check found
-something, 2 bad usage or input (one line on stderr, never a traceback).
+Each subcommand lives in ``tracker.commands.<name>`` and is listed by name in
+``tracker.commands.NAMES``, an explicit table. A command line that names its
+command builds the parser of that command alone, so only its module is
+imported (``history`` and ``diff`` answered by a daemon start in a fraction of
+the time the whole table takes); the top-level ``--help`` and a mistyped
+command get the parser of every command. Exit codes: 0 success, 1 the check
+found something, 2 bad usage or input (one line on stderr, never a traceback).
 """
 
 from __future__ import annotations
@@ -13,11 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from tracker.commands import COMMANDS, UsageError
+from tracker.commands import NAMES, UsageError, all_commands, command
 from tracker.settings import Settings, SettingsError
 
+CONFIG_OPTION = "--config"
 
-def build_parser(commands: Sequence[ModuleType] = COMMANDS) -> argparse.ArgumentParser:
+
+def build_parser(commands: Sequence[ModuleType] | None = None) -> argparse.ArgumentParser:
+    """The parser of ``commands`` (default: every command)."""
     parser = argparse.ArgumentParser(
         prog="neurarch-trace",
         description=(
@@ -26,18 +33,31 @@ def build_parser(commands: Sequence[ModuleType] = COMMANDS) -> argparse.Argument
         ),
     )
     parser.add_argument(
-        "--config", type=Path, help="TOML configuration file (default: $NEURARCH_CONFIG)"
+        CONFIG_OPTION, type=Path, help="TOML configuration file (default: $NEURARCH_CONFIG)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in commands:
-        child = sub.add_parser(command.NAME, help=command.HELP, description=command.__doc__)
-        command.add_arguments(child)
-        child.set_defaults(handler=command.run)
+    for module in all_commands() if commands is None else commands:
+        child = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__)
+        module.add_arguments(child)
+        child.set_defaults(handler=module.run)
     return parser
 
 
+def named_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names before any other option than --config, if it names one."""
+    words = iter(argv)
+    for word in words:
+        if word == CONFIG_OPTION:
+            next(words, None)
+        elif not word.startswith(f"{CONFIG_OPTION}="):
+            return word if word in NAMES else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    name = named_command(argv)
+    parser = build_parser(None if name is None else [command(name)])
     args = parser.parse_args(argv)
     try:
         settings = Settings.load(args.config)
