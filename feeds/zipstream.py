@@ -33,16 +33,18 @@ _DEFLATED, _UTF8_NAMES = 8, 0x800
 _VERSION, _VERSION64 = 20, 45
 
 
-def stream_zip(members: Iterable[tuple[str, datetime, bytes]]) -> Iterator[bytes]:
+def stream_zip(
+    members: Iterable[tuple[str, datetime, bytes]], *, spool_bytes: int = SPOOL_BYTES
+) -> Iterator[bytes]:
     """The archive of ``members`` (name, modification time, content) as chunks of bytes.
 
-    Chunks are about ``CHUNK_BYTES`` each, so a slow reader holds back at
-    most one of them per member being written.
+    Chunks are about ``CHUNK_BYTES`` each; the central directory stays in
+    memory up to ``spool_bytes`` and goes to a temporary file past it.
     """
     offset = 0
     count = 0
     pending = bytearray()
-    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as directory:
+    with tempfile.SpooledTemporaryFile(max_size=spool_bytes) as directory:
         for name, moment, content in members:
             local, record = _member(name.encode(), moment, content, offset)
             pending += local
