@@ -41,3 +41,27 @@ def test_plan_imports_the_estimator_but_not_storage_or_the_hub() -> None:
 
 def test_subscribe_help_names_every_watchable_artifact() -> None:
     assert (FIT, *WATCHABLE) == ALERT_ON
+
+
+def test_history_and_diff_reach_a_daemon_without_storage_or_the_hub() -> None:
+    # what a command answered by a running daemon imports (tests/tracker/test_cli_daemon_reads.py
+    # runs it); storage is imported only when no daemon answers
+    loaded = modules_loaded_by(
+        "import tracker.cli\n"
+        "tracker.cli.build_parser([tracker.cli.command('history'), tracker.cli.command('diff')])\n"
+        "import tracker.commands.local_daemon, tracker.commands.render"
+    )
+    assert sorted(loaded.intersection((*HEAVY, "alembic", "httpx", "pydantic"))) == []
+
+
+def test_a_named_command_imports_no_other_command() -> None:
+    code = (
+        "import tracker.cli\n"
+        "tracker.cli.build_parser([tracker.cli.command('history')])\n"
+        "import json, sys\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('tracker.commands.'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(result.stdout) == ["tracker.commands.history"]
