@@ -60,6 +60,9 @@ class Workload:
     litgpt ``chunked_cross_entropy``) that upcasts one chunk of logits at a
     time; 0 is a fused linear cross-entropy that never materialises the
     logits (Apple's Cut Cross-Entropy in Unsloth, Liger's fused loss).
+    ``kbit_head_16bit``: after ``kbit_prepare`` upcast every non-4-bit
+    parameter to fp32, TRL's ``peft_module_casting_to_bf16`` casts the head and
+    the embeddings back to bf16 and keeps the norms in fp32.
     ``adapters_fp32``: PEFT keeps LoRA weights in fp32
     (``autocast_adapter_dtype``); torchtune and litgpt build them in the
     model's dtype. ``recipe``: the training recipe whose defaults built this
@@ -85,6 +88,8 @@ class Workload:
     double_quant: bool = True
     # QLoRA through peft's prepare_model_for_kbit_training (the documented recipe).
     kbit_prepare: bool = True
+    # TRL's SFTTrainer casts the head and embeddings back to 16-bit after that preparation.
+    kbit_head_16bit: bool = False
     loss_chunks: int = 1
     adapters_fp32: bool = True
     recipe: str = ""
@@ -132,6 +137,7 @@ class Workload:
             "pure_16bit",
             "double_quant",
             "kbit_prepare",
+            "kbit_head_16bit",
             "adapters_fp32",
             "offload_optimizer",
             "offload_params",

@@ -114,12 +114,17 @@ def _adapter_states(
         for i, o, c in shapes
     )
     base_bytes = 4 if n.dtype == "fp32" else 2
-    if quantized and w.kbit_prepare:
-        base_bytes = 4  # prepare_model_for_kbit_training: non-4-bit parameters in fp32
     quantization = 0.0
     if quantized:
         packed, constants = nf4_bytes(split.block_linears, w.double_quant)
-        weights = packed + (split.total - split.block_linears) * base_bytes
+        unquantized = split.total - split.block_linears
+        weights = packed + unquantized * base_bytes
+        if upcast_by_kbit_prepare(w, "qlora"):
+            # prepare_model_for_kbit_training keeps every non-4-bit parameter in fp32;
+            # TRL's peft_module_casting_to_bf16 takes the head and embeddings back to
+            # 16-bit, so only the layers' norms (and biases) stay fp32.
+            upcast = split.in_blocks - split.block_linears if w.kbit_head_16bit else unquantized
+            weights += upcast * (4 - base_bytes)
         quantization = constants + split.largest_linear * dequantised_bytes(w, method="qlora")
     else:
         weights = split.total * base_bytes
@@ -210,7 +215,8 @@ def training_model(
         lora_dropout=w.lora_dropout,
         head_trains=full,
         norms_train=full,
-        fp32_logits=n.dtype == "fp32" or (upcast_by_kbit_prepare(w, method) and w.pure_16bit),
+        fp32_logits=n.dtype == "fp32"
+        or (upcast_by_kbit_prepare(w, method) and w.pure_16bit and not w.kbit_head_16bit),
         offload=w.offload_activations,
         loss_chunks=w.loss_chunks,
     )
@@ -272,11 +278,17 @@ def _explain(
             "QLoRA: block linears in NF4 (0.5 B/param + absmax"
             + (", double-quantised)" if w.double_quant else ")")
             + (
-                "; prepare_model_for_kbit_training casts embeddings, norms and head to fp32"
-                + (
-                    " (the hidden stream and norm outputs follow: fp32 activations)"
+                (
+                    "; prepare_model_for_kbit_training casts norms to fp32"
+                    + (
+                        " (TRL casts the head and embeddings back to 16-bit)"
+                        if w.kbit_head_16bit
+                        else ", embeddings and head too"
+                    )
+                    + " (the hidden stream and norm outputs follow: fp32 activations)"
                     if w.gpus == 1
-                    else " (FSDP mixed precision casts them back to 16-bit for the forward)"
+                    else "; sharded over GPUs the model keeps one 16-bit dtype "
+                    "(no fp32 upcast: FSDP flattens uniform dtypes, TRL skips the preparation)"
                 )
                 if w.kbit_prepare
                 else "; embeddings, norms and head stay 16-bit"

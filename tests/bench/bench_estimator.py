@@ -25,7 +25,7 @@ import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -250,6 +250,9 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         double_quant=kind == "qlora" and "gptq" not in lower,
         # fms-acceleration's accelerated-peft plugins and Unsloth skip peft's fp32 upcast.
         kbit_prepare="accelerated-peft" not in r["notes"] and "Unsloth" not in method,
+        # fms-hf-tuning's baseline QLoRA hands the peft config to TRL's SFTTrainer, which
+        # casts the head and embeddings back to bf16 after the preparation.
+        kbit_head_16bit="baseline-peft-bnb" in r["notes"],
         card="A100 80GB",
         gpus=gpus,
         # DeepSpeed rows: ZeRO-3 (the PEFT and accelerate examples' configs), offloading
@@ -419,6 +422,23 @@ def meta_model(config: dict[str, Any]) -> object:
 
 
 SEVEN_B_CLASS = (5e9, 10e9)
+ONE_MS = 1e-3
+
+
+class Timed(NamedTuple):
+    """One config's plan() times (seconds) beside its meta-device build."""
+
+    name: str
+    params: int
+    wall_p50: float
+    wall_p99: float
+    cpu_p50: float
+    cpu_p99: float
+    meta: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.meta is None else self.meta / self.wall_p50
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -426,18 +446,26 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _timed(config: dict[str, Any], runs: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU seconds of ``runs`` plan() calls (after three warm-up calls)."""
-    for _ in range(3):
-        plan(config)
+def _timed_rounds(
+    configs: list[dict[str, Any]], runs: int
+) -> tuple[list[list[float]], list[list[float]]]:
+    """Wall and CPU seconds of ``runs`` plan() calls per config (after three warm-up calls).
+
+    Configs take turns, one call each per round, so a burst of load on a shared
+    machine lands on every config alike rather than on whichever ran then.
+    """
+    for config in configs:
+        for _ in range(3):
+            plan(config)
     gc.collect()
-    wall: list[float] = []
-    cpu: list[float] = []
+    wall: list[list[float]] = [[] for _ in configs]
+    cpu: list[list[float]] = [[] for _ in configs]
     for _ in range(runs):
-        t, c = time.perf_counter(), time.thread_time()
-        plan(config)
-        cpu.append(time.thread_time() - c)
-        wall.append(time.perf_counter() - t)
+        for i, config in enumerate(configs):
+            t, c = time.perf_counter(), time.thread_time()
+            plan(config)
+            cpu[i].append(time.thread_time() - c)
+            wall[i].append(time.perf_counter() - t)
     return wall, cpu
 
 
@@ -454,73 +482,100 @@ def _meta_seconds(config: dict[str, Any], runs: int) -> float | None:
     return statistics.median(times)
 
 
-def timing(runs: int = 100, meta_runs: int = 2, meta_limit: float = 20e9) -> None:
-    """plan() p50/p99 per corpus config, beside accelerate's meta-device build of the same config.
+def _ms(seconds: float | None, width: int = 7, digits: int = 3) -> str:
+    return f"{'-':>{width}}" if seconds is None else f"{seconds * 1000:{width}.{digits}f}"
 
-    Every config plan() accepts is timed ``runs`` times (default workload),
-    all configs first, then the meta-device builds (configs under
-    ``meta_limit`` parameters: a 671B build takes minutes). Wall time
-    (``perf_counter``) counts the time a loaded machine's scheduler takes
-    away; CPU time (``thread_time``) is plan()'s own work. The load average
-    is printed with them.
+
+def _ratio(r: Timed) -> str:
+    return "     -" if r.ratio is None else f"{r.ratio:5.0f}x"
+
+
+def timing(runs: int = 100, meta_runs: int = 2, meta_limit: float = 20e9) -> None:
+    """plan() p50/p99 per corpus config beside accelerate's meta-device build, in one run.
+
+    What is timed is what a caller pays: ``plan(config)`` with the default
+    Workload (built inside the call), returning the whole Plan (nothing is
+    deferred to ``to_json``); nothing is kept between calls. Every config
+    plan() accepts is timed ``runs`` times, the configs taking turns; then
+    the meta-device builds (``init_empty_weights`` + ``from_config``, the
+    median of ``meta_runs``) of configs under ``meta_limit`` parameters (a
+    671B build takes minutes). Wall time (``perf_counter``) counts what a
+    loaded machine's scheduler takes away; CPU time (``thread_time``) is
+    plan()'s own work. The ratio is the meta-device build over plan()'s wall
+    p50. The load average is printed with them: figures from a loaded
+    machine are slower, and only comparable with figures from the same run.
     """
-    rows = []
+    named = []
     for name, config in sorted(latest_configs().items()):
         try:
             first = plan(config)
         except EstimateError:
             continue
-        wall, cpu = _timed(config, runs)
-        params = int(dict(first.parameters)["total"])
-        rows.append([name, params, wall, cpu, None, config])
-    for row in rows:
-        if row[1] < meta_limit:
-            row[4] = _meta_seconds(row[5], meta_runs)
-    print(f"\nload average while timing: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        named.append((name, int(dict(first.parameters)["total"]), config))
+    load = os.getloadavg()[0]
+    walls, cpus = _timed_rounds([config for _, _, config in named], runs)
+    table = [
+        Timed(
+            name,
+            params,
+            statistics.median(wall),
+            _percentile(wall, 0.99),
+            statistics.median(cpu),
+            _percentile(cpu, 0.99),
+            _meta_seconds(config, meta_runs) if params < meta_limit else None,
+        )
+        for (name, params, config), wall, cpu in zip(named, walls, cpus, strict=True)
+    ]
+    print(
+        f"\nload average while timing: {load:.1f} before, {os.getloadavg()[0]:.1f} after, "
+        f"on {os.cpu_count()} CPUs; {runs} calls per config"
+    )
     print(
         f"\n{'config':44} {'params':>8} {'wall p50':>8} {'p99':>7} {'cpu p50':>8} {'p99':>7} "
         f"{'meta ms':>8} {'ratio':>6}"
     )
-    table = []
-    for name, params, wall, cpu, meta, _ in rows:
-        w50, w99 = statistics.median(wall), _percentile(wall, 0.99)
-        c50, c99 = statistics.median(cpu), _percentile(cpu, 0.99)
-        table.append((name, params, w50, w99, c50, c99, meta))
-        ratio = f"{meta / w50:6.0f}" if meta else "     -"
-        meta_ms = f"{meta * 1000:8.1f}" if meta else "       -"
+    for r in table:
         print(
-            f"{name[:44]:44} {params / 1e9:7.2f}B {w50 * 1000:8.3f} {w99 * 1000:7.3f} "
-            f"{c50 * 1000:8.3f} {c99 * 1000:7.3f} {meta_ms} {ratio}"
+            f"{r.name[:44]:44} {r.params / 1e9:7.2f}B {_ms(r.wall_p50, 8)} {_ms(r.wall_p99)} "
+            f"{_ms(r.cpu_p50, 8)} {_ms(r.cpu_p99)} {_ms(r.meta, 8, 1)} {_ratio(r)}"
         )
-    print("\nslowest five by CPU p99 (wall in brackets):")
-    for name, _, w50, w99, c50, c99, _ in sorted(table, key=lambda r: -r[5])[:5]:
+    print("\nslowest five by CPU p50:")
+    for r in sorted(table, key=lambda r: -r.cpu_p50)[:5]:
         print(
-            f"  {name:44} cpu p50 {c50 * 1000:.3f} p99 {c99 * 1000:.3f} ms "
-            f"(wall p50 {w50 * 1000:.3f} p99 {w99 * 1000:.3f})"
+            f"  {r.name[:44]:44} cpu p50 {_ms(r.cpu_p50)} p99 {_ms(r.cpu_p99)} ms, "
+            f"wall p50 {_ms(r.wall_p50)} p99 {_ms(r.wall_p99)} ms, meta {_ms(r.meta, 1, 1)} ms "
+            f"{_ratio(r).strip()}"
         )
-    for label, index in (("wall", 3), ("CPU", 5)):
-        over = sum(1 for r in table if r[index] >= 1e-3)
-        print(f"configs with {label} p99 >= 1 ms: {over} of {len(table)} (goal 0)")
-    over50 = sum(1 for r in table if r[4] >= 1e-3)
-    print(f"configs with CPU p50 >= 1 ms: {over50} of {len(table)}")
-    seven = [
-        (r[2], r[4], r[6]) for r in table if SEVEN_B_CLASS[0] <= r[1] < SEVEN_B_CLASS[1] and r[6]
-    ]
+    over = {
+        label: sum(1 for r in table if getattr(r, field) >= ONE_MS)
+        for label, field in (
+            ("CPU p50", "cpu_p50"),
+            ("CPU p99", "cpu_p99"),
+            ("wall p50", "wall_p50"),
+            ("wall p99", "wall_p99"),
+        )
+    }
+    print(
+        "\nconfigs >= 1 ms (goal 0): "
+        + ", ".join(f"{label} {n} of {len(table)}" for label, n in over.items())
+    )
+    seven = [r for r in table if SEVEN_B_CLASS[0] <= r.params < SEVEN_B_CLASS[1] and r.ratio]
+    summary = f"summary: {over['CPU p50']} of {len(table)} configs >= 1 ms CPU p50"
     if seven:
-        ratios = [m / w for w, _, m in seven]
+        ratios = [r.ratio for r in seven if r.ratio is not None]
         print(
-            f"7B-class ({len(seven)} configs): plan() wall p50 median "
-            f"{statistics.median(w for w, _, _ in seven) * 1000:.3f} ms (CPU "
-            f"{statistics.median(c for _, c, _ in seven) * 1000:.3f} ms), meta-device median "
-            f"{statistics.median(m for _, _, m in seven) * 1000:.0f} ms, ratio min {min(ratios):.0f}x "
-            f"median {statistics.median(ratios):.0f}x (goal >= 1000x)"
+            f"7B-class ({len(seven)} configs with a meta-device build): plan() wall p50 median "
+            f"{statistics.median(r.wall_p50 for r in seven) * 1000:.3f} ms (CPU "
+            f"{statistics.median(r.cpu_p50 for r in seven) * 1000:.3f} ms), meta-device median "
+            f"{statistics.median(r.meta for r in seven if r.meta) * 1000:.0f} ms, ratio min "
+            f"{min(ratios):.0f}x median {statistics.median(ratios):.0f}x (goal >= 1000x)"
+        )
+        summary += (
+            f"; 7B-class plan() {statistics.median(r.wall_p50 for r in seven) * 1000:.3f} ms, "
+            f"{statistics.median(ratios):.0f}x the meta-device build (goals: 0 configs, 1000x)"
         )
     json_times = []
-    for _, config in list(latest_configs().items())[:20]:
-        try:
-            plan(config)
-        except EstimateError:
-            continue
+    for _, _, config in named[:20]:
         t = time.perf_counter()
         plan(config).to_json()
         json_times.append(time.perf_counter() - t)
@@ -528,8 +583,11 @@ def timing(runs: int = 100, meta_runs: int = 2, meta_limit: float = 20e9) -> Non
         f"plan().to_json() median {statistics.median(json_times) * 1000:.2f} ms "
         "(what the tracker and the HTTP API pay)"
     )
+    print(summary)
 
 
 if __name__ == "__main__":
-    score()
+    # ``--timing``: only the plan() speed table (scoring rewrites data/accuracy.json).
+    if "--timing" not in sys.argv:
+        score()
     timing()

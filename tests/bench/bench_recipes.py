@@ -45,6 +45,7 @@ STATED = frozenset(
         "lora_dropout",
         "double_quant",
         "kbit_prepare",
+        "kbit_head_16bit",
         "card",
         "gpus",
         "parallelism",
