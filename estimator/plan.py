@@ -18,6 +18,7 @@ from typing import Any, Final
 from estimator.architecture import Architecture
 from estimator.cards import Card, all_cards, card
 from estimator.cost import Cost, estimate_cost
+from estimator.engine_cards import CardEngineVerdict, on_every_card
 from estimator.engines import EngineRequest, EngineVerdict, simulate_engine
 from estimator.errors import EstimateError, PlanJsonError
 from estimator.families import ExactParameters, describe
@@ -49,6 +50,8 @@ class Plan:
     assumptions: tuple[str, ...]
     # The serving engine's start-up verdict, when the plan was asked for one (``engine=``).
     engine: EngineVerdict | None = None
+    # The same engine on every card (``engine_on_every_card=True``), in table order.
+    engine_cards: tuple[CardEngineVerdict, ...] = ()
 
     @property
     def selected(self) -> MemoryEstimate:
@@ -86,7 +89,15 @@ class Plan:
             "cost": self.cost.to_json(),
             "findings": [f.to_json() for f in self.findings],
             "assumptions": list(self.assumptions),
-        } | ({} if self.engine is None else {"serving": {"engine": self.engine.to_json()}})
+        } | self._serving_json()
+
+    def _serving_json(self) -> dict[str, Any]:
+        if self.engine is None:
+            return {}
+        serving: dict[str, Any] = {"engine": self.engine.to_json()}
+        if self.engine_cards:
+            serving["cards"] = [c.to_json() for c in self.engine_cards]
+        return {"serving": serving}
 
 
 def _plan_from_json(d: Mapping[str, Any]) -> Plan:
@@ -118,6 +129,9 @@ def _plan_from_json(d: Mapping[str, Any]) -> Plan:
         findings=tuple(Finding(**f) for f in d["findings"]),
         assumptions=tuple(d["assumptions"]),
         engine=EngineVerdict.from_json(d["serving"]["engine"]) if "serving" in d else None,
+        engine_cards=tuple(
+            CardEngineVerdict.from_json(c) for c in d.get("serving", {}).get("cards", ())
+        ),
     )
 
 
@@ -202,11 +216,14 @@ def plan(
     manifest: WeightManifest | None = None,
     engine: EngineRequest | None = None,
     exact: ExactParameters | None = None,
+    engine_on_every_card: bool = False,
 ) -> Plan:
     """Estimate everything for ``config`` (a parsed config.json) under ``workload``.
 
     With ``engine``, the plan also carries that serving engine's start-up
     verdict (``serving.engine`` in the JSON): would it start, with what KV cache.
+    With ``engine_on_every_card`` as well, the same engine on every card of the table
+    (``serving.cards``: starts, KV cache tokens, the largest max_model_len that starts).
     ``exact`` builds the parameter list of a type no family knows (see describe()).
     """
     w = workload or Workload()
@@ -254,6 +271,9 @@ def plan(
         findings=findings,
         assumptions=assumptions,
         engine=None if engine is None else simulate_engine(arch, split, _on_card(engine, w)),
+        engine_cards=()
+        if engine is None or not engine_on_every_card
+        else on_every_card(arch, split, engine, all_cards()),
     )
 
 

@@ -4,10 +4,11 @@ The plan was computed once, when the revision was processed; pages read it
 back typed (``estimator.Plan.from_json``) and this module only picks numbers
 out of it and words them (labels and GiB from ``estimator.deltas``), so the
 HTML, the Markdown and the badge can never disagree. The card table's
-engine column is vLLM's start-up verdict as the stored plan carries it
-(``serving.engine``, computed when the revision was processed); a card the
-stored plan has no vLLM verdict for says so rather than being planned again
-on every request.
+engine column is vLLM's start-up verdict on each card as the stored plan
+carries it (``serving.cards``, computed when the revision was processed; plans
+stored before it carry ``serving.engine`` for the workload's card only); a
+card the stored plan has no vLLM verdict for says so rather than being planned
+again on every request.
 """
 
 from __future__ import annotations
@@ -99,9 +100,25 @@ def card_rows(plan: Plan | None) -> list[CardRow]:
                 cells.append(f"no (largest batch {entry.largest_batch})")
             else:
                 cells.append("no")
-        engine = engine_cell(plan.engine if plan is not None else None, fit.card.name)
+        engine = card_engine_cell(plan, fit.card.name)
         rows.append(CardRow(fit.card.name, gib(fit.card.usable_bytes), tuple(cells), engine))
     return rows
+
+
+def card_engine_cell(plan: Plan | None, card: str) -> str:
+    """vLLM's start-up on ``card``: the stored per-card entry (``serving.cards``) when the
+    plan has one, else the full verdict when it is this card's (``engine_cell``)."""
+    if plan is None:
+        return NO_ENGINE_VERDICT
+    verdict = plan.engine
+    if verdict is None or verdict.name != ENGINE or verdict.tensor_parallel != 1:
+        return NO_ENGINE_VERDICT
+    entry = next((c for c in plan.engine_cards if c.card == card), None)
+    if entry is None:
+        return engine_cell(verdict, card)
+    return _start_text(
+        entry.starts, entry.kv_cache_tokens, entry.max_model_len, entry.max_model_len_that_starts
+    )
 
 
 def engine_cell(verdict: EngineVerdict | None, card: str) -> str:
@@ -115,15 +132,20 @@ def engine_cell(verdict: EngineVerdict | None, card: str) -> str:
         return NO_ENGINE_VERDICT
     if verdict.tensor_parallel != 1:
         return NO_ENGINE_VERDICT
-    tokens = f"KV cache {verdict.kv_cache_tokens:,} tokens"
-    if verdict.starts:
-        return f"starts; {tokens} at max_model_len {verdict.max_model_len:,}"
-    fix = (
-        f"--max-model-len {verdict.max_model_len_that_starts} starts"
-        if verdict.max_model_len_that_starts > 0
-        else "no max_model_len starts"
+    return _start_text(
+        verdict.starts,
+        verdict.kv_cache_tokens,
+        verdict.max_model_len,
+        verdict.max_model_len_that_starts,
     )
-    return f"does not start at max_model_len {verdict.max_model_len:,} ({tokens}; {fix})"
+
+
+def _start_text(starts: bool, kv_tokens: int, max_model_len: int, that_starts: int) -> str:
+    tokens = f"KV cache {kv_tokens:,} tokens"
+    if starts:
+        return f"starts; {tokens} at max_model_len {max_model_len:,}"
+    fix = f"--max-model-len {that_starts} starts" if that_starts > 0 else "no max_model_len starts"
+    return f"does not start at max_model_len {max_model_len:,} ({tokens}; {fix})"
 
 
 def method_notes(plan: Plan | None) -> list[MethodNote]:
@@ -205,6 +227,7 @@ __all__ = [
     "MethodNote",
     "accuracy",
     "badge",
+    "card_engine_cell",
     "card_rows",
     "diff_text",
     "engine_cell",

@@ -6,8 +6,9 @@ read is a finding about that revision, not a reason to lose the revision).
 The weight manifest goes along when every safetensors header was read, so
 the plan can compare its parameter count with the checkpoint's. The plan
 carries vLLM's start-up verdict at its defaults and the model's own context on
-the workload's card (``serving.engine``), computed here once per revision so
-the model page never plans per request; a config the engine model cannot take
+the workload's card (``serving.engine``) and on every other card of the table
+(``serving.cards``), computed here once per revision so the model page never
+plans per request; a config the engine model cannot take
 keeps its plan without one.
 """
 
@@ -40,7 +41,13 @@ def estimate(
     exact = builder()  # exact parameters of unknown types, with the [exact] extra
     try:
         try:
-            result = estimator.plan(config, manifest=manifest, engine=SERVING_ENGINE, exact=exact)
+            result = estimator.plan(
+                config,
+                manifest=manifest,
+                engine=SERVING_ENGINE,
+                exact=exact,
+                engine_on_every_card=True,
+            )
         except EstimateError:  # the engine may refuse what the plan alone takes
             result = estimator.plan(config, manifest=manifest, exact=exact)
     except EstimateError as exc:

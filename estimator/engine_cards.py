@@ -1,0 +1,69 @@
+"""One serving engine's start-up on every card of the table, for the model page's card table.
+
+``plan(..., engine=..., engine_on_every_card=True)`` asks the engine of ``engine`` with the
+same flags on each card (``serving.cards`` in the JSON), so a page reads whether the engine
+starts on each card, with what KV cache, and the largest ``max_model_len`` that does, without
+planning per request. Each entry keeps what the card table shows, not the whole verdict
+(20 engine error messages would make every stored plan kilobytes longer):
+``serving.engine`` carries the full one (bytes, settings, the engine's error, sources) for
+the workload's card. A card the engine model refuses is left out, so the page says it has
+no verdict for it rather than guessing one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from estimator.architecture import Architecture
+from estimator.cards import Card
+from estimator.engines import EngineRequest, simulate_engine
+from estimator.errors import EstimateError
+from estimator.memory.states import ParameterSplit
+
+
+@dataclass(frozen=True)
+class CardEngineVerdict:
+    """The engine on one card: whether it starts at ``max_model_len``, the KV cache it
+    allocates, and the largest max_model_len that starts (0: none, the weights do not fit)."""
+
+    card: str
+    starts: bool
+    kv_cache_tokens: int
+    max_model_len: int
+    max_model_len_that_starts: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> CardEngineVerdict:
+        return cls(
+            card=d["card"],
+            starts=d["starts"],
+            kv_cache_tokens=d["kv_cache_tokens"],
+            max_model_len=d["max_model_len"],
+            max_model_len_that_starts=d["max_model_len_that_starts"],
+        )
+
+
+def on_every_card(
+    arch: Architecture, split: ParameterSplit, request: EngineRequest, cards: tuple[Card, ...]
+) -> tuple[CardEngineVerdict, ...]:
+    """``request`` on each of ``cards`` (its card and card memory replaced), in table order."""
+    out = []
+    for c in cards:
+        try:
+            v = simulate_engine(arch, split, replace(request, card=c.name, card_memory_bytes=None))
+        except EstimateError:
+            continue
+        out.append(
+            CardEngineVerdict(
+                c.name, v.starts, v.kv_cache_tokens, v.max_model_len, v.max_model_len_that_starts
+            )
+        )
+    return tuple(out)
+
+
+__all__ = ["CardEngineVerdict", "on_every_card"]
