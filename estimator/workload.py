@@ -60,6 +60,9 @@ class Workload:
     litgpt ``chunked_cross_entropy``) that upcasts one chunk of logits at a
     time; 0 is a fused linear cross-entropy that never materialises the
     logits (Apple's Cut Cross-Entropy in Unsloth, Liger's fused loss).
+    ``loss_shift_copy``: the loss shifts a contiguous fp32 copy of the logits
+    (transformers' ``loss_utils.py`` before the labels were padded instead)
+    while the model output still holds the 16-bit logits.
     ``kbit_head_16bit``: after ``kbit_prepare`` upcast every non-4-bit
     parameter to fp32, TRL's ``peft_module_casting_to_bf16`` casts the head and
     the embeddings back to bf16 and keeps the norms in fp32.
@@ -91,6 +94,7 @@ class Workload:
     # TRL's SFTTrainer casts the head and embeddings back to 16-bit after that preparation.
     kbit_head_16bit: bool = False
     loss_chunks: int = 1
+    loss_shift_copy: bool = False
     adapters_fp32: bool = True
     recipe: str = ""
     serve_weights: ServeWeights = "bf16"
@@ -138,6 +142,7 @@ class Workload:
             "double_quant",
             "kbit_prepare",
             "kbit_head_16bit",
+            "loss_shift_copy",
             "adapters_fp32",
             "offload_optimizer",
             "offload_params",

@@ -57,6 +57,7 @@ LOGIT_16BIT_BYTES: Final = 2
 CHUNKED_SAVED_BYTES: Final = 4
 CHUNK_BACKWARD_BYTES: Final = 10
 FUSED_BYTES_PER_TOKEN: Final = 4
+SHIFT_COPY_BYTES: Final = 4
 VOCAB_HEADS: Final = frozenset({"causal-lm", "masked-lm", "pretraining", "conditional-generation"})
 INDEX_BYTES: Final = 8
 
@@ -81,6 +82,8 @@ class ActivationSettings:
     offload: bool = False
     # Chunked cross-entropy (torchtune CEWithChunkedOutputLoss, litgpt chunked_cross_entropy).
     loss_chunks: int = 1
+    # The loss shifts a contiguous fp32 copy of the logits instead of padding the labels.
+    loss_shift_copy: bool = False
 
 
 @dataclass(frozen=True)
@@ -284,7 +287,11 @@ def outside_blocks_per_token(arch: Architecture, s: ActivationSettings) -> float
 
 
 def loss_bytes(
-    arch: Architecture, tokens: int, fp32_logits: bool = False, chunks: int = 1
+    arch: Architecture,
+    tokens: int,
+    fp32_logits: bool = False,
+    chunks: int = 1,
+    shift_copy: bool = False,
 ) -> tuple[int, int]:
     """(start of backward, end of forward) bytes of the logits and loss tensors.
 
@@ -299,6 +306,14 @@ def loss_bytes(
     start of backward holds 4 B per logit plus one chunk's fp32 gradient, its
     log-softmax gradient and its 16-bit cast (10 B per logit of the chunk).
     ``chunks`` 0 is a fused linear cross-entropy: 4 B (fp32 log-sum-exp) per token.
+
+    transformers' loss pads the labels (``src/transformers/loss/loss_utils.py``
+    @0114da0, ``ForCausalLMLoss``: ``labels = nn.functional.pad(labels, (0, 1), ...)``).
+    Its earlier form (``src/transformers/loss_utils.py`` @07478e0) shifted the
+    logits instead: ``logits = logits.float()`` then ``shift_logits =
+    logits[..., :-1, :].contiguous()``, one more fp32 copy alive while the
+    log-softmax is written (``shift_copy``): 14 B per logit when the forward
+    ends. The start of backward is unchanged (the copy is not saved).
     """
     if arch.head not in VOCAB_HEADS:
         return 0, 0
@@ -314,6 +329,8 @@ def loss_bytes(
         return backward, forward
     backward = LOSS_BYTES_PER_LOGIT - LOGIT_16BIT_BYTES + saved_16bit
     forward = LOSS_FORWARD_BYTES_PER_LOGIT - LOGIT_16BIT_BYTES + saved_16bit
+    if shift_copy:
+        forward += SHIFT_COPY_BYTES
     return backward * logits, forward * logits
 
 
@@ -344,7 +361,7 @@ def training_activations(
         in_layers = 2 * largest if s.offload else sum(v * count for v, count in per_layer)
         saved = (min(in_layers, sum(v * count for v, count in per_layer)) + outside) * tokens
         working = grads * tokens
-    loss, loss_forward = loss_bytes(arch, tokens, s.fp32_logits, s.loss_chunks)
+    loss, loss_forward = loss_bytes(arch, tokens, s.fp32_logits, s.loss_chunks, s.loss_shift_copy)
     return Activations(int(saved), loss, int(working), loss_forward)
 
 

@@ -219,6 +219,7 @@ def training_model(
         or (upcast_by_kbit_prepare(w, method) and w.pure_16bit and not w.kbit_head_16bit),
         offload=w.offload_activations,
         loss_chunks=w.loss_chunks,
+        loss_shift_copy=w.loss_shift_copy,
     )
     acts = training_activations(arch, placed, settings, batch=1)
     if full:
@@ -255,6 +256,11 @@ def _explain(
     if w.loss_chunks == 0:
         assumptions.append(
             "fused linear cross-entropy: logits never materialised, an fp32 log-sum-exp per token"
+        )
+    elif w.loss_shift_copy and w.loss_chunks == 1:
+        assumptions.append(
+            "the loss shifts a contiguous fp32 copy of the logits while the 16-bit logits "
+            "are still held (transformers' loss before it padded the labels)"
         )
     elif w.loss_chunks > 1:
         assumptions.append(

@@ -91,6 +91,9 @@ LORA_DROPOUT_BY_SOURCE = {
     "huggingface/peft:docs/source/accelerate": 0.1,
 }
 UNSTATED_LORA_DROPOUT = 0.05
+# Model types whose causal-LM forward called transformers' shared loss function when
+# fms-acceleration's refs were measured.
+SHARED_LOSS_FAMILIES = frozenset({"llama", "mistral", "mixtral"})
 PEFT_DEFAULT = {
     "t5": ("q", "v"),
     "mt5": ("q", "v"),
@@ -253,6 +256,11 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         # fms-hf-tuning's baseline QLoRA hands the peft config to TRL's SFTTrainer, which
         # casts the head and embeddings back to bf16 after the preparation.
         kbit_head_16bit="baseline-peft-bnb" in r["notes"],
+        # fms-acceleration's 2024 refs: transformers' shared causal-LM loss still shifted an
+        # fp32 copy of the logits (the Llama/Mistral/Mixtral per-token slope is the
+        # checkpointed stream plus 14 B per logit); GPTBigCode kept its own loss code.
+        loss_shift_copy="fms-acceleration" in r["source"]
+        and config.get("model_type") in SHARED_LOSS_FAMILIES,
         card="A100 80GB",
         gpus=gpus,
         # DeepSpeed rows: ZeRO-3 (the PEFT and accelerate examples' configs), offloading

@@ -46,6 +46,7 @@ STATED = frozenset(
         "double_quant",
         "kbit_prepare",
         "kbit_head_16bit",
+        "loss_shift_copy",
         "card",
         "gpus",
         "parallelism",
