@@ -1,10 +1,12 @@
-"""Rendered responses kept until the advisory log changes.
+"""Rendered responses kept until the advisory log changes, one entry per request key.
 
 Feeds and OSV query results are a function of the advisory log alone, so a
-render is reused while the log's version (how many advisories, the newest
-modification) stays the same: one indexed query per request instead of a
-full read and render. Any insert or withdrawal changes the version and the
-next request renders afresh.
+render is reused while the log's version (the newest published and modified
+times, two index lookups: storage.publishing.log_version) stays the same.
+A new version does not rebuild anything: each key renders afresh, by its
+own bounded index read, the next time it is asked for. Entries also age out
+after ``max_age`` seconds, which bounds how long an advisory the version
+misses (written by an instance whose clock is behind) stays unseen.
 """
 
 from __future__ import annotations
@@ -19,23 +21,30 @@ T = TypeVar("T")
 V = TypeVar("V", bound=Hashable)
 
 
-class RenderCache(Generic[T]):
-    """A bounded LRU of renders keyed by (request key, log version)."""
+MAX_AGE_SECONDS = 60.0
 
-    def __init__(self, maxsize: int = 1024) -> None:
+
+class RenderCache(Generic[T]):
+    """A bounded LRU of renders keyed by (request key, log version), each kept ``max_age`` s."""
+
+    def __init__(self, maxsize: int = 1024, max_age: float = MAX_AGE_SECONDS) -> None:
         self._maxsize = maxsize
-        self._items: OrderedDict[Hashable, T] = OrderedDict()
+        self._max_age = max_age
+        self._items: OrderedDict[Hashable, tuple[float, T]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: Hashable, version: Hashable, render: Callable[[], T]) -> T:
         full = (key, version)
+        now = time.monotonic()
         with self._lock:
-            if full in self._items:
+            found = self._items.get(full)
+            if found is not None and now < found[0]:
                 self._items.move_to_end(full)
-                return self._items[full]
+                return found[1]
         value = render()
         with self._lock:
-            self._items[full] = value
+            self._items[full] = (now + self._max_age, value)
+            self._items.move_to_end(full)
             while len(self._items) > self._maxsize:
                 self._items.popitem(last=False)
         return value
@@ -67,4 +76,4 @@ class LogVersion(Generic[V]):
         return value
 
 
-__all__ = ["LogVersion", "RenderCache"]
+__all__ = ["MAX_AGE_SECONDS", "LogVersion", "RenderCache"]

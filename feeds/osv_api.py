@@ -103,7 +103,8 @@ def router(state: AppState) -> APIRouter:
             with state.database.read_session() as session:
                 for batch in advisories_by_id(session):
                     for advisory in batch:
-                        document = json.dumps(osv_document(advisory), indent=2).encode()
+                        # compact: indent=2 would take json's pure-Python encoder, ~5x slower
+                        document = json.dumps(osv_document(advisory)).encode()
                         yield f"{advisory.id}.json", advisory.modified, document
 
         return streamed(

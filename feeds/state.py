@@ -17,14 +17,14 @@ class AppState:
     database: Database
     settings: PublishSettings
     cache: RenderCache[Any] = field(default_factory=RenderCache)
-    log: LogVersion[tuple[int, datetime | None]] = field(init=False)
+    log: LogVersion[tuple[datetime | None, datetime | None]] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(
             self, "log", LogVersion(self._read_version, self.settings.log_poll_seconds)
         )
 
-    def _read_version(self) -> tuple[int, datetime | None]:
+    def _read_version(self) -> tuple[datetime | None, datetime | None]:
         with self.database.read_session() as session:
             return log_version(session)
 

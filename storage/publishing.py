@@ -152,12 +152,20 @@ def last_modified(session: Session) -> datetime | None:
     return newest
 
 
-def log_version(session: Session) -> tuple[int, datetime | None]:
-    """(advisory count, newest modification): changes whenever the advisory log does."""
-    count, newest = session.execute(
-        select(func.count(AdvisoryRow.id), func.max(AdvisoryRow.modified))
+def log_version(session: Session) -> tuple[datetime | None, datetime | None]:
+    """(newest published, newest modification): changes when an advisory lands or is withdrawn.
+
+    Both are the last entry of an index (``ix_advisories_published``,
+    ``ix_advisories_modified``), so reading them costs the same at any size,
+    where a count would scan the whole log. An advisory lands with
+    ``published`` = when it was processed, so it moves the first unless the
+    instance that wrote it has a clock behind the newest one already stored;
+    readers bound that case by age (feeds.cache).
+    """
+    published, modified = session.execute(
+        select(func.max(AdvisoryRow.published), func.max(AdvisoryRow.modified))
     ).one()
-    return int(count), newest
+    return published, modified
 
 
 def model_summaries(session: Session) -> list[ModelSummary]:

@@ -23,7 +23,7 @@ from storage.advisory_refs import RefQuery, advisory_refs_for_many
 from storage.dumps import advisories_by_id, modified_batches
 from storage.publishing import advisories_for, log_version
 
-_NODE = re.compile(r"^\s*(?:->\s*)?([A-Z][A-Za-z ]+?)(?: using (\w+))?(?: on \w+)?(?:\s+\w+)?\s+\(")
+_NODE = re.compile(r"^\s*(?:->\s+)?([A-Z][A-Za-z ]*?)(?: using (\w+))?(?: on \w+(?: \w+)?)?  \(")
 
 
 def explain_all(

@@ -52,8 +52,9 @@ def in_memory_zip(advisories: list[Advisory]) -> zipfile.ZipFile:
     return zipfile.ZipFile(buffer)
 
 
-def contents(archive: zipfile.ZipFile) -> dict[str, tuple[bytes, tuple[int, ...]]]:
-    return {i.filename: (archive.read(i), i.date_time) for i in archive.infolist()}
+def contents(archive: zipfile.ZipFile) -> dict[str, tuple[object, tuple[int, ...]]]:
+    """Each member's parsed document and time: the old archive was indented, the new is compact."""
+    return {i.filename: (json.loads(archive.read(i)), i.date_time) for i in archive.infolist()}
 
 
 def test_the_streamed_zip_holds_what_the_in_memory_zip_held(
