@@ -28,8 +28,13 @@ PATH = "/api/v1/cli/"
 DATABASE_HEADER = "X-Neurarch-Database"
 """The digest of the database URL the asking command would read."""
 
-TIMEOUT_S = 3.0
-"""A daemon that has not answered by then is treated as absent (the command reads storage)."""
+CONNECT_TIMEOUT_S = 1.0
+"""A daemon that has not accepted the connection by then is treated as absent."""
+
+ANSWER_TIMEOUT_S = 30.0
+"""How long an accepted request may take: a recomputed diff (the daemon's first imports the
+differs) can take seconds on a loaded machine, and reading storage here instead would
+only do the same work again; a daemon silent that long is treated as absent."""
 
 LOCAL_HOSTS = {"127.0.0.1": "127.0.0.1", "localhost": "127.0.0.1", "::1": "::1"}
 LOCAL_HOSTS |= {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
@@ -51,8 +56,13 @@ def ask(settings: Settings, name: str, params: Mapping[str, str]) -> Any | None:
     if address is None:
         return None
     headers = {DATABASE_HEADER: database_digest(settings.storage.database_url)}
-    connection = http.client.HTTPConnection(address, settings.daemon.port, timeout=TIMEOUT_S)
+    connection = http.client.HTTPConnection(
+        address, settings.daemon.port, timeout=CONNECT_TIMEOUT_S
+    )
     try:
+        connection.connect()
+        if connection.sock is not None:
+            connection.sock.settimeout(ANSWER_TIMEOUT_S)
         connection.request("GET", PATH + quote(name) + "?" + urlencode(params), headers=headers)
         response = connection.getresponse()
         body = response.read()
