@@ -1,7 +1,7 @@
 """A ZIP archive written as a stream of chunks, in memory that does not grow with its entries.
 
 A ZIP ends with a central directory: one record (46 bytes plus the name)
-per entry, about 90 MB for a million advisories. Writers that keep it in
+per entry, about 100 MB for a million advisories. Writers that keep it in
 memory therefore grow with the archive; this one spools the records to a
 temporary file (in memory up to ``SPOOL_BYTES``, on disk past it) and
 copies them out at the end. Each member is small and already in memory (one

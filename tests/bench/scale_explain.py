@@ -23,7 +23,9 @@ from storage.advisory_refs import RefQuery, advisory_refs_for_many
 from storage.dumps import advisories_by_id, modified_batches
 from storage.publishing import advisories_for, log_version
 
-_NODE = re.compile(r"^\s*(?:->\s+)?([A-Z][A-Za-z ]*?)(?: using (\w+))?(?: on \w+(?: \w+)?)?  \(")
+_NODE = re.compile(
+    r"^\s*(?:->\s+)?([A-Z][A-Za-z ]*?)(?: (?:using|on) (\w+))?(?: on \w+(?: \w+)?)?  \("
+)
 
 
 def explain_all(

@@ -10,12 +10,14 @@ import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from email.utils import format_datetime
+from functools import partial
 
 import feedparser
 import httpx
 import pytest
 
 from feeds import PublishSettings, create_app, osv_document
+from feeds.cache import RenderCache
 from feeds.zipstream import stream_zip
 from storage import Database
 from storage.dumps import advisories_by_id
@@ -134,6 +136,24 @@ def test_the_global_feed_reads_the_newest_k(
     newest.sort(key=lambda a: a.published, reverse=True)
     expected = [f"urn:neurarch-trace:advisory:{a.id}" for a in newest[:5]]
     assert [entry.id for entry in feed.entries] == expected
+
+
+def test_a_render_is_kept_per_key_until_its_version_changes_or_it_ages() -> None:
+    renders: list[str] = []
+
+    def render(key: str) -> str:
+        renders.append(key)
+        return key.upper()
+
+    cache: RenderCache[str] = RenderCache(maxsize=2)
+    assert [cache.get(k, 1, partial(render, k)) for k in ("a", "b", "a")] == ["A", "B", "A"]
+    assert cache.get("a", 2, lambda: render("a")) == "A"  # a new version renders this key only
+    assert cache.get("b", 1, lambda: render("b")) == "B"  # ("b", 1) was evicted by ("a", 2)
+    assert renders == ["a", "b", "a", "b"]
+    aged: RenderCache[str] = RenderCache(max_age=0)
+    aged.get("a", 1, lambda: render("a"))
+    aged.get("a", 1, lambda: render("a"))
+    assert renders[-2:] == ["a", "a"]
 
 
 def zip_peak(members: Iterator[tuple[str, datetime, bytes]]) -> int:

@@ -10,7 +10,7 @@ from storage import Database
 from storage.advisory_refs import RefQuery, advisory_refs_for, advisory_refs_for_many
 from storage.cursors import InvalidCursor, decode_cursor, encode_cursor
 from storage.dumps import advisories_by_id, modified_batches
-from storage.publishing import advisories_for
+from storage.publishing import advisories_for, log_version, withdraw_advisory
 from storage.records import Advisory
 from tests.storage.synthetic_log import bulk_insert, synthetic_advisories
 
@@ -122,3 +122,20 @@ def test_newest_k_are_the_k_most_recently_published(
     assert [a.id for a in org.advisories] == newest_first(
         [a for a in log if a.repo_id.startswith("org1/")]
     )[:3]
+
+
+def test_the_log_version_moves_on_every_insert_and_withdrawal(
+    database: Database, log: list[Advisory]
+) -> None:
+    def version() -> tuple[datetime | None, datetime | None]:
+        with database.read_session() as session:
+            return log_version(session)
+
+    before = version()
+    assert before == (max(a.published for a in log), max(a.modified for a in log))
+    bulk_insert(database, synthetic_advisories(121, repos=4)[120:])
+    inserted = version()
+    assert inserted != before
+    with database.session() as session:
+        assert withdraw_advisory(session, log[5].id, datetime(2026, 1, 1, tzinfo=UTC))
+    assert version() == (inserted[0], datetime(2026, 1, 1, tzinfo=UTC))
