@@ -19,7 +19,7 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -33,8 +33,10 @@ from prometheus_client import CollectorRegistry
 
 from storage import (
     Database,
+    RepoNotFound,
     RepoStatus,
     open_database,
+    poll_state,
     poll_states,
     record_last_modified,
     schedule_check,
@@ -194,10 +196,12 @@ class Daemon:
             log.info(json.dumps({"event": "inbox_drained", **drained.__dict__}))
 
     def discover(self, discovery: Discovery) -> None:
-        """One bulk walk: tracked repos that moved become due now."""
-        with self.database.read_session() as session:
-            known = {state.repo_id: state.last_seen_sha for state in poll_states(session)}
-        result = discovery.walk(self._watermark, known)
+        """One bulk walk: tracked repos that moved become due now.
+
+        The walk asks storage only about the repos it passes (``TrackedShas``): an
+        idle cycle over 100,000 tracked repos reads one or two poll states, not all.
+        """
+        result = discovery.walk(self._watermark, TrackedShas(self.database))
         now = utc_now()
         with self.database.session() as session:
             for repo_id, stamp in result.last_modified.items():
@@ -350,6 +354,49 @@ class Daemon:
     def public_url(self) -> str:
         """Where users reach the app: links in feeds, advisories and alerts."""
         return (self.config.public_url or self.local_url).rstrip("/")
+
+
+class TrackedShas(Mapping[str, str | None]):
+    """repo id -> the head sha last seen, for tracked repos, read from storage per lookup.
+
+    Each repo is read at most once per walk; iterating reads every poll state (O(N)),
+    which the discovery walk never does.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._seen: dict[str, str | None] = {}
+        self._untracked: set[str] = set()
+
+    def __getitem__(self, repo_id: str) -> str | None:
+        if repo_id in self._seen:
+            return self._seen[repo_id]
+        if repo_id in self._untracked:
+            raise KeyError(repo_id)
+        try:
+            with self._database.read_session() as session:
+                self._seen[repo_id] = poll_state(session, repo_id).last_seen_sha
+        except RepoNotFound:
+            self._untracked.add(repo_id)
+            raise KeyError(repo_id) from None
+        return self._seen[repo_id]
+
+    def __contains__(self, repo_id: object) -> bool:
+        if not isinstance(repo_id, str):
+            return False
+        try:
+            self[repo_id]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        with self._database.read_session() as session:
+            return iter([state.repo_id for state in poll_states(session)])
+
+    def __len__(self) -> int:
+        with self._database.read_session() as session:
+            return len(poll_states(session))
 
 
 def default_instance(config: DaemonConfig) -> str:
