@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import repeat
+from operator import sub, truediv
 from typing import Final, NamedTuple
 
 from estimator.cards import Card, all_cards
@@ -131,11 +132,13 @@ def _column(p: _Prepared, table: _CardTable, batch: int) -> list[MethodFit]:
     new = tuple.__new__  # MethodFit's fields in order, without the keyword-parsing constructor
     method, top, unfit = p.method, p.top, p.unfit
     limits, contexts = table.limits, table.contexts
-    # Per group the smallest quotient over the phases that can set the largest batch, taken
-    # as the per-card loop takes it: 1 << 20, then each phase's quotient if smaller (min
-    # keeps the first of equal values). Quotients of cards where batch 1 fails go unread.
+    # Per group the smallest quotient (limit - fixed - context) / slope over the phases that
+    # can set the largest batch, taken as the per-card loop takes it: 1 << 20, then each
+    # phase's quotient if smaller (min keeps the first of equal values). Built with map over
+    # the operator functions: the same operations in the same order, without a Python loop.
+    # Quotients of cards where batch 1 fails go unread.
     quotients = [
-        [(limit - fixed - context) / slope for limit, context in zip(limits, contexts, strict=True)]
+        map(truediv, map(sub, map(sub, limits, repeat(fixed)), contexts), repeat(slope))
         for fixed, slope in p.slopes
     ]
     bests = map(min, repeat(1 << 20), *quotients) if quotients else repeat(1 << 20)
