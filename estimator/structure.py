@@ -188,13 +188,13 @@ def structure_json(arch: Architecture, seq_len: int) -> tuple[dict[str, Any], ..
     top = _top_level(arch)
     out = [_as_json(n) for n in _leading(arch, seq_len, top)]
     h = arch.hidden_size
-    for prefix, pattern in _block_patterns(arch):
-        out.extend(
-            [
-                {"name": prefix + suffix, "kind": kind, "shape": [seq_len, h], "parameters": n}
-                for suffix, kind, n in pattern
-            ]
-        )
+    out.extend(
+        [
+            {"name": prefix + suffix, "kind": kind, "shape": [seq_len, h], "parameters": n}
+            for prefix, pattern in _block_patterns(arch)
+            for suffix, kind, n in pattern
+        ]
+    )
     out.extend(_as_json(n) for n in _trailing(arch, seq_len, top))
     return tuple(out)
 
