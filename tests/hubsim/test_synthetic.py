@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import socket
 import statistics
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -12,6 +15,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import HfApi, hf_hub_download
 
+from tracker.cli import main
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
 from tracker.hubsim import synthetic as synthetic_module
 from tracker.hubsim.synthetic import SyntheticStore
@@ -152,3 +156,32 @@ def test_only_a_bounded_number_of_repos_is_held_in_full(
         store.tree(repo.commits[repo.branches["main"]])
     assert len(store._materialized) == 8
     assert len(store._skeletons) == 16
+
+
+def test_hubsim_command_serves_a_synthetic_hub(corpus_dir: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    command = [sys.executable, "-m", "tracker.cli", "hubsim", "--corpus", str(corpus_dir)]
+    command += ["--port", str(port), "--synthetic", "40", "--seed", "5"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("serving 40 repos at ")
+        api = HfApi(endpoint=f"http://127.0.0.1:{port}", token=False)
+        newest = next(iter(api.list_models(sort="last_modified", expand=["sha"])))
+        expected = SyntheticStore(40, 5, corpus_dir)
+        heads = {expected.generator.repo_id(i): expected.generator.schedule(i) for i in range(40)}
+        assert newest.sha == heads[newest.id].head.sha
+        assert newest.sha == max(heads.values(), key=lambda s: s.head.date).head.sha
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def test_synthetic_size_below_one_is_a_usage_error(corpus_dir: Path) -> None:
+    args = ["hubsim", "--corpus", str(corpus_dir), "--port", "0", "--synthetic", "0"]
+    assert main(args) == 2
