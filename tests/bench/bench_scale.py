@@ -19,8 +19,9 @@ worker`` processes backfill it, sharing the work through the database's
   same schema with only the tracked repos, over the revisions);
 - peak RSS per instance (``VmHWM`` of each process, and of its children);
 - Hub requests per revision (the emulator's counters);
-- CPU seconds of the instances, of PostgreSQL's backends and of the emulator, so the
-  first bottleneck can be read off (the machine's cores are shared by all three);
+- CPU seconds of the instances, of PostgreSQL (every process of the server, and the
+  backends connected to this run's database alone) and of the emulator, so the first
+  bottleneck can be read off (the machine's cores are shared by all of them);
 - one idle discovery cycle at N tracked repos (the daemon's own ``discover``: the
   poll-state read, the ``list_models`` walk and the writes): requests and seconds; then
   one push, and the next cycle must find exactly that repo.
@@ -84,6 +85,8 @@ class Run:
     hub_requests: int = 0
     cpu_instances_s: float = 0.0
     cpu_postgres_s: float = 0.0
+    cpu_backends_s: float = 0.0
+    """CPU of the backends serving this run's database: PostgreSQL's share, the others' not."""
     cpu_emulator_s: float = 0.0
     idle_requests: int = 0
     idle_seconds: float = 0.0
@@ -122,6 +125,22 @@ def postgres_cpu_s() -> float:
             # with cutime/cstime: a closed connection's backend is reaped by the postmaster
             total += sum(int(f) for f in fields[11:15]) / ticks
     return total
+
+
+def backend_cpu_s(database: str) -> dict[int, float]:
+    """CPU seconds so far of each PostgreSQL backend connected to ``database`` (ours only)."""
+    with psycopg.connect(f"{SERVER}/{database}", autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (database,),
+        ).fetchall()
+    found = {}
+    for (pid,) in rows:
+        try:
+            found[int(pid)] = process_cpu_s(int(pid))
+        except (OSError, IndexError):
+            continue  # the connection closed meanwhile
+    return found
 
 
 def process_cpu_s(pid: int) -> float:
@@ -211,6 +230,7 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
     peaks = [0.0] * run.instances
     cpu = [0.0] * run.instances
     first: tuple[float, int] | None = None
+    backends: dict[int, float] = {}
     try:
         while True:
             time.sleep(1)
@@ -223,6 +243,7 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
                 cpu[i] = process_cpu_s(process.pid)
             done = scalar(name, "SELECT count(*) FROM poll_state WHERE last_seen_sha IS NOT NULL")
             rows = scalar(name, "SELECT count(*) FROM revisions")
+            backends.update(backend_cpu_s(name))
             now = time.monotonic()
             if first is None and rows:
                 first = (now, rows)  # the instances are up: start-up is not backfill time
@@ -239,6 +260,7 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
         for process in processes:
             process.wait(timeout=300)
     run.cpu_postgres_s = postgres_cpu_s() - cpu_pg
+    run.cpu_backends_s = sum(backends.values())
     run.cpu_emulator_s = time.process_time() - cpu_hub
     run.cpu_instances_s = sum(cpu)
     run.hub_requests = requests + hub.stats.requests()
@@ -306,7 +328,8 @@ def report(run: Run) -> None:
         f"duplicates {run.duplicates}; "
         f"{run.db_bytes_per_revision / 1024:.1f} KiB/revision; peak RSS {rss} MB; "
         f"{run.hub_requests / max(run.revisions, 1):.1f} Hub requests/revision; CPU s: "
-        f"instances {run.cpu_instances_s:.0f}, postgres {run.cpu_postgres_s:.0f}, "
+        f"instances {run.cpu_instances_s:.0f}, postgres {run.cpu_postgres_s:.0f} "
+        f"(this database's backends {run.cpu_backends_s:.0f}), "
         f"emulator {run.cpu_emulator_s:.0f}; idle cycle {run.idle_requests} requests "
         f"{run.idle_seconds:.2f}s; push found {run.push_found}",
         flush=True,
@@ -323,6 +346,13 @@ def growth_table(runs: list[Run]) -> None:
         rows.setdefault(f"peak RSS MB max ({key})", {})[r.size] = f"{max(r.peak_rss_mb):.0f}"
         rows.setdefault(f"KiB/revision ({key})", {})[r.size] = (
             f"{r.db_bytes_per_revision / 1024:.1f}"
+        )
+        per = max(r.final_rows, 1)
+        rows.setdefault(f"instance CPU ms/rev ({key})", {})[r.size] = (
+            f"{r.cpu_instances_s * 1000 / per:.0f}"
+        )
+        rows.setdefault(f"DB backend CPU ms/rev ({key})", {})[r.size] = (
+            f"{r.cpu_backends_s * 1000 / per:.0f}"
         )
         rows.setdefault(f"idle requests ({key})", {})[r.size] = str(r.idle_requests)
         rows.setdefault(f"idle seconds ({key})", {})[r.size] = f"{r.idle_seconds:.2f}"
