@@ -6,10 +6,17 @@ added_tokens.json. Each file is read into one table (token text -> id and
 the flags the decoder gives), and the two revisions' tables are compared
 once: a token added, removed, given a new id, or whose flags (``special``,
 ``lstrip``, ``rstrip``, ``single_word``, ``normalized``) changed is named by
-its text with old and new values. Many ids moving by the same amount (all
-of Whisper's language tokens by +1) is one change naming the shift and the
-range; its values hold every token's old and new id. A token gone and
+its text. Many ids moving by the same amount (all of Whisper's language
+tokens by +1) is one change naming the shift and the range. A token gone and
 another come at the same id is one rename.
+
+A change's values are the token's listing as its file writes it, at the
+file's own key path, so every key of every listing is recorded with its
+value: ``{"added_tokens_decoder": {"128009": {"content": ..., "special":
+...}}}`` for tokenizer_config.json, ``{"<|en|>": 50259}`` for
+added_tokens.json. Listings that changed without the token changing (a
+decoder written out for tokens added_tokens.json already held, a second file
+following the first) are one line per file, holding each rewritten entry.
 
 A file that does not parse on either side is left out of both tables (its
 ``parse_error`` is reported on its own), so a broken file never reads as
@@ -19,17 +26,25 @@ every token removed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from storage.records import Change, Severity
 from tracker.artifacts import Side
 from tracker.diff.common import DiffContext, format_value
+from tracker.diff.token_listings import (
+    FLAGS,
+    AddedToken,
+    ids_of,
+    listing,
+    listings,
+    merge_listing,
+    relisted,
+    tokens_in,
+)
 
 ARTIFACT = "tokenizer"
 SOURCES = ("tokenizer_config.json", "tokenizer.json", "added_tokens.json")
 """Where added tokens are listed, most detailed first (the decoder carries the flags)."""
-FLAGS = ("special", "lstrip", "rstrip", "single_word", "normalized")
 FLAG_SEVERITY: Mapping[str, Severity] = {
     "special": Severity.MODERATE,  # skip_special_tokens drops it or keeps it when decoding
     "lstrip": Severity.MODERATE,  # whitespace before it is eaten or kept when encoding
@@ -44,56 +59,13 @@ MAX_LINES = 20
 SHOWN = 3
 
 
-@dataclass(frozen=True)
-class AddedToken:
-    """One added token as a revision lists it."""
-
-    content: str
-    id: int
-    source: str
-    flags: Mapping[str, bool] = field(default_factory=dict)
-
-    @property
-    def special(self) -> bool:
-        return self.flags.get("special", self.source == "tokenizer.json")
-
-
 def token_table(side: Side, sources: tuple[str, ...] = SOURCES) -> dict[str, AddedToken]:
     """token text -> the token, merged over ``sources`` (the first file naming it wins)."""
     table: dict[str, AddedToken] = {}
     for source in sources:
-        for token in _tokens_in(source, side.value(source)):
+        for token in tokens_in(source, side.value(source)):
             table.setdefault(token.content, token)
     return table
-
-
-def _tokens_in(source: str, value: Any) -> list[AddedToken]:
-    if source == "tokenizer_config.json":
-        decoder = value.get("added_tokens_decoder") if isinstance(value, dict) else None
-        if not isinstance(decoder, dict):
-            return []
-        return [
-            AddedToken(
-                str(entry["content"]),
-                int(token_id),
-                source,
-                {k: entry[k] for k in FLAGS if isinstance(entry.get(k), bool)},
-            )
-            for token_id, entry in decoder.items()
-            if isinstance(entry, dict) and "content" in entry and str(token_id).isdigit()
-        ]
-    if source == "tokenizer.json":
-        special = getattr(value, "special_tokens", None)
-        if not isinstance(special, dict):
-            return []
-        return [AddedToken(text, token_id, source) for text, token_id in special.items()]
-    if isinstance(value, dict):
-        return [
-            AddedToken(str(text), token_id, source)
-            for text, token_id in value.items()
-            if isinstance(token_id, int) and not isinstance(token_id, bool)
-        ]
-    return []
 
 
 def token_context(old: Side | None, new: Side) -> DiffContext:
@@ -128,9 +100,10 @@ def diff_special_tokens(kind: str, old: Side | None, new: Side) -> list[Change]:
     flagged = [
         change
         for text in sorted(set(before) & set(after), key=lambda t: after[t].id)
-        for change in _flag_changes(before[text], after[text])
+        if (change := _flag_change(before[text], after[text])) is not None
     ]
-    return changes + _capped("special_token_changed", flagged)
+    changes += _capped("special_token_changed", flagged)
+    return changes + relisted(old, new, sources, changes)
 
 
 def _usable(side: Side, path: str) -> bool:
@@ -152,7 +125,7 @@ def _added(token: AddedToken) -> Change:
         token.source,
         "special_token_added",
         None,
-        {token.content: token.id},
+        listing(token),
         Severity.MODERATE,
         f"{token.source}: {_kind_word(token)} {token.content} added (id {token.id})",
     )
@@ -163,7 +136,7 @@ def _removed(token: AddedToken) -> Change:
         ARTIFACT,
         token.source,
         "special_token_removed",
-        {token.content: token.id},
+        listing(token),
         None,
         Severity.HIGH,
         f"{token.source}: {_kind_word(token)} {token.content} removed (was id {token.id}): "
@@ -176,8 +149,8 @@ def _moved(before: AddedToken, after: AddedToken) -> Change:
         ARTIFACT,
         after.source,
         "special_token_moved",
-        {before.content: before.id},
-        {after.content: after.id},
+        listing(before),
+        listing(after),
         Severity.HIGH,
         f"{after.source}: {_kind_word(after)} {after.content} id {before.id} -> {after.id}: "
         "a model trained on the old id emits or expects another token",
@@ -196,8 +169,8 @@ def _renames(
             ARTIFACT,
             after.source,
             "special_token_renamed",
-            {before.content: before.id},
-            {after.content: after.id},
+            listing(before),
+            listing(after),
             Severity.HIGH,
             f"{after.source}: {_kind_word(after)} id {after.id} renamed {before.content} -> "
             f"{after.content}: text that held {before.content} no longer maps to it",
@@ -208,25 +181,30 @@ def _renames(
     return changes, rest_added, [t for t in removed if t.id not in paired]
 
 
-def _flag_changes(before: AddedToken, after: AddedToken) -> list[Change]:
-    changes = []
-    for flag in FLAGS:
-        old, new = before.flags.get(flag), after.flags.get(flag)
-        if old is None or new is None or old == new:
-            continue  # a file that does not say is not a change of the flag
-        changes.append(
-            Change(
-                ARTIFACT,
-                after.source,
-                "special_token_changed",
-                {after.content: {flag: old}},
-                {after.content: {flag: new}},
-                FLAG_SEVERITY[flag],
-                f"{after.source}: {_kind_word(after)} {after.content} (id {after.id}): "
-                f"{flag} {format_value(old)} -> {format_value(new)}",
-            )
-        )
-    return changes
+def _flag_change(before: AddedToken, after: AddedToken) -> Change | None:
+    """One line per token naming each flag that changed; None if none did."""
+    flipped = [
+        flag
+        for flag in FLAGS
+        # a file that does not say is not a change of the flag
+        if None not in (before.flags.get(flag), after.flags.get(flag))
+        and before.flags[flag] != after.flags[flag]
+    ]
+    if not flipped:
+        return None
+    what = ", ".join(
+        f"{flag} {format_value(before.flags[flag])} -> {format_value(after.flags[flag])}"
+        for flag in flipped
+    )
+    return Change(
+        ARTIFACT,
+        after.source,
+        "special_token_changed",
+        listing(before),
+        listing(after),
+        max(FLAG_SEVERITY[flag] for flag in flipped),
+        f"{after.source}: {_kind_word(after)} {after.content} (id {after.id}): {what}",
+    )
 
 
 def _shifts(
@@ -251,8 +229,8 @@ def _shifts(
                 ARTIFACT,
                 first[1].source,
                 "special_tokens_shifted",
-                {a.content: a.id for a, _ in pairs},
-                {b.content: b.id for _, b in pairs},
+                listings(a for a, _ in pairs),
+                listings(b for _, b in pairs),
                 Severity.HIGH,
                 f"{first[1].source}: {len(pairs)} added tokens shifted by {offset:+d}, ids "
                 f"{first[0].id}..{last[0].id} -> {first[1].id}..{last[1].id} ({shown}{more}): "
@@ -270,13 +248,11 @@ def _capped(kind: str, changes: list[Change]) -> list[Change]:
     old: dict[str, Any] = {}
     new: dict[str, Any] = {}
     for change in changes:
-        _merge(old, change.old)
-        _merge(new, change.new)
+        merge_listing(old, change.old)
+        merge_listing(new, change.new)
     first = changes[0]
     what = kind.removeprefix("special_token_").replace("_", " ")
-    ids = [i for i in new.values() if isinstance(i, int)] or [
-        i for i in old.values() if isinstance(i, int)
-    ]
+    ids = ids_of(new) or ids_of(old)
     span = f", ids {min(ids)}..{max(ids)}" if ids else ""
     return [
         Change(
@@ -292,13 +268,9 @@ def _capped(kind: str, changes: list[Change]) -> list[Change]:
     ]
 
 
-def _merge(into: dict[str, Any], value: Any) -> None:
-    """Per-token values into one mapping; two flags of one token land in one entry."""
-    for key, item in (value if isinstance(value, dict) else {}).items():
-        if isinstance(item, dict) and isinstance(into.get(key), dict):
-            into[key] = {**into[key], **item}
-        else:
-            into[key] = item
-
-
-__all__ = ["AddedToken", "diff_special_tokens", "token_context", "token_table"]
+__all__ = [
+    "AddedToken",
+    "diff_special_tokens",
+    "token_context",
+    "token_table",
+]

@@ -1,0 +1,216 @@
+"""How each token file lists added tokens, and the listings no token change records.
+
+tokenizer_config.json lists a token as an ``added_tokens_decoder`` entry (id
+-> content and flags), added_tokens.json as text -> id. A token change's
+values are the token's listing at the file's own key path, so every key a
+file writes is recorded with its value. ``relisted`` finds entries that
+changed without their token changing (a decoder written out for tokens
+added_tokens.json already held, a second file following the first) and
+records them, one line per file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.records import Change, Severity
+from tracker.artifacts import Side
+
+ARTIFACT = "tokenizer"
+FLAGS = ("special", "lstrip", "rstrip", "single_word", "normalized")
+SHOWN = 3
+DECODER = "added_tokens_decoder"
+
+
+@dataclass(frozen=True)
+class AddedToken:
+    """One added token as a revision lists it."""
+
+    content: str
+    id: int
+    source: str
+    flags: Mapping[str, bool] = field(default_factory=dict)
+    entry: Mapping[str, Any] | None = None
+    """The decoder's entry as written (every key, flags included); None in other files."""
+
+    @property
+    def special(self) -> bool:
+        return self.flags.get("special", self.source == "tokenizer.json")
+
+
+def tokens_in(source: str, value: Any) -> list[AddedToken]:
+    if source == "tokenizer_config.json":
+        decoder = value.get(DECODER) if isinstance(value, dict) else None
+        if not isinstance(decoder, dict):
+            return []
+        return [
+            AddedToken(
+                str(entry["content"]),
+                int(token_id),
+                source,
+                {k: entry[k] for k in FLAGS if isinstance(entry.get(k), bool)},
+                entry,
+            )
+            for token_id, entry in decoder.items()
+            if isinstance(entry, dict) and "content" in entry and str(token_id).isdigit()
+        ]
+    if source == "tokenizer.json":
+        special = getattr(value, "special_tokens", None)
+        if not isinstance(special, dict):
+            return []
+        return [AddedToken(text, token_id, source) for text, token_id in special.items()]
+    if isinstance(value, dict):
+        return [
+            AddedToken(str(text), token_id, source)
+            for text, token_id in value.items()
+            if isinstance(token_id, int) and not isinstance(token_id, bool)
+        ]
+    return []
+
+
+def listing(token: AddedToken) -> dict[str, Any]:
+    """The token as its file lists it, at the file's key path."""
+    if token.entry is not None:
+        return {DECODER: {str(token.id): dict(token.entry)}}
+    return {token.content: token.id}
+
+
+def file_listing(source: str, side: Side) -> dict[str, Any]:
+    """Every token listing of one file at its key path (tokenizer.json is not listed here:
+    its facts keep only the special tokens)."""
+    out: dict[str, Any] = {}
+    if source == "tokenizer.json":
+        return out
+    for token in tokens_in(source, side.value(source)):
+        merge_listing(out, listing(token))
+    return out
+
+
+def relisted(old: Side, new: Side, sources: tuple[str, ...], said: list[Change]) -> list[Change]:
+    """Per file, the listings that changed but that no token change above records.
+
+    They are entries a file now writes (or stopped writing) for tokens that did not
+    change: one line per file holding each such entry, so every listing is recorded.
+    """
+    changes = []
+    for source in sources:
+        before, after = file_listing(source, old), file_listing(source, new)
+        if before == after:
+            continue
+        recorded_old: dict[str, Any] = {}
+        recorded_new: dict[str, Any] = {}
+        for change in said:
+            if change.path == source:
+                merge_listing(recorded_old, change.old)
+                merge_listing(recorded_new, change.new)
+        left_old, left_new = _unrecorded(source, before, after, recorded_old, recorded_new)
+        if left_old or left_new:
+            changes.append(_relisting(source, left_old, left_new))
+    return changes
+
+
+def entries(listed: Mapping[str, Any]) -> Mapping[str, Any]:
+    decoder = listed.get(DECODER)
+    return decoder if isinstance(decoder, dict) and len(listed) == 1 else listed
+
+
+def _unrecorded(
+    source: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    recorded_old: dict[str, Any],
+    recorded_new: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Entries whose change is not what the recorded values hold, on either side."""
+    old_entries, new_entries = entries(before), entries(after)
+    seen_old, seen_new = entries(recorded_old), entries(recorded_new)
+    left_old: dict[str, Any] = {}
+    left_new: dict[str, Any] = {}
+    for key in sorted(set(old_entries) | set(new_entries), key=str):
+        was, now = old_entries.get(key), new_entries.get(key)
+        if _same(was, now) or (_same(seen_old.get(key), was) and _same(seen_new.get(key), now)):
+            continue
+        if was is not None:
+            left_old[key] = was
+        if now is not None:
+            left_new[key] = now
+    if source == "tokenizer_config.json":
+        return (
+            {DECODER: left_old} if left_old else {},
+            {DECODER: left_new} if left_new else {},
+        )
+    return left_old, left_new
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON (``1`` is not ``true``), key order aside."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _relisting(source: str, old: dict[str, Any], new: dict[str, Any]) -> Change:
+    listed = {**entries(old), **entries(new)}
+    decoder = DECODER in old or DECODER in new
+    if decoder:
+        by_id = sorted((int(k), _content(v, k)) for k, v in listed.items() if k.isdigit())
+    else:
+        by_id = sorted((v, k) for k, v in listed.items() if isinstance(v, int))
+    ids = [i for i, _ in by_id]
+    names = [name for _, name in by_id]
+    span = f"ids {ids[0]}..{ids[-1]}" if len(ids) > 1 else f"id {ids[0]}" if ids else "no ids"
+    more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+    where = f"{DECODER} " if decoder else ""
+    return Change(
+        ARTIFACT,
+        source,
+        "special_tokens_relisted",
+        old or None,
+        new or None,
+        Severity.INFO,
+        f"{source}: {where}entries rewritten for {len(listed)} tokens ({span}: "
+        f"{', '.join(names[:SHOWN])}{more}); the tokens change only as the other token lines say",
+    )
+
+
+def _content(entry: Any, key: str) -> str:
+    return str(entry.get("content", key)) if isinstance(entry, dict) else key
+
+
+def listings(tokens: Iterable[AddedToken]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for token in tokens:
+        merge_listing(out, listing(token))
+    return out
+
+
+def ids_of(listed: Mapping[str, Any]) -> list[int]:
+    found = entries(listed)
+    if found is not listed:
+        return [int(k) for k in found if k.isdigit()]
+    return [i for i in listed.values() if isinstance(i, int)]
+
+
+def merge_listing(into: dict[str, Any], value: Any) -> None:
+    """Per-token listings into one mapping: decoder entries gather under one key."""
+    for key, item in (value if isinstance(value, dict) else {}).items():
+        if key == DECODER and isinstance(item, dict):
+            into[key] = {**into.get(key, {}), **item}
+        else:
+            into[key] = item
+
+
+__all__ = [
+    "DECODER",
+    "FLAGS",
+    "AddedToken",
+    "entries",
+    "file_listing",
+    "ids_of",
+    "listing",
+    "listings",
+    "merge_listing",
+    "relisted",
+    "tokens_in",
+]
