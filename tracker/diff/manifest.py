@@ -8,10 +8,9 @@ A manifest is JSON (it is stored as the snapshot's ``manifest``)::
 
 The differ names tensors added, removed, reshaped or recast, the change in
 total scalars, shards the weight map newly names, shards it names that the
-revision does not have, headers that could not be read, and the weight map's
-own entries: tensors it moved to another shard (tensor: old shard -> new
-shard, summarised by shard pair when many) and names it gained or lost that
-no header accounts for.
+revision does not have, and headers that could not be read. The weight map's
+own entries (tensors moved to another shard, names gained or lost) are named
+per index file, as written, by ``tracker.diff.weight_index``.
 """
 
 from __future__ import annotations
@@ -25,8 +24,6 @@ from tracker.artifacts import Side
 
 ARTIFACT = "weights"
 MAX_NAMES = 200
-MAX_MOVE_LINES = 5
-"""Up to this many tensors moved between shards are named one by one; more, by shard pair."""
 
 
 def total_scalars(manifest: Mapping[str, Any] | None) -> int:
@@ -44,7 +41,6 @@ def diff_manifests(
     changes = _header_errors(old, new)
     changes += _tensors(old.get("tensors", {}), new.get("tensors", {}))
     changes += _shards(old.get("weight_map", {}), new.get("weight_map", {}), new_paths)
-    changes += _map_entries(old, new)
     before, after = total_scalars(old), total_scalars(new)
     if old.get("tensors") and before != after:
         changes.append(
@@ -179,61 +175,6 @@ def _shards(
             )
         )
     return changes
-
-
-def _map_entries(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
-    before: Mapping[str, str] = old.get("weight_map", {})
-    after: Mapping[str, str] = new.get("weight_map", {})
-    if not before:
-        return []
-    moved = sorted(t for t in set(before) & set(after) if before[t] != after[t])
-    changes = [_moves(moved, before, after)] if moved else []
-    with_headers = set(old.get("tensors", {})) | set(new.get("tensors", {}))
-    for kind, names, side in (
-        ("weight_map_added", sorted(set(after) - set(before) - with_headers), after),
-        ("weight_map_removed", sorted(set(before) - set(after) - with_headers), before),
-    ):
-        if names:
-            verb = "now names" if kind == "weight_map_added" else "no longer names"
-            shown = ", ".join(f"{n} ({side[n]})" for n in names[:3])
-            more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-            values = {n: side[n] for n in names[:MAX_NAMES]}
-            changes.append(
-                Change(
-                    ARTIFACT,
-                    side[names[0]],
-                    kind,
-                    None if kind == "weight_map_added" else values,
-                    values if kind == "weight_map_added" else None,
-                    Severity.MODERATE,
-                    f"the weight map {verb} {len(names)} tensors: {shown}{more}",
-                )
-            )
-    return changes
-
-
-def _moves(moved: list[str], before: Mapping[str, str], after: Mapping[str, str]) -> Change:
-    """Tensors the index now places in another shard; loaders follow the index, so only
-    a download of selected shards (``allow_patterns``) sees a difference."""
-    if len(moved) <= MAX_MOVE_LINES:
-        detail = "; ".join(f"{t}: {before[t]} -> {after[t]}" for t in moved)
-    else:
-        pairs: dict[tuple[str, str], list[str]] = {}
-        for tensor in moved:
-            pairs.setdefault((before[tensor], after[tensor]), []).append(tensor)
-        ranked = sorted(pairs.items(), key=lambda item: (-len(item[1]), item[0]))
-        detail = "; ".join(f"{len(ts)} {a} -> {b} (e.g. {ts[0]})" for (a, b), ts in ranked[:3])
-        if len(ranked) > 3:
-            detail += f"; and {len(ranked) - 3} more shard pairs"
-    return Change(
-        ARTIFACT,
-        after[moved[0]],
-        "weight_map_moved",
-        {t: before[t] for t in moved},  # every tensor: a weight map is small next to weights
-        {t: after[t] for t in moved},
-        Severity.LOW,
-        f"the weight map moves {len(moved)} tensors to other shards: {detail}",
-    )
 
 
 def diff_weights(kind: str, old: Side | None, new: Side) -> list[Change]:

@@ -30,6 +30,7 @@ from tracker.diff.json_diff import diff_json_file
 from tracker.diff.manifest import diff_weights
 from tracker.diff.templates import diff_template_view
 from tracker.diff.tokenizer import diff_tokenizer_kind, parse_tokenizer
+from tracker.diff.weight_index import diff_weight_index_file
 
 
 def _json(*patterns: str) -> tuple[FileRule, ...]:
@@ -62,7 +63,7 @@ ARTIFACTS: tuple[ArtifactKind, ...] = (
         ),
     ),
     ArtifactKind("card", diff_card_view, (FileRule("README.md", parse_front_matter),)),
-    ArtifactKind("weight_index", _diff_json, _json("*.index.json")),
+    ArtifactKind("weight_index", per_file(diff_weight_index_file), _json("*.index.json")),
     ArtifactKind("json", _diff_json, _json("*.json")),
     ArtifactKind("repo", diff_repo),
     ArtifactKind("weights", diff_weights),
