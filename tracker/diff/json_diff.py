@@ -10,6 +10,7 @@ says why it matters. Wording rules that need more than a fixed sentence
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -99,7 +100,6 @@ def _changed_units(old: Any, new: Any, rules: ArtifactRules) -> list[PathKey]:
         _atomic_lists(old),
         _atomic_lists(new),
         view="tree",
-        ignore_numeric_type_changes=True,
         verbose_level=2,
     )
     units: dict[PathKey, None] = {}
@@ -124,8 +124,21 @@ def _expanded(raw: PathKey, old: Any, new: Any) -> list[PathKey]:
     """deepdiff reports ``{}`` -> ``{...}`` as one change of the whole dict: split it by key."""
     if isinstance(old, dict) and isinstance(new, dict):
         keys = sorted(set(old) | set(new), key=str)
-        return [(*raw, k) for k in keys if old.get(k, _MISSING) != new.get(k, _MISSING)]
+        return [(*raw, k) for k in keys if _differs(old.get(k, _MISSING), new.get(k, _MISSING))]
     return [raw]
+
+
+def _differs(old: Any, new: Any) -> bool:
+    """Different as JSON: ``5`` and ``5.0``, ``1`` and ``true`` differ; key order does not."""
+    if old is _MISSING or new is _MISSING:
+        return old is not new
+    return json.dumps(old, sort_keys=True) != json.dumps(new, sort_keys=True)
+
+
+def _same_number(old: Any, new: Any) -> bool:
+    """``5`` -> ``5.0``: one number written as another JSON type (booleans are not numbers)."""
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (old, new))
+    return numbers and old == new
 
 
 def _unit(raw: PathKey, rules: ArtifactRules) -> PathKey:
@@ -195,6 +208,8 @@ def _change(
     what = None
     if old_v is None and new_v is None:  # null <-> unset: loaders read both as the default
         severity, why = Severity.INFO, "written as null instead of unset (or back): no change"
+    elif _same_number(old_v, new_v):
+        severity, why = Severity.INFO, "the same number, written as another JSON type"
     elif rule and rule.explain:
         wording = EXPLAINERS[rule.explain](old_v, new_v, severity, why, context)
         severity, why, what = wording.severity, wording.why, wording.what
@@ -236,7 +251,13 @@ def _summary(
 def diff_json_file(
     kind: str, path: str, old: Any, new: Any, sides: tuple[Side, Side]
 ) -> list[Change]:
-    """One JSON file's changes under ``kind``'s rules; a file that came or went is one change."""
+    """One JSON file's changes under ``kind``'s rules; a file that came or went is one change.
+
+    The documents are copied first: the parsed values are shared with later readers of
+    the revision (the exact estimate path hands config.json to transformers, whose config
+    classes rewrite nested dicts in place), and a change must keep the values as written.
+    """
+    old, new = copy.deepcopy(old), copy.deepcopy(new)
     found = diff_json(
         kind, path, {} if old is None else old, {} if new is None else new, token_context(*sides)
     )
