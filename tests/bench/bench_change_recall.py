@@ -9,16 +9,19 @@ content differs is walked key by key by the oracle in ``tests/fixtures/json_orac
 looked for in the changes recorded for that revision: *named* (a change names the key or
 its parent key, or maps it: a token, a tensor of a weight map) and *exact* (the change's
 values, followed down to the key, are the key's old and new values). Printed per kind:
-keys, named %, exact %, and up to ``--missed`` keys that were not exact. Uploads (a
+keys, named %, exact %, keys not exact, and up to ``--missed`` keys that were not exact. Uploads (a
 repo's first revision, against the Hub's "initial commit") are counted on their own
 line, and weight changes recorded on commits that committed no weight index (which
-would be the emulator's inventions) are counted. A file that does not parse on either side is a parse transition, recalled when a
+would be the emulator's inventions) are counted, and the advisories the backfill's
+changes make are measured (OSV bytes, change lines), so more recorded keys can be seen
+not to bloat what a reader receives. A file that does not parse on either side is a parse transition, recalled when a
 ``parse_error`` (or, for a fix, ``parse_fixed``) change names the file. Goal: 100% of keys named, values exact.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -30,6 +33,7 @@ from storage import Database, open_database  # noqa: E402
 from tests.fixtures.change_recall import (  # noqa: E402
     Recall,
     Tally,
+    advisory_sizes,
     invented_weight_changes,
     measure,
     total,
@@ -54,17 +58,21 @@ def backfill_corpus(path: Path, emulator: HubEmulator) -> Database:
 
 def _cells(tally: Tally) -> str:
     if not tally.keys:
-        return f"{'-':>6} {'-':>9} {'-':>9}"
-    named = 100 * tally.named / tally.keys
-    exact = 100 * tally.exact / tally.keys
-    return f"{tally.keys:>6} {named:>8.1f}% {exact:>8.1f}%"
+        return f"{'-':>6} {'-':>9} {'-':>9} {'-':>6}"
+    named = _percent(tally.named, tally.keys)
+    exact = _percent(tally.exact, tally.keys)
+    return f"{tally.keys:>6} {named:>9} {exact:>9} {tally.keys - tally.exact:>6}"
+
+
+def _percent(part: int, whole: int) -> str:
+    """Rounded down, so a single key missed never prints as 100.0%."""
+    return f"{math.floor(1000 * part / whole) / 10:.1f}%"
 
 
 def print_table(recall: Recall, missed: int) -> None:
-    print(f"{'':<22} {'files changed in place':^26} | {'files added or removed':^26}")
-    print(
-        f"{'kind':<22} {'keys':>6} {'named':>9} {'exact':>9} | {'keys':>6} {'named':>9} {'exact':>9}"
-    )
+    print(f"{'':<22} {'files changed in place':^33} | {'files added or removed':^33}")
+    header = f"{'keys':>6} {'named':>9} {'exact':>9} {'missed':>6}"
+    print(f"{'kind':<22} {header} | {header}")
     kinds = sorted(set(recall.changed) | set(recall.added_or_removed))
     for kind in kinds:
         print(
@@ -104,11 +112,17 @@ def main() -> int:
             )
         recall = measure(database, emulator)
         invented = invented_weight_changes(database, emulator)
+        sizes = advisory_sizes(database)
         database.close()
     print_table(recall, args.missed)
     print(f"weight changes on commits that uploaded no weights: {len(invented)} (goal 0)")
     for line in invented[: args.missed]:
         print(f"  {line}")
+    print(
+        f"advisories: {sizes.advisories}; OSV JSON bytes median {sizes.median_bytes:,.0f}, "
+        f"max {sizes.max_bytes:,}; change lines median {sizes.median_lines:.0f}, "
+        f"max {sizes.max_lines}"
+    )
     return 0
 
 

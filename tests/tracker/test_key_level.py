@@ -21,7 +21,6 @@ from storage import Database, changes_of, revisions
 from storage.records import Change, FileEntry, Revision, Severity, Snapshot, StoredRevision
 from tracker.backfill import backfill
 from tracker.diff.json_diff import diff_json
-from tracker.diff.manifest import diff_manifests
 from tracker.diff.registry import ARTIFACTS
 from tracker.diff.revision import RevisionContent, diff_revisions
 from tracker.estimate import estimate
@@ -52,12 +51,21 @@ def side(texts: dict[str, bytes], label: str = "r") -> RevisionContent:
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 
+def token_ids(listed: Any) -> dict[str, int]:
+    """token -> id from a change's values: a decoder's entries or added_tokens.json's map."""
+    if not isinstance(listed, dict):
+        return {}
+    decoder = listed.get("added_tokens_decoder")
+    if isinstance(decoder, dict):
+        return {entry["content"]: int(i) for i, entry in decoder.items()}
+    return dict(listed)
+
+
 def named(changes: list[Change]) -> dict[str, tuple[Any, Any]]:
     """token -> (old id, new id) over every added-token change's values."""
     out: dict[str, tuple[Any, Any]] = {}
     for change in changes:
-        old = change.old if isinstance(change.old, dict) else {}
-        new = change.new if isinstance(change.new, dict) else {}
+        old, new = token_ids(change.old), token_ids(change.new)
         for token in set(old) | set(new):
             out[token] = (old.get(token), new.get(token))
     return out
@@ -147,14 +155,26 @@ def test_a_new_special_token_is_one_line_though_three_files_list_it() -> None:
     new = side(listed_in_three_files(["<s>", "<|eot_id|>"]), "b")
     changes = diff_revisions(old, new)
     about_token = [c for c in changes if c.kind.startswith("special_token")]
-    assert [(c.kind, c.new, c.severity) for c in about_token] == [
-        ("special_token_added", {"<|eot_id|>": 4}, Severity.MODERATE)
+    entry = json.loads(new.blobs["tokenizer_config.json"])["added_tokens_decoder"]["4"]
+    published = [c for c in about_token if c.severity > Severity.INFO]
+    assert [(c.kind, c.new, c.severity) for c in published] == [
+        ("special_token_added", {"added_tokens_decoder": {"4": entry}}, Severity.MODERATE)
     ]
-    assert about_token[0].message == (
-        "tokenizer_config.json: special token <|eot_id|> added (id 4)"
+    assert published[0].message == "tokenizer_config.json: special token <|eot_id|> added (id 4)"
+    # added_tokens.json's own entry is recorded too, on a line that does not publish
+    (listed,) = [c for c in about_token if c.severity is Severity.INFO]
+    assert (listed.path, listed.old, listed.new) == (
+        "added_tokens.json",
+        None,
+        {"<|eot_id|>": 4},
     )
     # tokenizer.json's own findings: its vocabulary grew, and a probe holding <|eot_id|> re-encodes
-    assert {c.kind for c in changes} == {"special_token_added", "vocab_size", "encoding_changed"}
+    assert {c.kind for c in changes} == {
+        "special_token_added",
+        "special_tokens_relisted",
+        "vocab_size",
+        "encoding_changed",
+    }
 
 
 def test_a_special_token_flag_change_names_the_token_and_the_flag() -> None:
@@ -163,10 +183,11 @@ def test_a_special_token_flag_change_names_the_token_and_the_flag() -> None:
     decoder["added_tokens_decoder"]["4"]["lstrip"] = True
     changed = {**files, "tokenizer_config.json": json.dumps(decoder).encode()}
     (change,) = diff_revisions(side(files, "a"), side(changed, "b"))
+    was = json.loads(files["tokenizer_config.json"])["added_tokens_decoder"]["4"]
     assert (change.kind, change.old, change.new) == (
         "special_token_changed",
-        {"</s>": {"lstrip": False}},
-        {"</s>": {"lstrip": True}},
+        {"added_tokens_decoder": {"4": was}},
+        {"added_tokens_decoder": {"4": {**was, "lstrip": True}}},
     )
     assert (
         change.message == "tokenizer_config.json: special token </s> (id 4): lstrip false -> true"
@@ -188,27 +209,39 @@ def weight_map(corpus_dir: Path, repo: str, prefix: str, path: str) -> dict[str,
 def test_weight_map_moves_name_tensor_and_both_shards(
     corpus_dir: Path, repo: str, path: str, old_rev: str, new_rev: str, count: int
 ) -> None:
-    old = weight_map(corpus_dir, repo, old_rev, path)
-    new = weight_map(corpus_dir, repo, new_rev, path)
+    before, after = read(corpus_dir, repo, old_rev, path), read(corpus_dir, repo, new_rev, path)
+    old = json.loads(before)["weight_map"]
+    new = json.loads(after)["weight_map"]
     moved = {t: (old[t], new[t]) for t in old if t in new and old[t] != new[t]}
     assert len(moved) == count
-    (change,) = [
-        c
-        for c in diff_manifests(
-            {"tensors": {}, "weight_map": old, "headers": {}},
-            {"tensors": {}, "weight_map": new, "headers": {}},
-            set(new.values()),
-        )
-        if c.kind == "weight_map_moved"
-    ]
-    assert change.kind == "weight_map_moved" and change.severity is Severity.LOW
+    changes = diff_revisions(side({path: before}, "a"), side({path: after}, "b"))
+    (change,) = [c for c in changes if c.kind == "weight_map_moved"]
+    assert (change.artifact, change.path, change.severity) == ("weight_index", path, Severity.LOW)
     assert isinstance(change.old, dict) and isinstance(change.new, dict)
-    assert {t: (change.old[t], change.new[t]) for t in change.new} == moved
+    was, now = change.old["weight_map"], change.new["weight_map"]
+    assert {t: (was[t], now[t]) for t in now} == moved
     first = sorted(moved)[0]
     if count <= 5:
         assert f"{first}: {moved[first][0]} -> {moved[first][1]}" in change.message
     else:
-        assert change.message.startswith(f"the weight map moves {count} tensors to other shards: ")
+        assert change.message.startswith(
+            f"{path}: the weight map moves {count} tensors to other shards: "
+        )
+
+
+def test_an_index_that_appears_carries_every_weight_map_entry(corpus_dir: Path) -> None:
+    repo, path = "mistralai/Mistral-7B-Instruct-v0.2", "model.safetensors.index.json"
+    data = read(corpus_dir, repo, "5a1029f", path)
+    readme = b"---\nlicense: apache-2.0\n---\n"
+    changes = diff_revisions(
+        side({"README.md": readme}, "a"), side({"README.md": readme, path: data}, "b")
+    )
+    (added,) = [c for c in changes if c.path == path]
+    document = json.loads(data)
+    assert (added.kind, added.old, added.new) == ("added", None, document)
+    assert added.message.endswith(
+        f"its weight map maps {len(document['weight_map'])} tensors to 3 shards"
+    )
 
 
 def whisper_json(corpus_dir: Path, prefix: str, path: str) -> Any:
