@@ -35,8 +35,13 @@ def claim_due_repos(
     """
     require_aware(now, "claim_due_repos now")
     free = _due(now).with_only_columns(PollStateRow.repo_pk)
+    # Ordered by next_check_at alone, so the LIMIT stops the index scan at the first
+    # free row. A tie-break on repo_pk made PostgreSQL sort every repo sharing the
+    # first due time: all of a fresh backfill's (tracked at once), 0.66 s per claim
+    # at 65,000 repos against 0.2 ms without it (EXPLAIN ANALYZE). Equal times come
+    # in index order, which for equal keys is insertion order.
     chosen = (
-        free.order_by(PollStateRow.next_check_at, PollStateRow.repo_pk)
+        free.order_by(PollStateRow.next_check_at)
         .limit(limit)
         .with_for_update(skip_locked=True, of=PollStateRow)
         .scalar_subquery()
