@@ -104,6 +104,9 @@ def test_the_oracle_keeps_json_types_and_walks_added_objects() -> None:
         ("d.y", True, False),
     ]
     assert canonical(5) != canonical(5.0) and canonical(True) != canonical(1)
+    (empty,) = key_changes("config.json", {"a": 1}, {"a": 1, "pruned_heads": {}})
+    assert (empty.dotted, empty.old is MISSING, empty.new) == ("pruned_heads", True, {})
+    assert key_changes("config.json", {"pruned_heads": {}}, {"pruned_heads": {}}) == []
     (entry,) = key_changes(
         "tokenizer_config.json", {}, {"added_tokens_decoder": {"7": {"content": "<x>"}}}
     )
