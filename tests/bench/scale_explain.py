@@ -3,7 +3,7 @@
 The statements are not rewritten here: each storage call runs once with a
 listener that records the SQL and parameters the driver receives, and each
 recorded SELECT is then explained with those same parameters. What it
-prints per read: the plan's node types top-down (scans name their index)
+prints per read: the plan's node types top-down (scans name their index or table)
 and the execution time.
 """
 
