@@ -154,3 +154,17 @@ def test_two_index_files_of_one_revision_each_name_their_moves(corpus_dir: Path)
     expected = key_changes(path, json.loads(old), json.loads(new))
     assert len(expected) == 292  # 291 entries and metadata.total_size
     assert all(judge(c, changes) == (True, True) for c in expected)
+
+
+def test_a_change_keeps_the_values_as_written_when_a_later_reader_rewrites_the_config(
+    corpus_dir: Path,
+) -> None:
+    # the exact estimate path hands config.json to transformers, whose Gemma 4 config
+    # rewrites vision_config.rope_parameters in place after the diff has run
+    data = corpus_file(corpus_dir, "google/gemma-4-31B-it", "419b2ef", "config.json")
+    readme = b"---\nlicense: apache-2.0\n---\n"
+    new = side({"README.md": readme, "config.json": data}, "b")
+    (added,) = diff_revisions(side({"README.md": readme}, "a"), new)
+    new.value("config.json")["vision_config"]["rope_parameters"]["rope_type"] = "axial"
+    assert added.new == json.loads(data)
+    assert added.new["vision_config"]["rope_parameters"]["rope_type"] == "default"
