@@ -79,6 +79,16 @@ def poll_states(session: Session) -> list[PollState]:
     return _states(session, select(PollStateRow))
 
 
+def newest_last_modified(session: Session) -> datetime | None:
+    """The newest Hub lastModified recorded for a tracked repo: one aggregate, not N rows.
+
+    Where a restarted daemon's discovery walk resumes; reading every poll state for it
+    cost each instance ~90 MB of peak memory at 100,000 tracked repos.
+    """
+    newest: datetime | None = session.scalar(select(func.max(PollStateRow.last_modified)))
+    return newest
+
+
 def schedule_check(session: Session, repo_id: str, at: datetime) -> None:
     """Move the repo's next check to ``at`` if that is sooner (a webhook asks for one now)."""
     require_aware(at, "schedule_check at")

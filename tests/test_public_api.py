@@ -90,6 +90,7 @@ PUBLIC = {
         "latest_revision",
         "mark_missing_revisions",
         "mark_webhook_events_processed",
+        "newest_last_modified",
         "open_database",
         "pending_webhook_events",
         "plan_at",

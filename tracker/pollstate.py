@@ -22,7 +22,7 @@ from storage import (
     ensure_repo,
     extend_lease,
     get_repo,
-    poll_states,
+    newest_last_modified,
     record_check_failure,
     record_check_success,
     release_lease,
@@ -145,8 +145,7 @@ def release_previous(database: Database, instance: str) -> int:
 
 def watermark(session: Session) -> datetime | None:
     """The newest Hub lastModified recorded for a tracked repo (where discovery resumes)."""
-    stamps = [s.last_modified for s in poll_states(session) if s.last_modified is not None]
-    return max(stamps, default=None)
+    return newest_last_modified(session)
 
 
 __all__ = [
