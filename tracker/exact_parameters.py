@@ -13,6 +13,7 @@ config JSON, so a daemon walking many revisions of one repo builds once.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import importlib.util
 import io
@@ -138,7 +139,9 @@ def _build(config: Mapping[str, object]) -> MetaBuild:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            cfg = _parsed(config_cls, dict(config))
+            # transformers' config classes rewrite nested sub-configs in place (Gemma 4's
+            # vision rope_type "default" becomes "axial"); the caller's config is the file's.
+            cfg = _parsed(config_cls, copy.deepcopy(dict(config)))
             with torch.device("meta"), contextlib.redirect_stdout(io.StringIO()):
                 model = _model(transformers, config_cls, cfg, arch)
     except Exception as exc:  # transformers raises anything from a config it cannot build

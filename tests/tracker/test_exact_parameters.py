@@ -142,3 +142,11 @@ def test_every_corpus_config_of_an_unknown_type_is_exact_with_the_extra(
     # 21 measured: SAM x6, Grounding DINO x9 (two with a pre-release text type dropped),
     # SpeechT5 x3, LayoutLMv3, Gemma 4, Idefics3
     assert outcome["exact"] >= 21, outcome
+
+
+def test_a_meta_build_leaves_the_config_it_was_given_as_published(corpus_dir: Path) -> None:
+    path = corpus_dir / "google/gemma-4-31B-it/419b2efe421994fdfd3394e621983d4cc511cd4f/config.json"
+    config = json.loads(path.read_text())
+    assert exact_parameters.meta_build(config).refused is None
+    assert config == json.loads(path.read_text())
+    assert config["vision_config"]["rope_parameters"]["rope_type"] == "default"
