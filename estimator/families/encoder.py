@@ -71,8 +71,10 @@ def bert_layer(
     shape: EncoderShape,
     names: attention.Projections = BERT_ATTENTION,
     extra: LayerParts | None = None,
+    attention_norm: str = "attention.output.LayerNorm",
 ) -> LayerTemplate:
-    """Post-norm encoder layer; ``extra`` adds family-specific projections (DeBERTa's pos_*)."""
+    """Post-norm encoder layer; ``extra`` adds family-specific projections (DeBERTa's pos_*),
+    ``attention_norm`` names the norm after attention (MPNet's ``attention.LayerNorm``)."""
     h = shape.hidden_size
     parts = LayerParts()
     attention.separate_qkv(
@@ -88,7 +90,7 @@ def bert_layer(
     if extra is not None:
         parts.tensors.extend(extra.tensors)
         parts.linears.extend(extra.linears)
-    parts.norm("attention.output.LayerNorm", h, True)
+    parts.norm(attention_norm, h, True)
     ffn = mlp.plain(
         parts,
         "intermediate.dense",

@@ -10,11 +10,11 @@ base model; MPNetLMHead's decoder is tied to the word embeddings and its bias to
 from __future__ import annotations
 
 from estimator.architecture import Architecture
-from estimator.blocks import attention, mlp
-from estimator.blocks.layer import LayerParts, ModelParts, template
+from estimator.blocks import attention
+from estimator.blocks.layer import LayerParts, ModelParts
 from estimator.config import MAX_SMALL, Config
 from estimator.families.common import assemble
-from estimator.families.encoder import ENCODER_HEADS, read_encoder
+from estimator.families.encoder import ENCODER_HEADS, bert_layer, read_encoder
 from estimator.families.family import Family, Request
 from estimator.families.heads import num_labels
 
@@ -29,37 +29,7 @@ def build(cfg: Config, req: Request) -> Architecture:
     )
     h = shape.hidden_size
     buckets = cfg.size("relative_attention_num_buckets", 32, limit=MAX_SMALL)
-    parts = LayerParts()
-    attention.separate_qkv(
-        parts,
-        MPNET_ATTENTION,
-        h,
-        shape.num_heads,
-        shape.num_heads,
-        h // shape.num_heads,
-        qkv_bias=True,
-        out_bias=True,
-    )
-    parts.norm("attention.LayerNorm", h, True)
-    ffn = mlp.plain(
-        parts,
-        "intermediate.dense",
-        "output.dense",
-        h,
-        shape.intermediate_size,
-        shape.activation,
-        bias=True,
-        dropout=shape.hidden_dropout,
-    )
-    parts.norm("output.LayerNorm", h, True)
-    spec = attention.spec(
-        shape.num_heads,
-        shape.num_heads,
-        h // shape.num_heads,
-        causal=False,
-        dropout=shape.attention_dropout,
-    )
-    layer = template(parts, stack="encoder", attention=spec, feed_forward=ffn)
+    layer = bert_layer(shape, MPNET_ATTENTION, attention_norm="attention.LayerNorm")
 
     prefix = "" if req.head == "base" else "mpnet."
     model = ModelParts()
