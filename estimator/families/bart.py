@@ -4,7 +4,9 @@ LayerNorm to each stack."""
 
 from __future__ import annotations
 
-from estimator.architecture import Architecture, AttentionSpec, HeadKind
+from collections.abc import Callable
+
+from estimator.architecture import Architecture, AttentionSpec, HeadKind, Stack
 from estimator.blocks import attention, mlp
 from estimator.blocks.embeddings import embedding
 from estimator.blocks.layer import LayerParts, LayerTemplate, ModelParts, template
@@ -23,27 +25,38 @@ def _projections(name: str) -> attention.Projections:
     )
 
 
-def _layer(cfg: Config, d: int, heads: int, ffn_dim: int, decoder: bool) -> LayerTemplate:
-    cfg.divides(
-        "decoder_attention_heads" if decoder else "encoder_attention_heads", heads, "d_model", d
-    )
-    parts = LayerParts()
+Attend = Callable[[LayerParts, str, int, int], None]
+"""Adds one attention block's projections: (parts, name, d_model, heads)."""
+
+
+def _attention(parts: LayerParts, name: str, d: int, heads: int) -> None:
+    """BartAttention: q, k, v and out all carry a bias."""
     attention.separate_qkv(
-        parts, _projections("self_attn"), d, heads, heads, d // heads, qkv_bias=True, out_bias=True
+        parts, _projections(name), d, heads, heads, d // heads, qkv_bias=True, out_bias=True
     )
+
+
+def encoder_decoder_layer(
+    cfg: Config,
+    d: int,
+    heads: int,
+    ffn_dim: int,
+    decoder: bool,
+    *,
+    attend: Attend = _attention,
+    dropout: float = 0.1,
+) -> LayerTemplate:
+    """The BART layer's tensors (self-attention, cross-attention in the decoder, fc1/fc2, a
+    LayerNorm beside each), also Marian's, and Whisper's with its own ``attend`` and
+    ``dropout`` default: where the norms sit (post- or pre-norm) changes no tensor."""
+    side: Stack = "decoder" if decoder else "encoder"
+    cfg.divides(f"{side}_attention_heads", heads, "d_model", d)
+    parts = LayerParts()
+    attend(parts, "self_attn", d, heads)
     parts.norm("self_attn_layer_norm", d, True)
     cross: AttentionSpec | None = None
     if decoder:
-        attention.separate_qkv(
-            parts,
-            _projections("encoder_attn"),
-            d,
-            heads,
-            heads,
-            d // heads,
-            qkv_bias=True,
-            out_bias=True,
-        )
+        attend(parts, "encoder_attn", d, heads)
         parts.norm("encoder_attn_layer_norm", d, True)
         cross = attention.spec(heads, heads, d // heads, causal=False)
     ffn = mlp.plain(
@@ -54,7 +67,7 @@ def _layer(cfg: Config, d: int, heads: int, ffn_dim: int, decoder: bool) -> Laye
         ffn_dim,
         cfg.text("activation_function", "gelu"),
         bias=True,
-        dropout=cfg.number("dropout", 0.1) or 0.0,
+        dropout=cfg.number("dropout", dropout) or 0.0,
     )
     parts.norm("final_layer_norm", d, True)
     spec = attention.spec(
@@ -64,25 +77,37 @@ def _layer(cfg: Config, d: int, heads: int, ffn_dim: int, decoder: bool) -> Laye
         causal=decoder,
         dropout=cfg.number("attention_dropout", 0.0) or 0.0,
     )
-    return template(
-        parts,
-        stack="decoder" if decoder else "encoder",
-        attention=spec,
-        cross_attention=cross,
-        feed_forward=ffn,
-    )
+    return template(parts, stack=side, attention=spec, cross_attention=cross, feed_forward=ffn)
+
+
+def encoder_decoder_stacks(
+    cfg: Config,
+    d: int,
+    defaults: tuple[int, int, int],
+    *,
+    attend: Attend = _attention,
+    dropout: float = 0.1,
+) -> list[tuple[Stack, int, LayerTemplate]]:
+    """(side, layer count, layer) of the encoder then the decoder, read from ``{side}_layers``,
+    ``{side}_attention_heads`` and ``{side}_ffn_dim`` with ``defaults`` in that order."""
+    layers, heads, ffn_dim = defaults
+    stacks: list[tuple[Stack, int, LayerTemplate]] = []
+    for side, decoder in (("encoder", False), ("decoder", True)):
+        count = cfg.size(f"{side}_layers", layers, limit=MAX_LAYERS)
+        side_heads = cfg.size(f"{side}_attention_heads", heads, limit=MAX_HEADS)
+        side_ffn = cfg.size(f"{side}_ffn_dim", ffn_dim, limit=MAX_WIDTH)
+        layer = encoder_decoder_layer(
+            cfg, d, side_heads, side_ffn, decoder, attend=attend, dropout=dropout
+        )
+        stacks.append((layer.stack, count, layer))
+    return stacks
 
 
 def _build(cfg: Config, req: Request, *, mbart: bool) -> Architecture:
     d = cfg.size("d_model", 1024, limit=MAX_WIDTH, aliases=("hidden_size",))
     vocab = cfg.size("vocab_size", 250027 if mbart else 50265, limit=MAX_VOCAB)
     positions = cfg.size("max_position_embeddings", 1024, limit=MAX_POSITIONS)
-    stacks = []
-    for side, decoder in (("encoder", False), ("decoder", True)):
-        count = cfg.size(f"{side}_layers", 12, limit=MAX_LAYERS)
-        heads = cfg.size(f"{side}_attention_heads", 16, limit=MAX_HEADS)
-        ffn_dim = cfg.size(f"{side}_ffn_dim", 4096, limit=MAX_WIDTH)
-        stacks.append((side, count, _layer(cfg, d, heads, ffn_dim, decoder)))
+    stacks = encoder_decoder_stacks(cfg, d, (12, 16, 4096))
 
     prefix = "" if req.head == "base" else "model."
     model = ModelParts()
@@ -131,7 +156,3 @@ def build_mbart(cfg: Config, req: Request) -> Architecture:
 HEADS: frozenset[HeadKind] = SEQ2SEQ_HEADS | {"sequence-classification"}
 BART = Family("bart", "Bart", "BartForConditionalGeneration", HEADS, build_bart)
 MBART = Family("mbart", "MBart", "MBartForConditionalGeneration", HEADS, build_mbart)
-
-
-encoder_decoder_layer = _layer
-"""The BART layer (post-norm, biased projections), also Marian's."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from estimator.architecture import Architecture, HeadKind
 from estimator.blocks.layer import LayerParts, ModelParts
-from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
+from estimator.config import MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
 from estimator.errors import ConfigError
-from estimator.families.bart import encoder_decoder_layer
+from estimator.families.bart import encoder_decoder_stacks
 from estimator.families.common import assemble
 from estimator.families.family import Family, Request
 
@@ -34,11 +34,7 @@ def build(cfg: Config, req: Request) -> Architecture:
     model = ModelParts()
     model.param(f"{prefix}shared.weight", (vocab, d), "embedding")
     first = 0
-    for side, decoder in (("encoder", False), ("decoder", True)):
-        count = cfg.size(f"{side}_layers", 12, limit=MAX_LAYERS)
-        heads = cfg.size(f"{side}_attention_heads", 16, limit=MAX_HEADS)
-        ffn_dim = cfg.size(f"{side}_ffn_dim", 4096, limit=MAX_WIDTH)
-        layer = encoder_decoder_layer(cfg, d, heads, ffn_dim, decoder)
+    for side, count, layer in encoder_decoder_stacks(cfg, d, (12, 16, 4096)):
         top = LayerParts()
         top.param("embed_positions.weight", (positions, d), "position")
         model.extend(f"{prefix}{side}.", top)

@@ -8,19 +8,11 @@ configuration_whisper.py (transformers 5.24.0).
 
 from __future__ import annotations
 
-from estimator.architecture import Architecture, AttentionSpec, Stack
-from estimator.blocks import attention, mlp
+from estimator.architecture import Architecture
 from estimator.blocks.embeddings import embedding
-from estimator.blocks.layer import LayerParts, LayerTemplate, ModelParts, template
-from estimator.config import (
-    MAX_HEADS,
-    MAX_LAYERS,
-    MAX_POSITIONS,
-    MAX_SMALL,
-    MAX_VOCAB,
-    MAX_WIDTH,
-    Config,
-)
+from estimator.blocks.layer import LayerParts, ModelParts
+from estimator.config import MAX_POSITIONS, MAX_SMALL, MAX_VOCAB, MAX_WIDTH, Config
+from estimator.families.bart import encoder_decoder_stacks
 from estimator.families.common import assemble
 from estimator.families.family import Family, Request
 from estimator.families.t5 import SEQ2SEQ_HEADS
@@ -34,38 +26,6 @@ def _attention(parts: LayerParts, name: str, d: int, heads: int) -> None:
     parts.linear(f"{name}.out_proj", d, d, True, "attention")
 
 
-def _layer(cfg: Config, d: int, heads: int, ffn_dim: int, decoder: bool) -> LayerTemplate:
-    side: Stack = "decoder" if decoder else "encoder"
-    cfg.divides(f"{side}_attention_heads", heads, "d_model", d)
-    parts = LayerParts()
-    _attention(parts, "self_attn", d, heads)
-    parts.norm("self_attn_layer_norm", d, True)
-    cross: AttentionSpec | None = None
-    if decoder:
-        _attention(parts, "encoder_attn", d, heads)
-        parts.norm("encoder_attn_layer_norm", d, True)
-        cross = attention.spec(heads, heads, d // heads, causal=False)
-    ffn = mlp.plain(
-        parts,
-        "fc1",
-        "fc2",
-        d,
-        ffn_dim,
-        cfg.text("activation_function", "gelu"),
-        bias=True,
-        dropout=cfg.number("dropout", 0.0) or 0.0,
-    )
-    parts.norm("final_layer_norm", d, True)
-    spec = attention.spec(
-        heads,
-        heads,
-        d // heads,
-        causal=decoder,
-        dropout=cfg.number("attention_dropout", 0.0) or 0.0,
-    )
-    return template(parts, stack=side, attention=spec, cross_attention=cross, feed_forward=ffn)
-
-
 def build(cfg: Config, req: Request) -> Architecture:
     d = cfg.size("d_model", 384, limit=MAX_WIDTH)
     vocab = cfg.size("vocab_size", 51865, limit=MAX_VOCAB)
@@ -73,12 +33,7 @@ def build(cfg: Config, req: Request) -> Architecture:
     source = cfg.size("max_source_positions", 1500, limit=MAX_POSITIONS)
     target = cfg.size("max_target_positions", 448, limit=MAX_POSITIONS)
     tied = cfg.flag("tie_word_embeddings", True)
-    stacks = []
-    for side, decoder in (("encoder", False), ("decoder", True)):
-        count = cfg.size(f"{side}_layers", 4, limit=MAX_LAYERS)
-        heads = cfg.size(f"{side}_attention_heads", 6, limit=MAX_HEADS)
-        ffn_dim = cfg.size(f"{side}_ffn_dim", 1536, limit=MAX_WIDTH)
-        stacks.append((side, count, _layer(cfg, d, heads, ffn_dim, decoder)))
+    stacks = encoder_decoder_stacks(cfg, d, (4, 6, 1536), attend=_attention, dropout=0.0)
 
     prefix = "" if req.head == "base" else "model."
     model = ModelParts()
