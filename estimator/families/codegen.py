@@ -8,11 +8,12 @@ CodeGenMLP: ``n_inner`` defaults to 4 * n_embd) and configuration_codegen.py.
 from __future__ import annotations
 
 from estimator.architecture import Architecture, HeadKind
-from estimator.blocks import attention, mlp
-from estimator.blocks.layer import LayerParts, template
+from estimator.blocks import attention
+from estimator.blocks.layer import LayerParts
 from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
 from estimator.families.family import Family, Request
 from estimator.families.gpt_style import GptStack, StackSizes, build_stack
+from estimator.families.gptj import parallel_layer
 
 CODEGEN_HEADS: frozenset[HeadKind] = frozenset({"base", "causal-lm"})
 CODEGEN_STACK = GptStack(
@@ -29,30 +30,21 @@ def build(cfg: Config, req: Request) -> Architecture:
     heads = cfg.size("n_head", 16, limit=MAX_HEADS, aliases=("num_attention_heads",))
     cfg.divides("n_head", heads, "n_embd", hidden)
     inner = cfg.size("n_inner", 4 * hidden, limit=MAX_WIDTH)
-    parts = LayerParts()
-    parts.norm("ln_1", hidden, True)
-    attention.fused_qkv(
-        parts,
-        "attn.qkv_proj",
-        "attn.out_proj",
-        hidden,
-        heads,
-        heads,
-        hidden // heads,
-        qkv_bias=False,
-        out_bias=False,
-    )
-    ffn = mlp.plain(
-        parts,
-        "mlp.fc_in",
-        "mlp.fc_out",
-        hidden,
-        inner,
-        cfg.text("activation_function", "gelu_new"),
-        bias=True,
-    )
-    spec = attention.spec(heads, heads, hidden // heads, causal=True)
-    layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
+
+    def attend(parts: LayerParts) -> None:
+        attention.fused_qkv(
+            parts,
+            "attn.qkv_proj",
+            "attn.out_proj",
+            hidden,
+            heads,
+            heads,
+            hidden // heads,
+            qkv_bias=False,
+            out_bias=False,
+        )
+
+    layer = parallel_layer(cfg, hidden, heads, inner, attend)
     sizes = StackSizes(
         hidden,
         cfg.size("vocab_size", 50400, limit=MAX_VOCAB),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from estimator.architecture import Architecture
 from estimator.blocks import attention, mlp
-from estimator.blocks.layer import LayerParts, template
+from estimator.blocks.layer import LayerParts, LayerTemplate, template
 from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, Config
 from estimator.families.decoder import DECODER_HEADS
 from estimator.families.family import Family, Request
@@ -21,6 +23,28 @@ GPTJ_STACK = GptStack(
 )
 
 
+def parallel_layer(
+    cfg: Config, hidden: int, heads: int, inner: int, attend: Callable[[LayerParts], None]
+) -> LayerTemplate:
+    """GPT-J's block: one LayerNorm (``ln_1``) feeding both the bias-free attention that
+    ``attend`` adds and the biased fc_in/fc_out MLP; CodeGen's block too, with its packed
+    ``qkv_proj``."""
+    parts = LayerParts()
+    parts.norm("ln_1", hidden, True)
+    attend(parts)
+    ffn = mlp.plain(
+        parts,
+        "mlp.fc_in",
+        "mlp.fc_out",
+        hidden,
+        inner,
+        cfg.text("activation_function", "gelu_new"),
+        bias=True,
+    )
+    spec = attention.spec(heads, heads, hidden // heads, causal=True)
+    return template(parts, stack="decoder", attention=spec, feed_forward=ffn)
+
+
 def build(cfg: Config, req: Request) -> Architecture:
     hidden = cfg.size("n_embd", 4096, limit=MAX_WIDTH, aliases=("hidden_size",))
     heads = cfg.size("n_head", 16, limit=MAX_HEADS, aliases=("num_attention_heads",))
@@ -33,29 +57,19 @@ def build(cfg: Config, req: Request) -> Architecture:
     inner = cfg.size("n_inner", 4 * hidden, limit=MAX_WIDTH)
     tied = cfg.flag("tie_word_embeddings", False)
 
-    parts = LayerParts()
-    parts.norm("ln_1", hidden, True)
-    attention.separate_qkv(
-        parts,
-        GPTJ_ATTENTION,
-        hidden,
-        heads,
-        heads,
-        hidden // heads,
-        qkv_bias=False,
-        out_bias=False,
-    )
-    ffn = mlp.plain(
-        parts,
-        "mlp.fc_in",
-        "mlp.fc_out",
-        hidden,
-        inner,
-        cfg.text("activation_function", "gelu_new"),
-        bias=True,
-    )
-    spec = attention.spec(heads, heads, hidden // heads, causal=True)
-    layer = template(parts, stack="decoder", attention=spec, feed_forward=ffn)
+    def attend(parts: LayerParts) -> None:
+        attention.separate_qkv(
+            parts,
+            GPTJ_ATTENTION,
+            hidden,
+            heads,
+            heads,
+            hidden // heads,
+            qkv_bias=False,
+            out_bias=False,
+        )
+
+    layer = parallel_layer(cfg, hidden, heads, inner, attend)
 
     sizes = StackSizes(hidden, vocab, n_layers, positions, tied)
     return build_stack(cfg, req, GPTJ_STACK, sizes, layer)
