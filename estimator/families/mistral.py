@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from estimator.architecture import Architecture
+from estimator.blocks.layer import LayerTemplate
 from estimator.config import Config
 from estimator.families.decoder import (
     DECODER_HEADS,
+    DecoderShape,
     Defaults,
+    FeedForward,
     build_decoder,
     dense_mlp,
     layer_types,
@@ -30,14 +33,20 @@ DEFAULTS = Defaults(
 )
 
 
-def build(cfg: Config, req: Request) -> Architecture:
-    shape = read_shape(cfg, DEFAULTS)
+def windowed_layers(cfg: Config, shape: DecoderShape, ffn: FeedForward) -> list[LayerTemplate]:
+    """Bias-free Llama layers with the sliding window on every layer (or on those
+    ``layer_types`` marks sliding), ``ffn`` after attention (Mixtral's experts)."""
     windows = layer_types(cfg, shape, window_of(cfg))
-    layers = stamp(
+    return stamp(
         shape.num_layers,
         lambda i: windows[i],
-        lambda w: llama_layer(shape, lambda p: self_attention(p, shape, w), dense_mlp(shape)),
+        lambda w: llama_layer(shape, lambda p: self_attention(p, shape, w), ffn),
     )
+
+
+def build(cfg: Config, req: Request) -> Architecture:
+    shape = read_shape(cfg, DEFAULTS)
+    layers = windowed_layers(cfg, shape, dense_mlp(shape))
     return build_decoder(cfg, req, shape, layers, family="mistral")
 
 

@@ -17,14 +17,14 @@ from estimator.families.decoder import (
     FeedForward,
     build_decoder,
     dense_mlp,
-    layer_types,
     llama_layer,
     read_shape,
     self_attention,
     stamp,
-    window_of,
 )
 from estimator.families.family import Family, Request
+from estimator.families.mistral import DEFAULTS as MISTRAL
+from estimator.families.mistral import windowed_layers
 from estimator.families.qwen2 import qwen_windows
 
 
@@ -65,16 +65,8 @@ def _top_k(cfg: Config, default: int, experts: int) -> int:
     return cfg.size("num_experts_per_tok", default, limit=max(experts, 1))
 
 
-MIXTRAL = Defaults(
-    vocab_size=32000,
-    hidden_size=4096,
-    intermediate_size=14336,
-    num_hidden_layers=32,
-    num_attention_heads=32,
-    num_key_value_heads=8,
-    max_position_embeddings=131072,
-    tie_word_embeddings=False,
-)
+MIXTRAL = MISTRAL
+"""MixtralConfig's defaults are MistralConfig's: Mixtral 8x7B is Mistral 7B with 8 MLP experts."""
 
 
 def build_mixtral(cfg: Config, req: Request) -> Architecture:
@@ -88,12 +80,7 @@ def build_mixtral(cfg: Config, req: Request) -> Architecture:
         top_k=_top_k(cfg, 2, experts),
         intermediate=shape.intermediate_size,
     )
-    windows = layer_types(cfg, shape, window_of(cfg))
-    layers = stamp(
-        shape.num_layers,
-        lambda i: windows[i],
-        lambda w: llama_layer(shape, lambda p: self_attention(p, shape, w), ffn),
-    )
+    layers = windowed_layers(cfg, shape, ffn)
     return build_decoder(cfg, req, shape, layers, family="mixtral")
 
 
