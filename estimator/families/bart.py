@@ -130,10 +130,8 @@ def _build(cfg: Config, req: Request, *, mbart: bool) -> Architecture:
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family="bart",
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=d,
         vocab_size=vocab,
         max_position_embeddings=positions,
@@ -141,7 +139,6 @@ def _build(cfg: Config, req: Request, *, mbart: bool) -> Architecture:
         norm="layernorm",
         position="learned",
         hidden_dropout=cfg.number("dropout", 0.1) or 0.0,
-        supported=req.supported,
     )
 
 

@@ -114,10 +114,8 @@ def _build(cfg: Config, req: Request, *, roberta: bool, family: str) -> Architec
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family=family,
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=shape.hidden_size,
         vocab_size=shape.vocab_size,
         max_position_embeddings=shape.max_positions,
@@ -125,7 +123,6 @@ def _build(cfg: Config, req: Request, *, roberta: bool, family: str) -> Architec
         norm="layernorm",
         position="learned",
         hidden_dropout=shape.hidden_dropout,
-        supported=req.supported,
     )
 
 

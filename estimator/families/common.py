@@ -9,6 +9,7 @@ from estimator.blocks.embeddings import lm_head
 from estimator.blocks.layer import LayerParts, LayerTemplate, ModelParts
 from estimator.config import MAX_POSITIONS, MAX_ROPE_FACTOR, Config, shown
 from estimator.errors import ConfigError
+from estimator.families.family import Request
 from estimator.families.heads import num_labels
 
 
@@ -75,11 +76,9 @@ def rope_theta(cfg: Config) -> float | None:
 def assemble(
     cfg: Config,
     model: ModelParts,
+    req: Request,
     *,
-    model_type: str,
     family: str,
-    architecture: str,
-    head: HeadKind,
     hidden_size: int,
     vocab_size: int,
     max_position_embeddings: int | None,
@@ -87,14 +86,14 @@ def assemble(
     norm: NormKind,
     position: PositionKind,
     hidden_dropout: float = 0.0,
-    supported: bool = True,
 ) -> Architecture:
+    """The Architecture of ``model``; its type, class, head and support come from ``req``."""
     return Architecture(
-        model_type=model_type,
-        architecture=architecture,
-        head=head,
+        model_type=req.model_type,
+        architecture=req.architecture,
+        head=req.head,
         family=family,
-        supported=supported,
+        supported=req.supported,
         hidden_size=hidden_size,
         vocab_size=vocab_size,
         max_position_embeddings=max_position_embeddings,

@@ -132,10 +132,8 @@ def build(cfg: Config, req: Request) -> Architecture:
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family="deberta-v2",
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=h,
         vocab_size=shape.vocab_size,
         max_position_embeddings=shape.max_positions,
@@ -143,7 +141,6 @@ def build(cfg: Config, req: Request) -> Architecture:
         norm="layernorm",
         position="relative" if relative else "learned",
         hidden_dropout=shape.hidden_dropout,
-        supported=req.supported,
     )
 
 

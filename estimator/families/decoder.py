@@ -189,17 +189,14 @@ def build_decoder(
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family=family,
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=shape.hidden_size,
         vocab_size=shape.vocab_size,
         max_position_embeddings=shape.max_positions,
         tie_word_embeddings=shape.tied,
         norm=norm,
         position=position,
-        supported=req.supported,
     )
 
 

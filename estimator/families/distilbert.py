@@ -74,10 +74,8 @@ def build(cfg: Config, req: Request) -> Architecture:
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family="distilbert",
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=h,
         vocab_size=vocab,
         max_position_embeddings=positions,
@@ -85,7 +83,6 @@ def build(cfg: Config, req: Request) -> Architecture:
         norm="layernorm",
         position="learned",
         hidden_dropout=dropout,
-        supported=req.supported,
     )
 
 

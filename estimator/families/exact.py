@@ -153,17 +153,14 @@ def from_parameters(
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family="meta-device",
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=shape.hidden,
         vocab_size=vocab,
         max_position_embeddings=cfg.optional_size("max_position_embeddings", limit=1 << 31),
         tie_word_embeddings=not any("lm_head" in n for n in names),
         norm="layernorm",
         position="learned",
-        supported=True,
     )
 
 

@@ -99,10 +99,8 @@ def build_stack(
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family=stack.family,
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=sizes.hidden,
         vocab_size=sizes.vocab,
         max_position_embeddings=sizes.positions,
@@ -110,5 +108,4 @@ def build_stack(
         norm=stack.norm,
         position=stack.position,
         hidden_dropout=sizes.hidden_dropout,
-        supported=req.supported,
     )

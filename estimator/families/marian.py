@@ -43,10 +43,8 @@ def build(cfg: Config, req: Request) -> Architecture:
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family="marian",
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=d,
         vocab_size=vocab,
         max_position_embeddings=positions,
@@ -54,7 +52,6 @@ def build(cfg: Config, req: Request) -> Architecture:
         norm="layernorm",
         position="learned",
         hidden_dropout=cfg.number("dropout", 0.1) or 0.0,
-        supported=req.supported,
     )
 
 

@@ -128,10 +128,8 @@ def _build(cfg: Config, req: Request, *, mt5: bool) -> Architecture:
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family="t5",
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=d_model,
         vocab_size=vocab,
         max_position_embeddings=None,
@@ -139,7 +137,6 @@ def _build(cfg: Config, req: Request, *, mt5: bool) -> Architecture:
         norm="rmsnorm",
         position="relative",
         hidden_dropout=s.dropout,
-        supported=req.supported,
     )
 
 

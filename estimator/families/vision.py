@@ -139,10 +139,8 @@ def build_vit(cfg: Config, req: Request) -> Architecture:
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family="vit",
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=hidden,
         vocab_size=0,
         max_position_embeddings=None,
@@ -150,7 +148,6 @@ def build_vit(cfg: Config, req: Request) -> Architecture:
         norm="layernorm",
         position="learned",
         hidden_dropout=cfg.number("hidden_dropout_prob", 0.0) or 0.0,
-        supported=req.supported,
     )
 
 
@@ -217,17 +214,14 @@ def build_clip(cfg: Config, req: Request) -> Architecture:
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family="clip",
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=t_hidden,
         vocab_size=vocab,
         max_position_embeddings=positions,
         tie_word_embeddings=False,
         norm="layernorm",
         position="learned",
-        supported=req.supported,
     )
 
 

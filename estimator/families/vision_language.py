@@ -63,17 +63,14 @@ def finish_language_model(
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family=family,
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=shape.hidden_size,
         vocab_size=shape.vocab_size,
         max_position_embeddings=shape.max_positions,
         tie_word_embeddings=tied,
         norm="rmsnorm",
         position="rope",
-        supported=req.supported,
     )
 
 

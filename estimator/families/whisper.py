@@ -60,10 +60,8 @@ def build(cfg: Config, req: Request) -> Architecture:
     return assemble(
         cfg,
         model,
-        model_type=req.model_type,
+        req,
         family="whisper",
-        architecture=req.architecture,
-        head=req.head,
         hidden_size=d,
         vocab_size=vocab,
         max_position_embeddings=target,
@@ -71,7 +69,6 @@ def build(cfg: Config, req: Request) -> Architecture:
         norm="layernorm",
         position="learned",
         hidden_dropout=cfg.number("dropout", 0.0) or 0.0,
-        supported=req.supported,
     )
 
 
