@@ -12,14 +12,11 @@ from estimator.families.decoder import (
     DecoderShape,
     Defaults,
     build_decoder,
-    dense_mlp,
-    llama_layer,
     read_shape,
-    self_attention,
-    stamp,
     window_of,
 )
 from estimator.families.family import Family, Request
+from estimator.families.llama import llama_layers
 
 GEMMA = Defaults(
     vocab_size=256000,
@@ -74,12 +71,8 @@ def alternating(cfg: Config, shape: DecoderShape, default_pattern: int) -> tuple
 def build_gemma(cfg: Config, req: Request) -> Architecture:
     shape = read_shape(cfg, GEMMA)
     bias = cfg.flag("attention_bias", False)
-    layer = llama_layer(
-        shape,
-        lambda p: self_attention(p, shape, None, qkv_bias=bias, out_bias=bias),
-        dense_mlp(shape),
-    )
-    return build_decoder(cfg, req, shape, [layer] * shape.num_layers, family="gemma")
+    layers = llama_layers(shape, (None,) * shape.num_layers, bias=bias)
+    return build_decoder(cfg, req, shape, layers, family="gemma")
 
 
 def _sandwich(cfg: Config, req: Request, d: Defaults, pattern: int, qk_norm: bool) -> Architecture:
@@ -94,16 +87,7 @@ def sandwich_layers(
     shape = read_shape(cfg, d)
     bias = cfg.flag("attention_bias", False)
     windows = alternating(cfg, shape, pattern)
-    layers = stamp(
-        shape.num_layers,
-        lambda i: windows[i],
-        lambda w: llama_layer(
-            shape,
-            lambda p: self_attention(p, shape, w, qkv_bias=bias, out_bias=bias, qk_norm=qk_norm),
-            dense_mlp(shape),
-            sandwich=True,
-        ),
-    )
+    layers = llama_layers(shape, windows, bias=bias, qk_norm=qk_norm, sandwich=True)
     return shape, layers
 
 

@@ -2,47 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from estimator.architecture import Architecture
 from estimator.config import Config
-from estimator.families.decoder import (
-    DECODER_HEADS,
-    Defaults,
-    build_decoder,
-    dense_mlp,
-    llama_layer,
-    read_shape,
-    self_attention,
-    stamp,
-)
+from estimator.families import qwen2
+from estimator.families.decoder import DECODER_HEADS, build_decoder, read_shape
 from estimator.families.family import Family, Request
+from estimator.families.llama import llama_layers
 from estimator.families.qwen2 import qwen_windows
 
-DEFAULTS = Defaults(
-    vocab_size=151936,
-    hidden_size=4096,
-    intermediate_size=22016,
-    num_hidden_layers=32,
-    num_attention_heads=32,
-    num_key_value_heads=None,
-    max_position_embeddings=32768,
-    tie_word_embeddings=False,
-    head_dim=128,
-)
+DEFAULTS = replace(qwen2.DEFAULTS, head_dim=128)
+"""Qwen3Config's defaults are Qwen2Config's plus an explicit head_dim."""
 
 
 def build(cfg: Config, req: Request) -> Architecture:
     shape = read_shape(cfg, DEFAULTS)
     bias = cfg.flag("attention_bias", False)
-    windows = qwen_windows(cfg, shape)
-    layers = stamp(
-        shape.num_layers,
-        lambda i: windows[i],
-        lambda w: llama_layer(
-            shape,
-            lambda p: self_attention(p, shape, w, qkv_bias=bias, out_bias=bias, qk_norm=True),
-            dense_mlp(shape),
-        ),
-    )
+    layers = llama_layers(shape, qwen_windows(cfg, shape), bias=bias, qk_norm=True)
     return build_decoder(cfg, req, shape, layers, family="qwen3")
 
 

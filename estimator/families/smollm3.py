@@ -4,17 +4,9 @@ from __future__ import annotations
 
 from estimator.architecture import Architecture
 from estimator.config import Config
-from estimator.families.decoder import (
-    DECODER_HEADS,
-    Defaults,
-    build_decoder,
-    dense_mlp,
-    llama_layer,
-    read_shape,
-    self_attention,
-    stamp,
-)
+from estimator.families.decoder import DECODER_HEADS, Defaults, build_decoder, read_shape
 from estimator.families.family import Family, Request
+from estimator.families.llama import llama_layers
 from estimator.families.qwen2 import qwen_windows
 
 DEFAULTS = Defaults(
@@ -33,16 +25,7 @@ def build(cfg: Config, req: Request) -> Architecture:
     shape = read_shape(cfg, DEFAULTS)
     bias = cfg.flag("attention_bias", False)
     mlp_bias = cfg.flag("mlp_bias", False)
-    windows = qwen_windows(cfg, shape)
-    layers = stamp(
-        shape.num_layers,
-        lambda i: windows[i],
-        lambda w: llama_layer(
-            shape,
-            lambda p: self_attention(p, shape, w, qkv_bias=bias, out_bias=bias),
-            dense_mlp(shape, bias=mlp_bias),
-        ),
-    )
+    layers = llama_layers(shape, qwen_windows(cfg, shape), bias=bias, mlp_bias=mlp_bias)
     return build_decoder(cfg, req, shape, layers, family="smollm3")
 
 
