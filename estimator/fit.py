@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import compress, repeat
-from operator import sub, truediv
+from itertools import repeat
 from typing import Final, NamedTuple
 
 from estimator.cards import Card, all_cards
@@ -132,13 +131,11 @@ def _column(p: _Prepared, table: _CardTable, batch: int) -> list[MethodFit]:
     new = tuple.__new__  # MethodFit's fields in order, without the keyword-parsing constructor
     method, top, unfit = p.method, p.top, p.unfit
     limits, contexts = table.limits, table.contexts
-    # Per group the smallest quotient (limit - fixed - context) / slope over the phases that
-    # can set the largest batch, taken as the per-card loop takes it: 1 << 20, then each
-    # phase's quotient if smaller (min keeps the first of equal values). Built with map over
-    # the operator functions: the same operations in the same order, without a Python loop.
-    # Quotients of cards where batch 1 fails go unread.
+    # Per group the smallest quotient over the phases that can set the largest batch, taken
+    # as the per-card loop takes it: 1 << 20, then each phase's quotient if smaller (min
+    # keeps the first of equal values). Quotients of cards where batch 1 fails go unread.
     quotients = [
-        map(truediv, map(sub, map(sub, limits, repeat(fixed)), contexts), repeat(slope))
+        [(limit - fixed - context) / slope for limit, context in zip(limits, contexts, strict=True)]
         for fixed, slope in p.slopes
     ]
     bests = map(min, repeat(1 << 20), *quotients) if quotients else repeat(1 << 20)
@@ -243,7 +240,7 @@ class _Prepared:
             if slope > steepest:
                 self.slopes.append((fixed, slope))
                 steepest = slope
-        self.terms: _SplitColumns | None = None
+        self.terms: tuple[tuple[float, float, float], ...] | None = None
         self.layers = model.num_layers
         # Busiest card's bytes without the context, per card count (batch 1).
         self.worst: dict[int, float] = {}
@@ -257,17 +254,19 @@ class _Prepared:
         # card that no split could fit for these reasons, none can.
         if free <= self.hopeless:
             return None
-        columns = self.terms
-        if columns is None:
-            columns = self.terms = _split_columns(self.model.split_terms(1))
-        other_fixed, other_dyn, shared, per_share = columns
-        # Each phase's room, free - other fixed - other per-sample, in C; none may be negative.
-        rooms = list(map(sub, map(sub, repeat(free), other_fixed), other_dyn))
-        if rooms and min(rooms) < 0:
-            self.hopeless = free
-            return None
-        # The largest share of the layers any phase allows (phases without layer bytes allow all).
-        share = min(map(truediv, compress(rooms, shared), per_share), default=float("inf"))
+        terms = self.terms
+        if terms is None:
+            terms = self.terms = self.model.split_terms(1)
+        share = float("inf")
+        for other_fixed, other_dyn, per_share in terms:
+            room = free - other_fixed - other_dyn
+            if room < 0:
+                self.hopeless = free
+                return None
+            if per_share > 0:
+                candidate = room / per_share
+                if candidate < share:
+                    share = candidate
         layers = self.layers
         per_card = int(min(share * max(layers, 1), max(layers, 1)))
         if per_card < 1 and layers > 0:
@@ -287,15 +286,3 @@ class _Prepared:
             if peak <= limit:
                 return cards, peak
         return None
-
-
-# Per phase at batch 1: other fixed bytes, other per-sample bytes, whether the phase has
-# bytes per share of the layers, and those bytes (of the phases that have them).
-_SplitColumns = tuple[tuple[float, ...], tuple[float, ...], tuple[bool, ...], tuple[float, ...]]
-
-
-def _split_columns(terms: tuple[tuple[float, float, float], ...]) -> _SplitColumns:
-    """``MethodModel.split_terms`` as columns, for the per-card split in C."""
-    other_fixed, other_dyn, per_share = zip(*terms, strict=True) if terms else ((), (), ())
-    shared = tuple(bytes_per_share > 0 for bytes_per_share in per_share)
-    return other_fixed, other_dyn, shared, tuple(compress(per_share, shared))
