@@ -94,6 +94,23 @@ def _encoder_layer(
     return template(parts, stack="encoder", attention=spec, feed_forward=ffn)
 
 
+def _clip_layer(
+    cfg: Config, hidden: int, heads: int, intermediate: int, activation_default: str
+) -> LayerTemplate:
+    """CLIPEncoderLayer's names, also SigLIP's; the towers differ in the activation."""
+    return _encoder_layer(
+        cfg,
+        CLIP_ATTENTION,
+        hidden,
+        heads,
+        intermediate,
+        norms=("layer_norm1", "layer_norm2"),
+        qkv_bias=True,
+        fc=("mlp.fc1", "mlp.fc2"),
+        activation_default=activation_default,
+    )
+
+
 def build_vit(cfg: Config, req: Request) -> Architecture:
     hidden = cfg.size("hidden_size", 768, limit=MAX_WIDTH)
     heads = cfg.size("num_attention_heads", 12, limit=MAX_HEADS)
@@ -174,16 +191,12 @@ def build_clip(cfg: Config, req: Request) -> Architecture:
         towers.append(
             (
                 tower.size("num_hidden_layers", 12, limit=MAX_LAYERS),
-                _encoder_layer(
+                _clip_layer(
                     tower,
-                    CLIP_ATTENTION,
                     hidden,
                     tower.size("num_attention_heads", heads, limit=MAX_HEADS),
                     tower.size("intermediate_size", inter, limit=MAX_WIDTH),
-                    norms=("layer_norm1", "layer_norm2"),
-                    qkv_bias=True,
-                    fc=("mlp.fc1", "mlp.fc2"),
-                    activation_default="quick_gelu",
+                    "quick_gelu",
                 ),
             )
         )
@@ -243,16 +256,12 @@ def clip_vision_tower(
     post-norm), as vision-language wrappers embed it; returns (hidden size, layer count)."""
     hidden = vision.size("hidden_size", d.hidden, limit=MAX_WIDTH)
     count = vision.size("num_hidden_layers", d.layers, limit=MAX_LAYERS)
-    layer = _encoder_layer(
+    layer = _clip_layer(
         vision,
-        CLIP_ATTENTION,
         hidden,
         vision.size("num_attention_heads", d.heads, limit=MAX_HEADS),
         vision.size("intermediate_size", d.intermediate, limit=MAX_WIDTH),
-        norms=("layer_norm1", "layer_norm2"),
-        qkv_bias=True,
-        fc=("mlp.fc1", "mlp.fc2"),
-        activation_default="quick_gelu",
+        "quick_gelu",
     )
     patches, patch = num_patches(vision, d.image, d.patch)
     channels = vision.size("num_channels", 3, limit=MAX_SMALL)
@@ -287,17 +296,7 @@ def siglip_vision_tower(
     heads = vision.size("num_attention_heads", d.heads, limit=MAX_HEADS)
     intermediate = vision.size("intermediate_size", d.intermediate, limit=MAX_WIDTH)
     count = vision.size("num_hidden_layers", d.layers, limit=MAX_LAYERS)
-    layer = _encoder_layer(
-        vision,
-        CLIP_ATTENTION,
-        hidden,
-        heads,
-        intermediate,
-        norms=("layer_norm1", "layer_norm2"),
-        qkv_bias=True,
-        fc=("mlp.fc1", "mlp.fc2"),
-        activation_default="gelu_pytorch_tanh",
-    )
+    layer = _clip_layer(vision, hidden, heads, intermediate, "gelu_pytorch_tanh")
     patches, patch = num_patches(vision, d.image, d.patch)
     channels = vision.size("num_channels", 3, limit=MAX_SMALL)
     top = LayerParts()
