@@ -13,7 +13,9 @@ from estimator.blocks.layer import LayerParts
 from estimator.config import Config
 from estimator.families.common import assemble, stack_model
 from estimator.families.encoder import (
+    BERT_MLM,
     ENCODER_HEADS,
+    ROBERTA_MLM,
     EncoderShape,
     bert_layer,
     mlm_head,
@@ -49,16 +51,7 @@ def _bert_heads(cfg: Config, head: HeadKind, shape: EncoderShape) -> tuple[Layer
     if head in ("base", "sequence-classification", "pretraining"):
         _pooler(inner, "", h)
     if head in ("masked-lm", "pretraining"):
-        mlm_head(
-            root,
-            "cls.predictions.",
-            dense="transform.dense",
-            norm="transform.LayerNorm",
-            hidden=h,
-            width=h,
-            vocab=shape.vocab_size,
-            tied=shape.tied,
-        )
+        mlm_head(root, BERT_MLM, shape, h)
     if head == "pretraining":
         root.linear("cls.seq_relationship", h, 2, True, "head")
     if head == "sequence-classification":
@@ -73,16 +66,7 @@ def _roberta_heads(
     if head == "base":
         _pooler(inner, "", h)
     if head == "masked-lm":
-        mlm_head(
-            root,
-            "lm_head.",
-            dense="dense",
-            norm="layer_norm",
-            hidden=h,
-            width=h,
-            vocab=shape.vocab_size,
-            tied=shape.tied,
-        )
+        mlm_head(root, ROBERTA_MLM, shape, h)
     if head == "sequence-classification":
         root.linear("classifier.dense", h, h, True, "head")
         root.linear("classifier.out_proj", h, num_labels(cfg), True, "head")

@@ -15,6 +15,7 @@ from estimator.blocks.layer import LayerParts
 from estimator.config import MAX_POSITIONS, MAX_SMALL, MAX_WIDTH, Config
 from estimator.families.common import assemble, stack_model
 from estimator.families.encoder import (
+    BERT_MLM,
     ENCODER_HEADS,
     EncoderShape,
     bert_layer,
@@ -85,16 +86,7 @@ def _heads(cfg: Config, req: Request, shape: EncoderShape, width: int) -> LayerP
     h, root = shape.hidden_size, LayerParts()
     if req.head == "masked-lm":
         if cfg.flag("legacy", True):
-            mlm_head(
-                root,
-                "cls.predictions.",
-                dense="transform.dense",
-                norm="transform.LayerNorm",
-                hidden=h,
-                width=width,
-                vocab=shape.vocab_size,
-                tied=shape.tied,
-            )
+            mlm_head(root, BERT_MLM, shape, width)
         else:
             root.linear("lm_predictions.lm_head.dense", h, h, True, "head")
             root.norm("lm_predictions.lm_head.LayerNorm", h, True)

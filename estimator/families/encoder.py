@@ -4,6 +4,7 @@ masked-LM head transform they all put on top of it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from estimator.architecture import HeadKind
 from estimator.blocks import attention, mlp
@@ -112,20 +113,25 @@ def bert_layer(
     return template(parts, stack="encoder", attention=spec, feed_forward=ffn)
 
 
-def mlm_head(
-    parts: LayerParts,
-    prefix: str,
-    *,
-    dense: str,
-    norm: str,
-    hidden: int,
-    width: int,
-    vocab: int,
-    tied: bool,
-) -> None:
-    """dense -> LayerNorm -> vocabulary decoder; a tied decoder shares the embedding and bias."""
-    parts.linear(f"{prefix}{dense}", hidden, width, True, "head")
-    parts.norm(f"{prefix}{norm}", width, True)
-    parts.param(f"{prefix}bias", (vocab,), "head")
-    if not tied:
-        parts.linear(f"{prefix}decoder", width, vocab, True, "head")
+class MlmNames(NamedTuple):
+    """Where a masked-LM head puts its transform: prefix, dense layer and LayerNorm."""
+
+    prefix: str
+    dense: str
+    norm: str
+
+
+BERT_MLM = MlmNames("cls.predictions.", "transform.dense", "transform.LayerNorm")
+"""BertOnlyMLMHead's names, also DeBERTa-v2's legacy head."""
+ROBERTA_MLM = MlmNames("lm_head.", "dense", "layer_norm")
+
+
+def mlm_head(parts: LayerParts, names: MlmNames, shape: EncoderShape, width: int) -> None:
+    """dense -> LayerNorm -> vocabulary decoder; a tied decoder shares the embedding and bias.
+    ``width`` is the embedding width the transform projects to (DeBERTa's embedding_size)."""
+    h, vocab = shape.hidden_size, shape.vocab_size
+    parts.linear(f"{names.prefix}{names.dense}", h, width, True, "head")
+    parts.norm(f"{names.prefix}{names.norm}", width, True)
+    parts.param(f"{names.prefix}bias", (vocab,), "head")
+    if not shape.tied:
+        parts.linear(f"{names.prefix}decoder", width, vocab, True, "head")
