@@ -9,7 +9,6 @@ per distinct layer kind and only renames for the rest.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from estimator.architecture import (
@@ -145,29 +144,21 @@ class ModelParts:
     def layers(self, prefix: str, templates: list[LayerTemplate], first_index: int = 0) -> None:
         """Stamp out ``templates[i]`` as ``{prefix}{i}.*``; block indices continue across stacks."""
         self.segments.append(LayerStack(prefix, first_index, tuple(t.tensors for t in templates)))
-        blocks = self.blocks
-        groups = self._templates
-        # id(template) -> the fields of its first block in this stack, copied for the others.
-        protos: dict[int, dict[str, object]] = {}
-        new = object.__new__
-        for index, tpl in enumerate(templates, first_index):
-            fields = protos.get(id(tpl))
-            if fields is None:
-                if id(tpl) not in groups:
-                    groups[id(tpl)] = (tpl, [len(blocks), 0])
-                proto = _block(tpl, index)
-                protos[id(tpl)] = proto.__dict__
-                blocks.append(proto)
-                continue
-            # A copy of the prototype at another index, filling the frozen instance's
-            # __dict__ directly: a third of the cost of the generated __init__.
-            block = new(Block)
-            copied = block.__dict__
-            copied.update(fields)
-            copied["index"] = index
-            blocks.append(block)
-        for key, n in Counter(map(id, templates)).items():
-            groups[key][1][1] += n
+        protos: dict[int, Block] = {}
+        for i, tpl in enumerate(templates):
+            index = first_index + i
+            key = id(tpl)
+            proto = protos.get(key)
+            group = self._templates.get(key)
+            if group is None:
+                self._templates[key] = (tpl, [len(self.blocks), 1])
+            else:
+                group[1][1] += 1
+            if proto is None:
+                proto = protos[key] = _block(tpl, index)
+                self.blocks.append(proto)
+            else:
+                self.blocks.append(_restamp(proto, index))
 
     def layer_templates(self) -> tuple[tuple[int, int], ...]:
         """(position of the first block, count) per distinct template, in order of appearance."""
@@ -187,3 +178,16 @@ def _block(tpl: LayerTemplate, index: int) -> Block:
         parameters=tpl.parameters,
         role_parameters=tpl.role_parameters,
     )
+
+
+def _restamp(proto: Block, index: int) -> Block:
+    """A copy of ``proto`` at another index.
+
+    Fills the frozen instance's ``__dict__`` directly: a third of the cost of
+    the generated ``__init__``, which sets each field through ``object.__setattr__``.
+    """
+    block = object.__new__(Block)
+    fields = block.__dict__
+    fields.update(proto.__dict__)
+    fields["index"] = index
+    return block
