@@ -30,6 +30,41 @@ worker`` processes backfill it, sharing the work through the database's
 ms away); each value is a separate set of runs. A growth table across the sizes follows;
 with ``--advisories A`` the published-path figures of ``tests/bench/scale_published.py``
 (``run(database_url, A) -> lines``, in a database of its own) end the output.
+
+Measured (2 CPUs shared with other work: the load averages are beside each rate; windows of
+150-200 s, not full backfills; seed 0; 11.7 commits per repo on main, 1,168,737 at 100k):
+
+```text
+run B, every fix in (tests/bench/bench_scale.py --sizes 10000 --seconds 150 --latency 0,0.05)
+N=10k  0 ms  1 instance  11.7 rev/s (load 6.9)  458 MB  71 ms instance CPU/rev, 8 ms DB backend CPU/rev
+N=10k  0 ms  3 instances 13.5 rev/s (load 9.6)  452/450/443 MB  1.15x; 86 ms instance CPU/rev
+N=10k 50 ms  1 instance   8.8 rev/s (load 8.7)  453 MB  74 ms instance CPU/rev, 8 ms DB backend CPU/rev
+N=10k 50 ms  3 instances 12.5 rev/s (load 9.7)  452/440/444 MB  1.42x; idle cycles 1 request
+run A (--sizes 2000,10000,100000 --seconds 200); 2k and 10k before the claim and watermark
+fixes, 100k/1 with the claim fix only
+figure                     N=2000   N=10000  N=100000
+rev/s, 1 instance             3.7       3.4      10.1   (load 10.2, 12.5, 6.3)
+rev/s, 3 instances            4.6       4.5      13.8   (load 14.7, 15.8, 7.9)
+speed-up 3/1                1.25x     1.34x     1.36x
+peak RSS MB, 1 instance       445       446       535   (100k: the O(N) watermark read)
+peak RSS MB, 3 instances      440       441       446
+KiB per revision             13.8      13.9      15.0
+idle cycle requests             1         1         1
+idle cycle seconds      0.28-0.99 0.35-3.07 0.08-2.63   (cold/warm emulator page)
+```
+
+Growth from 10k to 100k: requests per idle cycle, DB bytes per revision and peak RSS
+per instance stay flat (once the watermark is one aggregate); the revision rate does not
+depend on N once a claim is an index probe (11.7 rev/s at 10k, 10.1 at 100k, at similar
+loads); what grows linearly is the one-off cost of tracking N repos (about 10 minutes
+for 100k, 5,000 per 30 s) and the emulator's start-up (53 s at 100k). Every run: every revision recorded once
+(rows = log lines, no duplicates across instances); the idle cycle finds a push.
+Bottleneck: CPU in the instances (~70-110 ms per revision: diff, estimate, ORM), next to
+~8 ms in PostgreSQL's backends: derived, one PostgreSQL core (125 rev/s) keeps up with
+about nine instances that each have a core (~14 rev/s). With a 50 ms Hub round trip one
+instance waits, and three gain more (1.42x against 1.15x); on this 2-core machine
+three CPU-bound instances cannot be 2.5x one, and the goal is not met here. Not
+measured: a backfill of 1,000,000 revisions (a 200 s window records 2,000-2,600).
 """
 
 from __future__ import annotations
