@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import socket
 import statistics
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from fastapi import APIRouter  # noqa: E402
 
 from feeds import PublishSettings, create_app  # noqa: E402
 from storage import open_database  # noqa: E402
+from tests.daemon.harness import free_port  # noqa: E402
 from tests.feeds.populate import populate  # noqa: E402
 
 MAX_REQUESTS_PER_CLIENT = 20_000
@@ -55,13 +55,6 @@ def serve(url: str, port: int) -> None:
         routers=[bare_router()],
     )
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_up(base: str) -> None:

@@ -46,7 +46,6 @@ import http.client
 import json
 import random
 import secrets
-import socket
 import statistics
 import subprocess
 import sys
@@ -69,6 +68,7 @@ from feeds.osv import build_advisory  # noqa: E402
 from storage import Change, Revision, Severity, open_database  # noqa: E402
 from storage.records import StoredRevision  # noqa: E402
 from tests.bench.scale_explain import explain_all  # noqa: E402
+from tests.daemon.harness import free_port  # noqa: E402
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 PER_REPO = 10
@@ -274,13 +274,6 @@ def serve(url: str, port: int) -> None:
     settings = PublishSettings(base_url=f"http://127.0.0.1:{port}")
     app = create_app(database, settings=settings, routers=[router])
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_up(port: int) -> None:
