@@ -66,6 +66,7 @@ from storage.polling import (
     release_lease,
     release_leases_of,
     schedule_check,
+    tracking_summary,
 )
 from storage.records import (
     Advisory,
@@ -81,6 +82,7 @@ from storage.records import (
     StoredRevision,
     Subscription,
     TrackedRepo,
+    TrackingSummary,
     WebhookEvent,
 )
 from storage.repo_ids import MAX_REPO_ID_LENGTH, InvalidRepoId, check_repo_id
@@ -129,6 +131,7 @@ __all__ = [
     "Subscription",
     "SubscriptionColumns",
     "TrackedRepo",
+    "TrackingSummary",
     "WebhookEvent",
     "add_subscription",
     "advisories",
@@ -179,6 +182,7 @@ __all__ = [
     "subscriptions",
     "subscriptions_by_id",
     "tracked_repos",
+    "tracking_summary",
     "untrack",
     "update_subscription",
     "withdraw_advisories",

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from storage.errors import RepoNotFound
 from storage.models import PollStateRow, RepoRow
-from storage.records import PollState
+from storage.records import PollState, RepoStatus, TrackingSummary
 from storage.repos import repo_row
 from storage.values import require_aware, require_text
 
@@ -77,6 +77,37 @@ def poll_state(session: Session, repo_id: str) -> PollState:
 def poll_states(session: Session) -> list[PollState]:
     """The poll state of every tracked repo, by repo id (for metrics and lag)."""
     return _states(session, select(PollStateRow))
+
+
+def tracking_summary(session: Session) -> TrackingSummary:
+    """Repo counts by status, pending and failing, from two aggregate queries.
+
+    /healthz is asked every few seconds by load balancers and ``progress``;
+    reading every repo and poll state for it cost seconds at 100,000 repos.
+    """
+    statuses = {
+        str(status): int(count)
+        for status, count in session.execute(
+            select(RepoRow.status, func.count()).where(RepoRow.tracked).group_by(RepoRow.status)
+        )
+    }
+    pending, failing = session.execute(
+        select(
+            func.count().filter(
+                PollStateRow.last_seen_sha.is_(None), RepoRow.status == RepoStatus.ACTIVE.value
+            ),
+            func.count().filter(PollStateRow.failures > 0),
+        )
+        .select_from(PollStateRow)
+        .join(RepoRow, RepoRow.id == PollStateRow.repo_pk)
+        .where(RepoRow.tracked)
+    ).one()
+    return TrackingSummary(
+        tracked=sum(statuses.values()),
+        backfill_pending=int(pending),
+        failing=int(failing),
+        by_status=statuses,
+    )
 
 
 def newest_last_modified(session: Session) -> datetime | None:

@@ -227,6 +227,18 @@ class PollState:
 
 
 @dataclass(frozen=True)
+class TrackingSummary:
+    """Counts over every tracked repo, as /healthz reports them."""
+
+    tracked: int
+    backfill_pending: int
+    """Active repos never checked through (no sha seen yet)."""
+    failing: int
+    """Repos whose last check failed."""
+    by_status: Mapping[str, int]
+
+
+@dataclass(frozen=True)
 class WebhookEvent:
     """One Hub webhook delivery in the inbox; ``delivery_key`` makes redelivery a no-op."""
 

@@ -34,13 +34,12 @@ from prometheus_client import CollectorRegistry
 from storage import (
     Database,
     RepoNotFound,
-    RepoStatus,
     open_database,
     poll_state,
     poll_states,
     record_last_modified,
     schedule_check,
-    tracked_repos,
+    tracking_summary,
 )
 from tracker.alerts.channels import AppriseSender, FeedSender, Sender, WebhookSender
 from tracker.alerts.deliver import DeliveryWorker, RetryPolicy
@@ -219,27 +218,17 @@ class Daemon:
         through; ``workers_alive`` is reported by processes that run workers.
         """
         with self.database.read_session() as session:
-            repos = {repo.repo_id: repo for repo in tracked_repos(session)}
-            states = poll_states(session)
-        pending = [
-            s.repo_id
-            for s in states
-            if s.last_seen_sha is None and repos[s.repo_id].status is RepoStatus.ACTIVE
-        ]
-        failing = sum(1 for s in states if s.failures)
-        statuses: dict[str, int] = {}
-        for repo in repos.values():
-            statuses[repo.status.value] = statuses.get(repo.status.value, 0) + 1
+            summary = tracking_summary(session)
         body: dict[str, Any] = {
             "status": "ok",
             "role": self.role,
             "instance": self.instance,
             "database": self.database.dialect,
-            "tracked": len(repos),
-            "backfill": "done" if not pending else "running",
-            "backfill_pending": len(pending),
-            "failing": failing,
-            "repo_status": statuses,
+            "tracked": summary.tracked,
+            "backfill": "done" if not summary.backfill_pending else "running",
+            "backfill_pending": summary.backfill_pending,
+            "failing": summary.failing,
+            "repo_status": dict(summary.by_status),
         }
         if self.role != "web":
             alive = self.workers_alive()

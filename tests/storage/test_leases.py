@@ -9,6 +9,8 @@ import pytest
 
 from storage import (
     Database,
+    RepoStatus,
+    TrackingSummary,
     claim_due_repos,
     due_count,
     ensure_repo,
@@ -17,6 +19,9 @@ from storage import (
     record_check_success,
     release_lease,
     schedule_check,
+    set_repo_status,
+    tracking_summary,
+    untrack,
 )
 from tests.storage.builders import BASE_DATE
 
@@ -144,3 +149,23 @@ def test_concurrent_claimers_never_share_a_repo(database: Database, workers: int
     with database.read_session() as session:
         for owner, owned in claims.items():
             assert all(poll_state(session, repo).lease_owner == owner for repo in owned)
+
+
+def test_the_tracking_summary_counts_what_healthz_reports(database: Database) -> None:
+    _track(database, REPOS[:5])
+    later = NOW + timedelta(hours=1)
+    with database.session() as session:
+        claimed = [s.repo_id for s in claim_due_repos(session, "w", NOW, 5, lease_seconds=60)]
+        assert claimed == REPOS[:5]
+        record_check_success(
+            session, REPOS[0], "w", checked_at=NOW, next_check_at=later, seen_sha="a" * 40
+        )
+        record_check_failure(session, REPOS[1], "w", checked_at=NOW, next_check_at=later, error="x")
+        set_repo_status(session, REPOS[2], RepoStatus.GATED)
+        untrack(session, REPOS[3])
+    with database.read_session() as session:
+        summary = tracking_summary(session)
+    # REPOS[2] is gated (not pending), REPOS[3] is no longer tracked
+    assert summary == TrackingSummary(
+        tracked=4, backfill_pending=2, failing=1, by_status={"active": 3, "gated": 1}
+    )
