@@ -12,6 +12,7 @@ cannot overwrite the new holder's state.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from sqlalchemy import ColumnElement, Select, func, or_, select, update
@@ -74,9 +75,13 @@ def poll_state(session: Session, repo_id: str) -> PollState:
     return states[0]
 
 
-def poll_states(session: Session) -> list[PollState]:
-    """The poll state of every tracked repo, by repo id (for metrics and lag)."""
-    return _states(session, select(PollStateRow))
+def poll_states(session: Session, repo_ids: Collection[str] | None = None) -> list[PollState]:
+    """The poll state of every tracked repo (or of those in ``repo_ids``), by repo id."""
+    query = select(PollStateRow)
+    if repo_ids is not None:
+        named = select(RepoRow.id).where(RepoRow.repo_id.in_(sorted(set(repo_ids))))
+        query = query.where(PollStateRow.repo_pk.in_(named))
+    return _states(session, query)
 
 
 def tracking_summary(session: Session) -> TrackingSummary:

@@ -38,7 +38,8 @@ def drain(database: Database, *, now: datetime, batch: int = 500) -> Drained:
         events = pending_webhook_events(session, batch)
         if not events:
             return Drained(0, 0, 0)
-        states = {state.repo_id: state for state in poll_states(session)}
+        wanted = {event.repo_id for event in events if event.repo_id}
+        states = {state.repo_id: state for state in poll_states(session, wanted)}
         done: list[int] = []
         requested: set[str] = set()
         deferred = 0

@@ -15,6 +15,7 @@ from storage import (
     due_count,
     ensure_repo,
     poll_state,
+    poll_states,
     record_check_failure,
     record_check_success,
     release_lease,
@@ -169,3 +170,12 @@ def test_the_tracking_summary_counts_what_healthz_reports(database: Database) ->
     assert summary == TrackingSummary(
         tracked=4, backfill_pending=2, failing=1, by_status={"active": 3, "gated": 1}
     )
+
+
+def test_poll_states_of_named_repos_reads_only_those(database: Database) -> None:
+    _track(database, REPOS[:4])
+    with database.read_session() as session:
+        named = poll_states(session, [REPOS[2], REPOS[0], "org/not-tracked"])
+        everything = poll_states(session)
+    assert [s.repo_id for s in named] == [REPOS[0], REPOS[2]]
+    assert [s.repo_id for s in everything] == REPOS[:4]
