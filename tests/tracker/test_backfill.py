@@ -81,11 +81,13 @@ def test_real_upstream_changes_are_found_and_worded_right(
     # cbbe14f's tokenizer_config (the one in force) names id 128008 <|reserved_special_token_4|>.
     assert "generation no longer stops at <|reserved_special_token_4|>" in eos.message
 
-    template = one(
-        changes_at(database, "mistralai/Mistral-7B-Instruct-v0.3", "b85b5dd"),
-        artifact="chat_template",
-    )
-    assert template.kind == "rendering_changed" and template.severity is Severity.HIGH
+    mistral_v03 = changes_at(database, "mistralai/Mistral-7B-Instruct-v0.3", "b85b5dd")
+    template = one(mistral_v03, artifact="chat_template", kind="rendering_changed")
+    assert template.severity is Severity.HIGH
+    # the text itself is recorded too, at info: the rendered prompts are what users see
+    text = one(mistral_v03, artifact="chat_template", kind="template_source")
+    assert text.severity is Severity.INFO
+    assert text.message.startswith("tokenizer_config.json: chat_template text 470 chars -> 473")
     assert (
         '"What is the capital of France? [/INST]" -> "What is the capital of France?[/INST]"'
         in (template.message)
