@@ -9,7 +9,8 @@ per distinct layer kind and only renames for the rest.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from estimator.architecture import (
     AttentionSpec,
@@ -24,6 +25,7 @@ from estimator.architecture import (
 )
 
 Shape = tuple[int, ...]
+_T = TypeVar("_T")
 
 
 def numel(shape: Shape) -> int:
@@ -106,6 +108,28 @@ def template(
         norms=parts.norms,
         parameters=sum(numel(shape) for _, shape, _ in parts.tensors),
         role_parameters=_by_role(parts.tensors),
+    )
+
+
+def _same(mine: _T, theirs: _T) -> _T:
+    return theirs if mine == theirs else mine
+
+
+def sharing_specs(tpl: LayerTemplate, like: LayerTemplate) -> LayerTemplate:
+    """``tpl`` holding ``like``'s linears and specs wherever the two are equal.
+
+    Per-layer formulas run once per distinct ``linears`` tuple and spec object
+    (they key on identity), so a layer that differs from its neighbours only by
+    a tensor outside its linears (T5's relative position bias in a stack's first
+    block) is computed once together with them.
+    """
+    return replace(
+        tpl,
+        attention=_same(tpl.attention, like.attention),
+        cross_attention=_same(tpl.cross_attention, like.cross_attention),
+        feed_forward=_same(tpl.feed_forward, like.feed_forward),
+        moe=_same(tpl.moe, like.moe),
+        linears=_same(tpl.linears, like.linears),
     )
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from estimator.architecture import Architecture, AttentionSpec, FeedForwardSpec, HeadKind
 from estimator.blocks import attention, mlp
-from estimator.blocks.layer import LayerParts, LayerTemplate, ModelParts, template
+from estimator.blocks.layer import LayerParts, LayerTemplate, ModelParts, sharing_specs, template
 from estimator.config import MAX_HEADS, MAX_LAYERS, MAX_SMALL, MAX_VOCAB, MAX_WIDTH, Config
 from estimator.families.common import assemble
 from estimator.families.family import Family, Request
@@ -91,7 +91,8 @@ def _block(s: T5Shape, decoder: bool, relative: bool) -> LayerTemplate:
 def _stack(s: T5Shape, count: int, decoder: bool) -> list[LayerTemplate]:
     if count == 0:
         return []
-    return [_block(s, decoder, True)] + [_block(s, decoder, False)] * (count - 1)
+    rest = _block(s, decoder, False)
+    return [sharing_specs(_block(s, decoder, True), rest)] + [rest] * (count - 1)
 
 
 def _build(cfg: Config, req: Request, *, mt5: bool) -> Architecture:

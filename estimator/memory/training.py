@@ -54,15 +54,30 @@ def placements(
     targets: frozenset[str] | None,
     slots: dict[int, Slotted] | None = None,
 ) -> Placements:
-    """Place the linears of each distinct layer: (first block, its placed linears, block count)."""
+    """Place the linears of each distinct layer: (first block, its placed linears, block count).
+
+    Layers whose linears and specs are the same objects (templates that differ
+    only by a tensor outside their linears, see ``sharing_specs``) keep and
+    train the same bytes per token, so they are one entry with their counts summed.
+    """
     slots = block_slots(arch) if slots is None else slots
-    cache: dict[int, tuple[Placed, ...]] = {}
+    at: dict[tuple[int, int, int, int, int], int] = {}
     out: Placements = []
     for block, count in arch.block_groups:
-        key = id(block.linears)
-        if key not in cache:
-            cache[key] = place(slots[key], trainable, targets)
-        out.append((block, cache[key], count))
+        key = (
+            id(block.linears),
+            id(block.attention),
+            id(block.cross_attention),
+            id(block.feed_forward),
+            id(block.moe),
+        )
+        i = at.get(key)
+        if i is None:
+            at[key] = len(out)
+            out.append((block, place(slots[key[0]], trainable, targets), count))
+        else:
+            first, placed, n = out[i]
+            out[i] = (first, placed, n + count)
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from estimator import Workload
+from estimator.architecture import Block
 from estimator.memory import evaluate, method_models, split_parameters
 from estimator.memory.states import optimizer_bytes
 from tests.estimator.archbuilder import llama_like
@@ -168,3 +169,47 @@ def test_device_bytes_add_reserve_and_context_to_allocated() -> None:
     assert e.peak_allocated_bytes == sum(dict(e.breakdown).values())
     assert e.reserved_bytes >= e.peak_allocated_bytes
     assert e.device_bytes == e.reserved_bytes + 500_000_000
+
+
+T5_CONFIG = {
+    "model_type": "t5",
+    "architectures": ["T5ForConditionalGeneration"],
+    "d_model": 64,
+    "d_kv": 16,
+    "d_ff": 128,
+    "num_heads": 4,
+    "num_layers": 3,
+    "num_decoder_layers": 2,
+    "vocab_size": 256,
+    "feed_forward_proj": "gated-gelu",
+}
+
+
+def test_a_stacks_first_t5_block_is_computed_with_the_rest_and_keeps_its_bytes() -> None:
+    from dataclasses import replace
+
+    from estimator.families import describe
+    from estimator.memory.training import placements
+
+    arch = describe(T5_CONFIG)
+    encoder_first, encoder_rest, decoder_first = arch.blocks[0], arch.blocks[1], arch.blocks[3]
+    # The first block adds only the relative position bias; its linears are the rest's.
+    assert encoder_first.parameters - encoder_rest.parameters == 32 * 4
+    assert encoder_first.linears is encoder_rest.linears
+    groups = placements(arch, True, None)
+    assert [(b.index, b.stack, n) for b, _, n in groups] == [(0, "encoder", 3), (3, "decoder", 2)]
+    assert decoder_first is groups[1][0]
+
+    # The same layers with the first blocks' linears as distinct (equal) objects.
+    def unshared(b: Block) -> Block:
+        return replace(b, linears=tuple(list(b.linears)))
+
+    apart = replace(
+        arch, blocks=tuple(unshared(b) if b.index in (0, 3) else b for b in arch.blocks)
+    )
+    assert len(placements(apart, True, None)) == 4
+    for method in ("full", "lora", "qlora"):
+        w = Workload(method=method, batch=2, seq_len=16)  # type: ignore[arg-type]
+        shared = method_models(arch, w, has_bf16=True)[method]
+        separate = method_models(apart, w, has_bf16=True)[method]
+        assert [p.breakdown(2) for p in shared.phases] == [p.breakdown(2) for p in separate.phases]
