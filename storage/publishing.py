@@ -118,7 +118,7 @@ def advisories_for(
     if repo_id is not None:
         query = query.where(RepoRow.repo_id == repo_id)
     if org is not None:
-        query = query.where(RepoRow.repo_id.startswith(f"{org}/", autoescape=True))
+        query = query.where(AdvisoryRow.org == org)
     if commit is not None:
         query = query.where(AdvisoryRow.new_sha == commit)
     if artifact is not None:

@@ -37,11 +37,6 @@ class RepoRow(Base):
         CheckConstraint(
             "status IN ('active', 'gone', 'gated', 'private', 'renamed')", name="status"
         ),
-        # org feeds filter by prefix (repo_id LIKE 'org/%'); outside the C collation only a
-        # pattern_ops index serves LIKE on PostgreSQL (0002_published_index)
-        Index(
-            "ix_repos_repo_id_pattern", "repo_id", postgresql_ops={"repo_id": "varchar_pattern_ops"}
-        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -24,7 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from storage.models.base import Base, Json, UTCDateTime
-from storage.models.history import SHA_LENGTH
+from storage.models.history import REPO_ID_LENGTH, SHA_LENGTH
 
 ADVISORY_ID_LENGTH = 128
 
@@ -33,6 +33,8 @@ class AdvisoryRow(Base):
     __tablename__ = "advisories"
     __table_args__ = (
         Index("ix_advisories_repo_pk_published", "repo_pk", "published"),
+        # an org feed's newest-K walks its org's entries backward (0003_advisory_org)
+        Index("ix_advisories_org_published", "org", "published"),
         # the global feed's newest-K and OSV queries without a package (0002_published_index)
         Index("ix_advisories_published", "published"),
         Index("ix_advisories_modified", "modified"),
@@ -41,6 +43,8 @@ class AdvisoryRow(Base):
 
     id: Mapped[str] = mapped_column(String(ADVISORY_ID_LENGTH), primary_key=True)
     repo_pk: Mapped[int] = mapped_column(ForeignKey("repos.id", ondelete="CASCADE"))
+    # the ORG of the repo's ORG/NAME, stored so that org feeds need no join to filter
+    org: Mapped[str] = mapped_column(String(REPO_ID_LENGTH))
     old_sha: Mapped[str | None] = mapped_column(String(SHA_LENGTH))
     new_sha: Mapped[str] = mapped_column(String(SHA_LENGTH))
     published: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import insert
 
 from storage import Database
+from storage.advisories import advisory_row_values
 from storage.models import AdvisoryRow
 from storage.records import Advisory, Severity
 from storage.repos import ensure_repo, repo_row
@@ -70,19 +71,5 @@ def bulk_insert(database: Database, advisories: Sequence[Advisory]) -> None:
             pks[repo_id] = repo_row(session, repo_id).id
         session.execute(
             insert(AdvisoryRow),
-            [
-                {
-                    "id": a.id,
-                    "repo_pk": pks[a.repo_id],
-                    "old_sha": a.old_sha,
-                    "new_sha": a.new_sha,
-                    "published": a.published,
-                    "modified": a.modified,
-                    "withdrawn": a.withdrawn,
-                    "summary": a.summary,
-                    "severity": int(a.severity),
-                    "osv": dict(a.osv),
-                }
-                for a in advisories
-            ],
+            [advisory_row_values(a, pks[a.repo_id]) for a in advisories],
         )

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from storage import open_database
 from storage.migrations import head_revision
 from storage.models import Base
+from tests.storage.builders import BASE_DATE
 
 MODEL_TABLES = set(Base.metadata.tables)
 
@@ -57,3 +58,30 @@ def test_migrating_twice_is_harmless(database_url: str) -> None:
         assert db.schema_revision() == head_revision()
     finally:
         db.close()
+
+
+def test_0003_gives_advisories_stored_before_it_their_repos_org(database_url: str) -> None:
+    db = open_database(database_url)
+    try:
+        db.migrate("0002")
+        with db.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO repos (id, repo_id, added_at, status, tracked, options)"
+                    " VALUES (7, 'mistralai/Mistral-7B-v0.1', :at, 'active', true, '{}')"
+                ),
+                {"at": BASE_DATE},
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO advisories (id, repo_pk, new_sha, published, modified,"
+                    " summary, severity, osv) VALUES ('NAT-1', 7, :sha, :at, :at, 's', 2, '{}')"
+                ),
+                {"sha": "a" * 40, "at": BASE_DATE},
+            )
+        db.migrate()
+        with db.engine.connect() as connection:
+            orgs = connection.execute(text("SELECT id, org FROM advisories")).all()
+    finally:
+        db.close()
+    assert [tuple(row) for row in orgs] == [("NAT-1", "mistralai")]
