@@ -196,6 +196,9 @@ class Decision:
     requested: float
     kv: KvConfig
     error: str | None
+    # What the one length-dependent check reads: each layer spec's count, the bytes for the cache.
+    specs: Specs
+    available: int
 
 
 def decide(
@@ -227,7 +230,7 @@ def decide(
     if error is None and not specs and available <= 0:
         error = "No available memory for the cache blocks. " + CONSERVING
     if error is not None or not specs:
-        return Decision(weights, activation, requested, none, error)
+        return Decision(weights, activation, requested, none, error, specs, available)
     # What the pool would hold is reported even when one request of max_model_len does not fit.
     kv = (
         none
@@ -236,7 +239,7 @@ def decide(
     )
     error = _kv_error(specs, available, length, s, explain)
     if error is not None:
-        return Decision(weights, activation, requested, kv, error)
+        return Decision(weights, activation, requested, kv, error, specs, available)
     left = free_at_start - weights - non_torch - kv.bytes
     if int(d["cuda_graph_bytes"]) > left:
         error = (
@@ -245,7 +248,28 @@ def decide(
             f"{s.gpu_memory_utilization}); pass --enforce-eager or lower "
             "--gpu-memory-utilization"
         )
-    return Decision(weights, activation, requested, kv, error)
+    return Decision(weights, activation, requested, kv, error, specs, available)
+
+
+def max_model_len_that_starts(
+    shape: ServingShape, request: EngineRequest, device: Device, s: Settings
+) -> int:
+    """The largest length in 1..derived at which ``decide`` finds no error (0: none).
+
+    Of ``decide``'s checks only ``_kv_error``'s "one request of max_model_len
+    must fit" reads a length at or below the derived one, and its KV bytes
+    grow with the length; every other check fails at every length or at none.
+    So ``decide`` runs once, at length 1, and the search (vLLM's
+    ``estimate_max_model_len`` bisection) asks only that inequality: one KV sum
+    per step instead of the whole start-up, on each of the card table's cards.
+    """
+    first = decide(shape, request, device, s, 1, explain=False)
+    if first.error is not None:
+        return 0
+    specs, available, batched = first.specs, first.available, s.max_num_batched_tokens
+    return largest_passing(
+        1, s.derived_max_model_len, lambda n: needed_memory(specs, n, batched) <= available
+    )
 
 
 def _run(
@@ -256,11 +280,7 @@ def _run(
     tp = request.tensor_parallel
     bpw = bytes_per_weight(s.quantization)
     at = decide(shape, request, device, s, length)
-    that_starts = largest_passing(
-        1,
-        s.derived_max_model_len,
-        lambda n: decide(shape, request, device, s, n, explain=False).error is None,
-    )
+    that_starts = max_model_len_that_starts(shape, request, device, s)
     settings = (
         ("gpu_memory_utilization", s.gpu_memory_utilization),
         ("block_size", s.block_size),

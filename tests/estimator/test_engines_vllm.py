@@ -10,12 +10,26 @@ our module: ``requested_memory = total_memory * gpu_memory_utilization``,
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from estimator.cards import all_cards
 from estimator.engines import EngineRequest, simulate_engine
-from estimator.engines.vllm import LayerSpec
+from estimator.engines.common import Device, device_for, largest_passing
+from estimator.engines.shape import ServingShape, serving_shape
+from estimator.engines.vllm import (
+    LayerSpec,
+    Settings,
+    decide,
+    max_model_len_that_starts,
+    settings_for,
+)
+from estimator.errors import EstimateError
+from estimator.families import describe
 from estimator.memory import split_parameters
 from tests.estimator.archbuilder import llama_like
 
@@ -179,3 +193,56 @@ def test_derived_max_model_len_scales_as_get_and_verify_max_len_does(
     rope_items = None if rope is None else tuple(rope.items())
     shape = ServingShape(1, 1, 1, 1, length, (), 1, 1, 1, model_type, rope_items)
     assert derived_max_model_len(shape) == derived
+
+
+def _configs(corpus_dir: Path) -> list[dict[str, object]]:
+    """Every corpus config.json the estimator describes, once per distinct content."""
+    seen: dict[str, dict[str, object]] = {}
+    for path in sorted(corpus_dir.glob("*/*/*/config.json")):
+        text = path.read_text()
+        try:
+            seen.setdefault(text, json.loads(text))
+        except json.JSONDecodeError:
+            continue
+    return list(seen.values())
+
+
+def _bisect_whole_start_up(
+    shape: ServingShape, request: EngineRequest, device: Device, s: Settings
+) -> int:
+    return largest_passing(
+        1,
+        s.derived_max_model_len,
+        lambda n: decide(shape, request, device, s, n, explain=False).error is None,
+    )
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        EngineRequest(engine="vllm"),
+        EngineRequest(engine="vllm", kv_cache_dtype="fp8", quantization="awq"),
+        EngineRequest(engine="vllm", tensor_parallel=2, gpu_memory_utilization=0.95),
+    ],
+    ids=["defaults", "fp8-kv-awq", "tp2"],
+)
+def test_the_largest_length_that_starts_is_the_whole_start_up_bisected(
+    corpus_dir: Path, request_: EngineRequest
+) -> None:
+    # The search asks one KV inequality per step; bisecting the whole decide() must agree.
+    compared = starting = 0
+    for config in _configs(corpus_dir):
+        try:
+            arch = describe(config)
+        except EstimateError:
+            continue
+        shape = serving_shape(arch, split_parameters(arch))
+        for c in all_cards():
+            on_card = replace(request_, card=c.name)
+            device = device_for(on_card)
+            s = settings_for(on_card, device, shape)
+            whole = _bisect_whole_start_up(shape, on_card, device, s)
+            assert max_model_len_that_starts(shape, on_card, device, s) == whole
+            compared += 1
+            starting += whole > 0
+    assert compared > 1000 and 0 < starting < compared
