@@ -8,6 +8,7 @@ names the field.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -42,11 +43,31 @@ def storable_text(value: Any) -> Any:
 
 def require_text(value: Any, where: str) -> None:
     """Refuse NUL characters anywhere inside ``value`` (a string or JSON structure)."""
+    if not _may_hold_nul(value):
+        return
     found = _nul_at(value)
     if found is not None:
         raise InvalidRecord(
             f"{where}{found}: text contains a NUL character, which cannot be stored"
         )
+
+
+def _may_hold_nul(value: Any) -> bool:
+    """False when no string below ``value`` can hold a NUL; True when one may.
+
+    json's C encoder writes every NUL, in a key or a value, as the six
+    characters ``\\u0000``: an encoding without them holds none, and a plan or
+    a weight manifest (thousands of strings) is checked in one C pass instead of
+    a Python call per string. Text that spells those six characters itself only
+    sends the value on to the walk, which decides; so does a value json cannot
+    encode.
+    """
+    if isinstance(value, str):
+        return "\x00" in value
+    try:
+        return "\\u0000" in json.dumps(value, ensure_ascii=False, check_circular=False)
+    except (TypeError, ValueError, RecursionError):
+        return True
 
 
 def _nul_at(value: Any) -> str | None:

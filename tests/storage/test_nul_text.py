@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from storage import Database, ensure_repo, put_advisory
+from storage.errors import InvalidRecord
 from storage.publishing import advisory_by_id
 from storage.records import Advisory, Severity
-from storage.values import storable_text
+from storage.values import require_text, storable_text
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -48,3 +51,25 @@ def test_an_advisory_quoting_a_nul_is_stored_with_the_replacement_character(
     assert stored.summary == "chat template renders \ufffd now"
     assert stored.osv["details"] == "- `chat_template.jinja` \ufffd"
     assert stored.osv["database_specific"] == {"k\ufffd": "v"}
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        (
+            {"plan": {"structure": [{"name": "layers.0"}, {"name": "a\x00"}]}},
+            ".plan.structure[1].name",
+        ),
+        ({"k\x00": 1}, ""),
+        ([("ok", {"deep": [[["\x00"]]]})], "[0][1].deep[0][0][0]"),
+    ],
+)
+def test_require_text_names_where_a_nul_sits_at_any_depth(value: object, where: str) -> None:
+    with pytest.raises(InvalidRecord) as refused:
+        require_text(value, "r")
+    assert str(refused.value).startswith(f"r{where}: text contains a NUL")
+
+
+def test_text_that_spells_an_escaped_nul_is_not_one() -> None:
+    # Six characters, backslash u 0 0 0 0: json encodes the backslash, and the walk finds no NUL.
+    require_text({"template": "{{ '\\u0000' }}", "keys": {"\\u0000": ["\\\\u0000"]}}, "r")
