@@ -67,9 +67,9 @@ def _shown(repo_id: str) -> str:
     return repr(repo_id[:_SHOWN]) + "..."
 
 
-__all__ = ["MAX_REPO_ID_LENGTH", "InvalidRepoId", "check_repo_id"]
-
-
 def org_of(repo_id: str) -> str:
     """The namespace of an ``ORG/NAME`` repo id: what an org feed selects on."""
     return repo_id.partition("/")[0]
+
+
+__all__ = ["MAX_REPO_ID_LENGTH", "InvalidRepoId", "check_repo_id", "org_of"]

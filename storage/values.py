@@ -55,17 +55,27 @@ def require_text(value: Any, where: str) -> None:
 def _may_hold_nul(value: Any) -> bool:
     """False when no string below ``value`` can hold a NUL; True when one may.
 
-    json's C encoder writes every NUL, in a key or a value, as the six
-    characters ``\\u0000``: an encoding without them holds none, and a plan or
-    a weight manifest (thousands of strings) is checked in one C pass instead of
-    a Python call per string. Text that spells those six characters itself only
-    sends the value on to the walk, which decides; so does a value json cannot
-    encode.
+    Strings directly inside ``value`` (a file's text, a key) are searched as
+    they are: a megabyte tokenizer_config.json costs a scan, not an escaped
+    copy. What lies deeper (a plan, a weight manifest: thousands of short
+    strings) goes through one pass of json's C encoder, which writes every NUL,
+    in a key or a value, as the six characters ``\\u0000``; an encoding without
+    them holds none. Text that spells those six characters itself only sends
+    the value on to the walk, which decides; so does a value json cannot encode.
     """
     if isinstance(value, str):
         return "\x00" in value
+    if isinstance(value, Mapping):
+        items = [*value.keys(), *value.values()]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        return False
+    if any("\x00" in item for item in items if isinstance(item, str)):
+        return True
+    deeper = [item for item in items if isinstance(item, Mapping | list | tuple)]
     try:
-        return "\\u0000" in json.dumps(value, ensure_ascii=False, check_circular=False)
+        return "\\u0000" in json.dumps(deeper, ensure_ascii=False, check_circular=False)
     except (TypeError, ValueError, RecursionError):
         return True
 

@@ -61,6 +61,8 @@ def test_an_advisory_quoting_a_nul_is_stored_with_the_replacement_character(
             ".plan.structure[1].name",
         ),
         ({"k\x00": 1}, ""),
+        ({"config.json": "{}", "chat_template.jinja": "{{ x }}\x00"}, ".chat_template.jinja"),
+        (["a", "b\x00"], "[1]"),
         ([("ok", {"deep": [[["\x00"]]]})], "[0][1].deep[0][0][0]"),
     ],
 )
