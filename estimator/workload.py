@@ -70,6 +70,12 @@ class Workload:
     (``autocast_adapter_dtype``); torchtune and litgpt build them in the
     model's dtype. ``recipe``: the training recipe whose defaults built this
     workload (``estimator/data/recipes/``), empty when none.
+    ``fused_lora``: Unsloth's fused LoRA autograd functions (attention
+    Q/K/V, output and gated MLP each one function, used when LoRA dropout is
+    0) instead of PEFT's per-adapter modules; ``fused_rmsnorm``: Unsloth's
+    Triton RMSNorm, which keeps its 16-bit input instead of an fp32 copy.
+    ``expandable_segments``: the run sets ``PYTORCH_CUDA_ALLOC_CONF=
+    expandable_segments:True`` (Unsloth does on import).
     ``adamw_impl``: torch's foreach AdamW (the ``torch.optim.AdamW`` default
     on CUDA since torch 2.0) briefly holds one more state-sized copy in
     ``step()``; fused and per-parameter-loop implementations do not.
@@ -96,6 +102,8 @@ class Workload:
     loss_chunks: int = 1
     loss_shift_copy: bool = False
     adapters_fp32: bool = True
+    fused_lora: bool = False
+    fused_rmsnorm: bool = False
     recipe: str = ""
     serve_weights: ServeWeights = "bf16"
     kv_cache_bytes: int = 2
@@ -108,6 +116,7 @@ class Workload:
     offload_optimizer: bool = False
     offload_params: bool = False
     offload_activations: bool = False
+    expandable_segments: bool = False
     epochs: float = 10.0
     samples: int = 50_000
     headroom: float = 1.15
@@ -144,9 +153,12 @@ class Workload:
             "kbit_head_16bit",
             "loss_shift_copy",
             "adapters_fp32",
+            "fused_lora",
+            "fused_rmsnorm",
             "offload_optimizer",
             "offload_params",
             "offload_activations",
+            "expandable_segments",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(f"workload: {name} must be true or false")

@@ -19,7 +19,11 @@ rule of thumb (Korthikanti et al.'s 34·s·h is the 16-bit GPT-2 special case):
   the log-softmax gradient coexist at the start of backward (12 B per
   token and vocabulary entry);
 * gradient checkpointing keeps each layer's input and recomputes one layer
-  at a time during backward.
+  at a time during backward;
+* Unsloth's fused LoRA autograd functions keep one 16-bit input per group
+  of adapted linears that share it and nothing rank-wide, and its gated MLP
+  keeps gate and up outputs only (the activation is recomputed in
+  backward); its RMSNorm keeps the 16-bit input and an fp32 rstd per token.
 """
 
 from __future__ import annotations
@@ -84,6 +88,11 @@ class ActivationSettings:
     loss_chunks: int = 1
     # The loss shifts a contiguous fp32 copy of the logits instead of padding the labels.
     loss_shift_copy: bool = False
+    # Unsloth's LoRA_QKV / LoRA_W / LoRA_MLP (unsloth/kernels/fast_lora.py @f4633d8):
+    # ``save_for_backward(X, QA, QB, ...)``, ``(A, B, X)`` and ``(..., X, e, g)``.
+    fused_lora: bool = False
+    # Unsloth's Fast_RMS_Layernorm (unsloth/kernels/rms_layernorm.py): ``save_for_backward(X, W, r)``.
+    fused_rmsnorm: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,9 @@ def _linear_inputs(placed: Sequence[Placed], width: int, src: int, s: Activation
         per = n.compute if (n.autocast and src == 4) else src
         copies = len(savers) if (n.autocast and src == 4) else 1
         total += copies * per * width
+    if s.fused_lora:
+        # One autograd function for the whole group keeps the shared input once.
+        return total + (src * width if any(p.adapted for p in placed) else 0.0)
     adapter: float | None = None  # the same for every adapter reading this input
     for p in placed:
         if p.adapted:
@@ -137,6 +149,8 @@ def _adapter_saved(width: int, src: int, s: ActivationSettings) -> float:
 
 def _norm(width: int, s: ActivationSettings, rms: bool) -> float:
     n = s.numerics
+    if rms and s.fused_rmsnorm:
+        return n.residual * width + 4  # the input as it came, and an fp32 rstd per row
     if rms:
         return 4 * width + 4 + (n.residual * width if s.norms_train else 0)
     return n.residual * width + 8
@@ -175,7 +189,11 @@ def _attention_part(
             total += 4 * width + _linear_inputs([p], width, n.compute, s)
     total += _attention_core(att, s, native)
     out_width = att.num_heads * att.v_head_dim
-    total += _linear_inputs([p for p in placed if p.slot == "attn_out"], out_width, n.compute, s)
+    if not (s.fused_lora and not s.eager):
+        # Fused, the output projection keeps the very tensor SDPA already holds as its output.
+        total += _linear_inputs(
+            [p for p in placed if p.slot == "attn_out"], out_width, n.compute, s
+        )
     if block.cross_attention is not None:
         cross = block.cross_attention
         total += _norm(h, s, rms)
@@ -197,6 +215,8 @@ def _mlp(
     c = s.numerics.compute
     f = ff.intermediate_size
     total = _linear_inputs(placed_in, h, src, s)
+    if ff.kind == "gated" and s.fused_lora and any(p.adapted for p in (*placed_in, *placed_out)):
+        return total + 2 * c * f  # e and g; backward recomputes the activation from them
     if ff.kind == "gated":
         total += c * f * (_act_saved(ff) + 2)  # act input, up output, act output
     else:

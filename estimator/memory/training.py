@@ -43,6 +43,12 @@ RESERVE_STATIC: Final = 0.02
 # nvidia-smi: the caching allocator keeps 20-35% of the transient bytes as
 # fragmented, reusable segments.
 RESERVE_DYNAMIC: Final = 0.30
+# When a device allocation fails, the caching allocator frees its cached blocks
+# that are not split and retries (c10/cuda/CUDACachingAllocator.cpp, header
+# comment); a split block's free part stays, which is the slack above. With
+# expandable segments the segment is mapped page by page and every free block's
+# pages can be unmapped on that path, so what has to fit is the allocated peak.
+RESERVE_DYNAMIC_EXPANDABLE: Final = 0.0
 
 
 Placements = list[tuple[Block, tuple[Placed, ...], int]]
@@ -208,6 +214,16 @@ def _phases(st: States, acts: Activations, layers: int, checkpointing: bool) -> 
     )
 
 
+def fused_lora_applies(w: Workload, method: str) -> bool:
+    """Unsloth patches its fused LoRA functions in only when dropout is 0.
+
+    unsloth/models/llama.py ``get_peft_model``: with dropout it warns "Dropout
+    = 0 is supported for fast patching ... Unsloth will patch all other
+    layers, except LoRA matrices", and the adapters stay PEFT modules.
+    """
+    return w.fused_lora and method in ("lora", "qlora") and w.lora_dropout == 0
+
+
 def training_model(
     arch: Architecture,
     split: ParameterSplit,
@@ -233,6 +249,8 @@ def training_model(
         fp32_logits=n.dtype == "fp32"
         or (upcast_by_kbit_prepare(w, method) and w.pure_16bit and not w.kbit_head_16bit),
         offload=w.offload_activations,
+        fused_lora=fused_lora_applies(w, method),
+        fused_rmsnorm=w.fused_rmsnorm,
         loss_chunks=w.loss_chunks,
         loss_shift_copy=w.loss_shift_copy,
     )
@@ -252,7 +270,7 @@ def training_model(
         notes=notes,
         assumptions=assumptions,
         reserve_static=RESERVE_STATIC,
-        reserve_dynamic=RESERVE_DYNAMIC,
+        reserve_dynamic=RESERVE_DYNAMIC_EXPANDABLE if w.expandable_segments else RESERVE_DYNAMIC,
     )
 
 
@@ -292,8 +310,25 @@ def _explain(
         targets = describe_targets(resolution)
         assumptions.append(
             f"LoRA r={w.lora_rank} alpha={w.lora_alpha} dropout={w.lora_dropout} on {targets}; "
-            "adapters fp32 (PEFT autocast_adapter_dtype) with their gradients and optimizer state"
+            + (
+                "adapters fp32 (PEFT autocast_adapter_dtype)"
+                if w.adapters_fp32
+                else "adapters in the model's dtype"
+            )
+            + " with their gradients and optimizer state"
         )
+        if fused_lora_applies(w, method):
+            assumptions.append(
+                "Unsloth's fused LoRA (LoRA_QKV, LoRA_W, LoRA_MLP): one 16-bit input kept per "
+                "group of adapted linears, gate and up outputs kept, the activation recomputed"
+            )
+        elif w.fused_lora:
+            assumptions.append(
+                f"LoRA dropout {w.lora_dropout}: Unsloth leaves the adapters as PEFT modules "
+                "(its fused LoRA needs dropout 0)"
+            )
+    if w.fused_rmsnorm and arch.norm == "rmsnorm":
+        assumptions.append("Unsloth's RMSNorm keeps its 16-bit input and an fp32 rstd per token")
     if method == "qlora":
         assumptions.append(
             "QLoRA: block linears in NF4 (0.5 B/param + absmax"

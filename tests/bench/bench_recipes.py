@@ -73,13 +73,20 @@ def recipe_of(r: dict[str, str]) -> str:
 
 
 def stated(name: str, row_workload: Workload, r: dict[str, str]) -> dict[str, object]:
-    """The fields the row states; an unstated checkpointing column ("?") is left to the
-    recipe when the recipe sets it (else bench_estimator's reading of the column stays)."""
+    """The fields the row states. An unstated checkpointing column ("?") and a LoRA
+    dropout its source does not give are left to the recipe when the recipe sets them
+    (else bench_estimator's reading stays)."""
     out = {f.name: getattr(row_workload, f.name) for f in fields(Workload) if f.name in STATED}
-    if r["grad_checkpointing"].startswith("?") and "grad_checkpointing" in dict(
-        recipe(name).defaults
-    ):
+    defaults = dict(recipe(name).defaults)
+    if r["grad_checkpointing"].startswith("?") and "grad_checkpointing" in defaults:
         out.pop("grad_checkpointing")
+    dropout_given = any(key in r["source"] for key in base.LORA_DROPOUT_BY_SOURCE)
+    if not dropout_given and "lora_dropout" in defaults:
+        out.pop("lora_dropout")
+    if "LLaMA-Factory default" in r["grad_checkpointing"]:
+        # LLaMA-Factory checkpoints with torch's own function unless use_unsloth_gc is set
+        # (src/llamafactory/hparams/model_args.py: use_unsloth_gc default False).
+        out["offload_activations"] = False
     return out
 
 

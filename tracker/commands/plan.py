@@ -110,6 +110,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="saved activations on CPU",
     )
+    parser.add_argument(
+        "--expandable-segments",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the allocator returns free "
+        "pages before an allocation fails, so what must fit is the allocated peak",
+    )
     add_engine_arguments(parser)
 
 
@@ -178,6 +185,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
             ("lora_alpha", args.lora_alpha),
             ("lora_dropout", args.lora_dropout),
             ("offload_activations", args.offload_activations),
+            ("expandable_segments", args.expandable_segments),
         )
         if value is not None
     }
