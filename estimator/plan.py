@@ -301,8 +301,13 @@ def _target_findings(arch: Architecture, w: Workload) -> tuple[Finding, ...]:
 def _assumptions(method: tuple[str, ...], cost: tuple[str, ...], w: Workload) -> tuple[str, ...]:
     common = (
         "peak_allocated_bytes = torch.cuda.max_memory_allocated; reserved_bytes adds the caching "
-        "allocator's reserve (2% of fixed + 30% of batch-proportional bytes); device_bytes adds "
-        "the card's CUDA context (what nvidia-smi shows)",
+        "allocator's reserve (2% of fixed + "
+        + (
+            "none of the batch-proportional bytes: expandable segments"
+            if w.expandable_segments
+            else "30% of batch-proportional bytes"
+        )
+        + "); device_bytes adds the card's CUDA context (what nvidia-smi shows)",
         "optimizer state alive from the second step on; gradients freed between steps",
         f"AdamW implementation {w.adamw_impl}"
         + (

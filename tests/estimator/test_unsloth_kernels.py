@@ -3,7 +3,9 @@ needs no fragmentation slack: both counted from what the kernels save (tiny Llam
 
 from __future__ import annotations
 
-from estimator import Workload
+import random
+
+from estimator import Workload, plan
 from estimator.memory import method_models
 from estimator.memory.activations import ActivationSettings, block_bytes_per_token
 from estimator.memory.lora import resolve_targets
@@ -11,6 +13,7 @@ from estimator.memory.numerics import training_numerics
 from estimator.memory.training import RESERVE_STATIC, placements
 from estimator.recipes import apply_recipe
 from tests.estimator.archbuilder import llama_like
+from tests.estimator.configgen import llama
 from tests.estimator.test_recipes import cli
 
 H, HEADS, KV_HEADS, F = 64, 4, 2, 128
@@ -88,3 +91,12 @@ def test_the_unsloth_recipe_turns_all_three_on_and_the_flag_is_on_the_command_li
     )
     assert cli("--expandable-segments").expandable_segments is True
     assert cli("--recipe", "unsloth", "--no-expandable-segments").expandable_segments is False
+
+
+def test_the_plan_says_which_reserve_it_counted() -> None:
+    config = llama(random.Random(7))
+    plain = " ".join(plan(config, Workload(method="lora")).assumptions)
+    expandable = " ".join(plan(config, apply_recipe("unsloth")).assumptions)
+    assert "30% of batch-proportional bytes" in plain and "expandable segments" not in plain
+    assert "none of the batch-proportional bytes: expandable segments" in expandable
+    assert "Unsloth's fused LoRA (LoRA_QKV, LoRA_W, LoRA_MLP)" in expandable
