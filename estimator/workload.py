@@ -63,6 +63,10 @@ class Workload:
     ``loss_shift_copy``: the loss shifts a contiguous fp32 copy of the logits
     (transformers' ``loss_utils.py`` before the labels were padded instead)
     while the model output still holds the 16-bit logits.
+    ``loss_upcast``: the causal-LM loss casts the logits to fp32 first
+    (transformers' shared ``ForCausalLMLoss``); false is a model's own loss of
+    before it that ran cross-entropy on the 16-bit logits (GPTBigCode), which
+    only autocast makes fp32.
     ``kbit_head_16bit``: after ``kbit_prepare`` upcast every non-4-bit
     parameter to fp32, TRL's ``peft_module_casting_to_bf16`` casts the head and
     the embeddings back to bf16 and keeps the norms in fp32.
@@ -101,6 +105,7 @@ class Workload:
     kbit_head_16bit: bool = False
     loss_chunks: int = 1
     loss_shift_copy: bool = False
+    loss_upcast: bool = True
     adapters_fp32: bool = True
     fused_lora: bool = False
     fused_rmsnorm: bool = False
@@ -152,6 +157,7 @@ class Workload:
             "kbit_prepare",
             "kbit_head_16bit",
             "loss_shift_copy",
+            "loss_upcast",
             "adapters_fp32",
             "fused_lora",
             "fused_rmsnorm",

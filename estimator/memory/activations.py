@@ -62,6 +62,12 @@ CHUNKED_SAVED_BYTES: Final = 4
 CHUNK_BACKWARD_BYTES: Final = 10
 FUSED_BYTES_PER_TOKEN: Final = 4
 SHIFT_COPY_BYTES: Final = 4
+# A cross-entropy run on the 16-bit logits (no upcast, no autocast): the logits and
+# the log-softmax when the forward ends; log-softmax, NLL gradient, log-softmax
+# gradient and the logits at the start of backward; a shifted copy is 16-bit too.
+SIXTEEN_BIT_FORWARD_BYTES: Final = 4
+SIXTEEN_BIT_BACKWARD_BYTES: Final = 8
+SIXTEEN_BIT_SHIFT_COPY_BYTES: Final = 2
 VOCAB_HEADS: Final = frozenset({"causal-lm", "masked-lm", "pretraining", "conditional-generation"})
 INDEX_BYTES: Final = 8
 
@@ -88,6 +94,8 @@ class ActivationSettings:
     loss_chunks: int = 1
     # The loss shifts a contiguous fp32 copy of the logits instead of padding the labels.
     loss_shift_copy: bool = False
+    # The loss runs cross-entropy on the 16-bit logits: no ``.float()``, no autocast.
+    loss_16bit: bool = False
     # Unsloth's LoRA_QKV / LoRA_W / LoRA_MLP (unsloth/kernels/fast_lora.py @f4633d8):
     # ``save_for_backward(X, QA, QB, ...)``, ``(A, B, X)`` and ``(..., X, e, g)``.
     fused_lora: bool = False
@@ -312,6 +320,7 @@ def loss_bytes(
     fp32_logits: bool = False,
     chunks: int = 1,
     shift_copy: bool = False,
+    sixteen_bit: bool = False,
 ) -> tuple[int, int]:
     """(start of backward, end of forward) bytes of the logits and loss tensors.
 
@@ -334,6 +343,13 @@ def loss_bytes(
     logits[..., :-1, :].contiguous()``, one more fp32 copy alive while the
     log-softmax is written (``shift_copy``): 14 B per logit when the forward
     ends. The start of backward is unchanged (the copy is not saved).
+
+    A model's own loss code of before the shared one could skip the upcast:
+    GPTBigCode (``models/gpt_bigcode/modeling_gpt_bigcode.py`` @0057454) runs
+    ``CrossEntropyLoss()`` on ``lm_logits[..., :-1, :].contiguous()`` as they
+    are (``sixteen_bit``; autocast would still promote cross-entropy to fp32):
+    4 B per logit when the forward ends (+2 for the 16-bit shifted copy), 8 B at
+    the start of backward.
     """
     if arch.head not in VOCAB_HEADS:
         return 0, 0
@@ -343,6 +359,9 @@ def loss_bytes(
         # Fused linear cross-entropy (Cut Cross-Entropy): logits are computed block by
         # block in forward and again in backward; only an fp32 log-sum-exp per token stays.
         return FUSED_BYTES_PER_TOKEN * tokens, FUSED_BYTES_PER_TOKEN * tokens
+    if sixteen_bit and chunks == 1:
+        forward = SIXTEEN_BIT_FORWARD_BYTES + (SIXTEEN_BIT_SHIFT_COPY_BYTES if shift_copy else 0)
+        return SIXTEEN_BIT_BACKWARD_BYTES * logits, forward * logits
     if chunks > 1:
         backward = CHUNKED_SAVED_BYTES * logits + CHUNK_BACKWARD_BYTES * logits // chunks
         forward = (saved_16bit + CHUNKED_SAVED_BYTES) * logits + 4 * logits // chunks
@@ -381,7 +400,9 @@ def training_activations(
         in_layers = 2 * largest if s.offload else sum(v * count for v, count in per_layer)
         saved = (min(in_layers, sum(v * count for v, count in per_layer)) + outside) * tokens
         working = grads * tokens
-    loss, loss_forward = loss_bytes(arch, tokens, s.fp32_logits, s.loss_chunks, s.loss_shift_copy)
+    loss, loss_forward = loss_bytes(
+        arch, tokens, s.fp32_logits, s.loss_chunks, s.loss_shift_copy, s.loss_16bit
+    )
     return Activations(int(saved), loss, int(working), loss_forward)
 
 

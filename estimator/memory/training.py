@@ -214,6 +214,11 @@ def _phases(st: States, acts: Activations, layers: int, checkpointing: bool) -> 
     )
 
 
+def loss_in_16bit(w: Workload, n: Numerics) -> bool:
+    """A loss without ``.float()`` stays 16-bit unless autocast promotes cross-entropy."""
+    return not w.loss_upcast and not n.autocast and n.dtype != "fp32"
+
+
 def fused_lora_applies(w: Workload, method: str) -> bool:
     """Unsloth patches its fused LoRA functions in only when dropout is 0.
 
@@ -253,6 +258,7 @@ def training_model(
         fused_rmsnorm=w.fused_rmsnorm,
         loss_chunks=w.loss_chunks,
         loss_shift_copy=w.loss_shift_copy,
+        loss_16bit=loss_in_16bit(w, n),
     )
     acts = training_activations(arch, placed, settings, batch=1)
     if full:
@@ -289,6 +295,12 @@ def _explain(
     if w.loss_chunks == 0:
         assumptions.append(
             "fused linear cross-entropy: logits never materialised, an fp32 log-sum-exp per token"
+        )
+    elif loss_in_16bit(w, n) and w.loss_chunks == 1:
+        assumptions.append(
+            f"cross-entropy on the {n.dtype} logits (the model's own loss: no fp32 upcast"
+            + (", a shifted 16-bit copy" if w.loss_shift_copy else "")
+            + ")"
         )
     elif w.loss_shift_copy and w.loss_chunks == 1:
         assumptions.append(

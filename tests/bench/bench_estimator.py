@@ -94,6 +94,9 @@ UNSTATED_LORA_DROPOUT = 0.05
 # Model types whose causal-LM forward called transformers' shared loss function when
 # fms-acceleration's refs were measured.
 SHARED_LOSS_FAMILIES = frozenset({"llama", "mistral", "mixtral"})
+# ... and those whose forward still computed its own loss, without an fp32 upcast
+# (transformers models/gpt_bigcode/modeling_gpt_bigcode.py @0057454).
+OWN_LOSS_FAMILIES = frozenset({"gpt_bigcode"})
 PEFT_DEFAULT = {
     "t5": ("q", "v"),
     "mt5": ("q", "v"),
@@ -223,6 +226,10 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         config["architectures"] = ["BertForSequenceClassification"]
     precision = r["precision"].lower()
     pure = "pure" in precision or precision.startswith("bfloat16") or kind != "full"
+    if "fms-acceleration" in r["source"] and "framework_config=none" not in r["notes"]:
+        # The refs' fp16 column: the quantised (bnb, GPTQ) scenarios ran with fp16=True
+        # (Trainer autocast), the full and standard-peft ones without.
+        pure = False
     prec = (
         "fp32"
         if "fp32" in precision
@@ -260,7 +267,11 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         # fp32 copy of the logits (the Llama/Mistral/Mixtral per-token slope is the
         # checkpointed stream plus 14 B per logit); GPTBigCode kept its own loss code.
         loss_shift_copy="fms-acceleration" in r["source"]
-        and config.get("model_type") in SHARED_LOSS_FAMILIES,
+        and config.get("model_type") in SHARED_LOSS_FAMILIES | OWN_LOSS_FAMILIES,
+        # GPTBigCode's own loss of that time ran on the 16-bit shifted logits.
+        loss_upcast=not (
+            "fms-acceleration" in r["source"] and config.get("model_type") in OWN_LOSS_FAMILIES
+        ),
         card="A100 80GB",
         gpus=gpus,
         # DeepSpeed rows: ZeRO-3 (the PEFT and accelerate examples' configs), offloading

@@ -47,6 +47,7 @@ STATED = frozenset(
         "kbit_prepare",
         "kbit_head_16bit",
         "loss_shift_copy",
+        "loss_upcast",
         "card",
         "gpus",
         "parallelism",

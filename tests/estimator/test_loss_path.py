@@ -34,3 +34,24 @@ def test_the_shift_copy_reaches_the_end_of_forward_phase() -> None:
         return phase.breakdown(2)["activations"]
 
     assert activations(loss_shift_copy=True) - activations() == 4 * LOGITS
+
+
+def test_a_loss_without_upcast_stays_16_bit_unless_autocast_promotes_it() -> None:
+    # GPTBigCode's own loss: CrossEntropyLoss on lm_logits[..., :-1, :].contiguous().
+    # Forward end: logits 2 + log-softmax 2 (+2 for the shifted copy); backward start:
+    # log-softmax, NLL gradient, log-softmax gradient and the logits, 2 B each.
+    assert loss_bytes(ARCH, 32, sixteen_bit=True) == (8 * LOGITS, 4 * LOGITS)
+    assert loss_bytes(ARCH, 32, shift_copy=True, sixteen_bit=True) == (8 * LOGITS, 6 * LOGITS)
+
+    def start_of_backward(**extra: object) -> int:
+        w = Workload(method="full", batch=2, seq_len=16, **extra)  # type: ignore[arg-type]
+        model = method_models(ARCH, w, has_bf16=True)["full"]
+        phase = next(p for p in model.phases if p.name.startswith("start of backward"))
+        return phase.breakdown(2)["activations"]
+
+    pure = start_of_backward(pure_16bit=True) - start_of_backward(
+        pure_16bit=True, loss_upcast=False
+    )
+    assert pure == 4 * LOGITS
+    # Under autocast cross-entropy runs in fp32 whatever the model's code asks.
+    assert start_of_backward(loss_upcast=False) == start_of_backward()
