@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import estimator
 from estimator.errors import EstimateError
+from estimator.families import ExactParameters
 from storage.records import Change, Severity
 from tracker.diff.revision import RevisionContent
 from tracker.exact_parameters import builder
@@ -26,9 +27,14 @@ SERVING_ENGINE: Final = estimator.EngineRequest(engine="vllm")
 
 
 def estimate(
-    content: RevisionContent, previous: RevisionContent | None = None
+    content: RevisionContent,
+    previous: RevisionContent | None = None,
+    exact: ExactParameters | None = None,
 ) -> tuple[dict[str, Any] | None, Change | None]:
     """(plan JSON or None, a change saying why there is no plan, if that is news).
+
+    ``exact`` builds the parameters of a type no family knows; by default the
+    process's own meta-device builds, when the ``[exact]`` extra is installed.
 
     A refusal is news only where config.json changed since ``previous``: the
     same config was refused for the same reason at the previous revision,
@@ -38,7 +44,8 @@ def estimate(
     if not isinstance(config, dict):
         return None, None
     manifest = _manifest(content)
-    exact = builder()  # exact parameters of unknown types, with the [exact] extra
+    if exact is None:
+        exact = builder()  # exact parameters of unknown types, with the [exact] extra
     try:
         try:
             result = estimator.plan(

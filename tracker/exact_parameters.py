@@ -7,7 +7,10 @@ returns None and the plan keeps the generic estimate, whose ``unsupported-model-
 finding says how to get this one. torch is imported on the first unknown type only, so
 plans of known families never pay for it. One build per config: results (the parameter
 list and the module tree) are kept in process, keyed by the SHA-256 of the canonical
-config JSON, so a daemon walking many revisions of one repo builds once.
+config JSON, so a daemon walking many revisions of one repo builds once; the cache
+holds the ``MAX_CACHED`` latest builds, so a worker's memory does not grow with the
+number of repos it meets. ``tracker.stored_builds`` keeps them in the blob store
+for every process of a deployment.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class MetaBuild:
     refused: str | None = None
 
 
+MAX_CACHED = 256
 _cache: dict[str, MetaBuild] = {}
 _lock = threading.Lock()
 
@@ -159,9 +163,20 @@ def meta_build(config: Mapping[str, object]) -> MetaBuild:
     if hit is not None:
         return hit
     built = _build(config)
+    _keep(key, built)
+    return built
+
+
+def remember(config: Mapping[str, object], built: MetaBuild) -> None:
+    """Keep a build read from elsewhere (the blob store) as if this process had made it."""
+    _keep(config_hash(config), built)
+
+
+def _keep(key: str, built: MetaBuild) -> None:
     with _lock:
         _cache[key] = built
-    return built
+        while len(_cache) > MAX_CACHED:
+            del _cache[next(iter(_cache))]  # the oldest build first
 
 
 def meta_parameters(config: Mapping[str, object]) -> ParameterList | None:
@@ -183,4 +198,5 @@ __all__ = [
     "config_hash",
     "meta_build",
     "meta_parameters",
+    "remember",
 ]

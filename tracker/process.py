@@ -67,8 +67,10 @@ from tracker.diff.common import by_severity
 from tracker.diff.plan_delta import diff_plans
 from tracker.diff.revision import Parsed, RevisionContent, diff_revisions
 from tracker.estimate import estimate
+from tracker.exact_parameters import available as exact_available
 from tracker.hub import Hub
 from tracker.snapshot import LazyBlobs, take_snapshot
+from tracker.stored_builds import StoredBuilds
 
 CONFIG_PATHS: Final = ("config.json", "generation_config.json")
 """The model-level configs an outcome carries parsed, for publishers to read."""
@@ -128,7 +130,8 @@ InTransaction = Callable[[Session], None]
 
 @dataclass(frozen=True)
 class Prepared:
-    """A revision read from the Hub and diffed, not yet written."""
+    """A revision read from the Hub and diffed, not yet written: its outcome and the blobs
+    to write with it (texts fetched from the Hub, meta-device builds made for it)."""
 
     outcome: RevisionOutcome
     fetched: dict[str, bytes]
@@ -150,7 +153,8 @@ def prepare(
         new = result.content(blobs)
         old = content_of(previous, blobs, cache) if previous else None
         found = diff_revisions(old, new) + list(result.problems)
-        plan, problem = estimate(new, old)
+        builds = StoredBuilds(session) if exact_available() else None
+        plan, problem = estimate(new, old, builds)
         if problem is not None:
             found.append(problem)
         old_plan = plan_at(session, revision.repo_id, previous.revision.sha) if previous else None
@@ -166,7 +170,8 @@ def prepare(
         plan=plan,
         previous_plan=old_plan,
     )
-    return Prepared(outcome, dict(result.fetched))
+    # New meta-device builds are blobs of their own, written in the revision's transaction.
+    return Prepared(outcome, {**result.fetched, **(builds.new if builds else {})})
 
 
 def commit(

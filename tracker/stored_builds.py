@@ -1,0 +1,138 @@
+"""Meta-device builds kept in the blob store, so a deployment builds each config once.
+
+A build of a type no family knows costs about a quarter of a second and, until
+now, was kept only in the process that made it: every worker, and every restart,
+built the same configs again. Here the build of one (config, transformers
+version) is a blob under a key of its own, read back in the revision's read
+session and written in the revision's own transaction (``tracker.process``), so
+a crash between the two loses nothing but the build.
+
+The key is ``m`` and 63 hex digits of SHA-256 over the canonical config and the
+transformers version: the Hub's content keys (git blob ids, LFS sha256) are hex
+only, so no file a repo uploads can sit under it, and the stored document
+repeats its key, which is checked on read. A stored document that does not
+decode is rebuilt, not trusted. A new transformers release may build a class
+differently; its version is part of the key, so its builds are made afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any, Final
+
+from sqlalchemy.orm import Session
+
+from estimator.families.exact import ParameterList
+from storage import BlobCorrupt, BlobNotFound, get_blob
+from tracker.exact_parameters import MetaBuild, config_hash, meta_build, remember
+
+KEY_PREFIX: Final = "m"
+FORMAT: Final = 1
+
+
+@lru_cache(maxsize=1)
+def transformers_version() -> str:
+    """The installed transformers' version, read without importing it."""
+    return importlib.metadata.version("transformers")
+
+
+def build_key(config: Mapping[str, object]) -> str:
+    """The blob key of ``config``'s build under the installed transformers."""
+    material = f"{config_hash(config)}\0{transformers_version()}".encode()
+    return KEY_PREFIX + hashlib.sha256(material).hexdigest()[:63]
+
+
+def encode(build: MetaBuild, key: str) -> bytes:
+    """The stored document: parameters, module tree and refusal, with its own key."""
+    document = {
+        "format": FORMAT,
+        "key": key,
+        "parameters": [[name, list(shape)] for name, shape in build.parameters],
+        "modules": [list(module) for module in build.modules],
+        "refused": build.refused,
+    }
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def decode(data: bytes, key: str) -> MetaBuild | None:
+    """The build in ``data`` if it is a well-formed document of ``key``, else None."""
+    try:
+        document = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        return None
+    if document.get("key") != key:
+        return None
+    parameters = _parameters(document.get("parameters"))
+    modules = _modules(document.get("modules"))
+    refused = document.get("refused")
+    if parameters is None or modules is None or not isinstance(refused, str | None):
+        return None
+    return MetaBuild(parameters, modules, refused)
+
+
+def _parameters(value: Any) -> ParameterList | None:
+    if not isinstance(value, list):
+        return None
+    out = []
+    for item in value:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+            return None
+        shape = item[1]
+        if not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+        ):
+            return None
+        out.append((item[0], tuple(shape)))
+    return tuple(out)
+
+
+def _modules(value: Any) -> tuple[tuple[str, str], ...] | None:
+    if not isinstance(value, list):
+        return None
+    if not all(
+        isinstance(m, list) and len(m) == 2 and all(isinstance(s, str) for s in m) for m in value
+    ):
+        return None
+    return tuple((m[0], m[1]) for m in value)
+
+
+class StoredBuilds:
+    """The ExactParameters of one revision's read session.
+
+    Stored builds are read from the blob store; a config met for the first time
+    is built (or taken from this process's cache) and its document kept in
+    ``new`` for the revision's transaction to write.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.new: dict[str, bytes] = {}
+
+    def __call__(self, config: Mapping[str, object]) -> ParameterList | None:
+        return self.build(config).parameters or None
+
+    def build(self, config: Mapping[str, object]) -> MetaBuild:
+        key = build_key(config)
+        stored = self._stored(key)
+        if stored is not None:
+            remember(config, stored)
+            return stored
+        built = meta_build(config)
+        self.new[key] = encode(built, key)
+        return built
+
+    def _stored(self, key: str) -> MetaBuild | None:
+        try:
+            data = get_blob(self.session, key)
+        except (BlobNotFound, BlobCorrupt):
+            return None
+        return decode(data, key)
+
+
+__all__ = ["StoredBuilds", "build_key", "decode", "encode", "transformers_version"]
