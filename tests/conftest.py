@@ -6,7 +6,11 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins: list[str] = ["tests.fixtures.database", "tests.fixtures.hub"]
+pytest_plugins: list[str] = [
+    "tests.fixtures.database",
+    "tests.fixtures.hub",
+    "tests.fixtures.meta_builds",
+]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"

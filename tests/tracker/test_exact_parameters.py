@@ -64,20 +64,11 @@ def test_without_the_extra_the_generic_estimate_says_how_to_get_the_exact_one(
     assert dict(result.model)["family"] == "generic"
 
 
-def test_one_build_per_config_hash(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = Counter[str]()
-    real = exact_parameters._build
-
-    def counting(config: dict[str, object]) -> exact_parameters.MetaBuild:
-        calls["build"] += 1
-        return real(config)
-
-    monkeypatch.setattr(exact_parameters, "_build", counting)
-    monkeypatch.setattr(exact_parameters, "_cache", {})
+def test_one_build_per_config_hash(builds: Counter[str]) -> None:
     config = {**OLMO2, "num_hidden_layers": 2}
     first = exact_parameters.meta_build(config)
     again = exact_parameters.meta_build(dict(reversed(list(config.items()))))
-    assert calls["build"] == 1 and again is first
+    assert builds["build"] == 1 and again is first
     assert first.modules[0] == ("", "Olmo2ForCausalLM")
 
 

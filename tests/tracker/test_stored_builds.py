@@ -12,40 +12,16 @@ import tracker.exact_parameters as exact_parameters
 import tracker.stored_builds as stored_builds
 from storage import Database, plan_at, put_blob, revisions
 from storage.models import BlobRow
+from tests.tracker.test_exact_parameters import OLMO2 as OLMO2_FOUR_LAYERS
 from tracker.backfill import backfill
 from tracker.hub import Hub
 from tracker.hubsim import HubEmulator
 from tracker.stored_builds import StoredBuilds, build_key, decode, encode
 
 # OLMo 2 has no family module: only transformers can list its parameters.
-OLMO2 = {
-    "model_type": "olmo2",
-    "architectures": ["Olmo2ForCausalLM"],
-    "vocab_size": 512,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 1024,
-}
+OLMO2 = {**OLMO2_FOUR_LAYERS, "num_hidden_layers": 2}
 # A corpus repo of a type without a family module (LayoutLMv3).
 UNKNOWN_TYPE_REPO = "Theivaprakasham/layoutlmv3-finetuned-invoice"
-
-
-@pytest.fixture
-def builds(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """Counts the meta-device builds this process makes, starting from an empty cache."""
-    calls = Counter[str]()
-    real = exact_parameters._build
-
-    def counting(config: dict[str, object]) -> exact_parameters.MetaBuild:
-        calls["build"] += 1
-        return real(config)
-
-    monkeypatch.setattr(exact_parameters, "_build", counting)
-    monkeypatch.setattr(exact_parameters, "_cache", {})
-    return calls
 
 
 def test_the_key_cannot_be_a_hub_content_key_and_names_the_transformers_version(
