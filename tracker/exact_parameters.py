@@ -158,8 +158,7 @@ def _build(config: Mapping[str, object]) -> MetaBuild:
 def meta_build(config: Mapping[str, object]) -> MetaBuild:
     """The (cached) meta-device build of ``config``."""
     key = config_hash(config)
-    with _lock:
-        hit = _cache.get(key)
+    hit = cached(key)
     if hit is not None:
         return hit
     built = _build(config)
@@ -167,9 +166,15 @@ def meta_build(config: Mapping[str, object]) -> MetaBuild:
     return built
 
 
-def remember(config: Mapping[str, object], built: MetaBuild) -> None:
+def cached(key: str) -> MetaBuild | None:
+    """This process's build of the config whose ``config_hash`` is ``key``, if it has one."""
+    with _lock:
+        return _cache.get(key)
+
+
+def remember(key: str, built: MetaBuild) -> None:
     """Keep a build read from elsewhere (the blob store) as if this process had made it."""
-    _keep(config_hash(config), built)
+    _keep(key, built)
 
 
 def _keep(key: str, built: MetaBuild) -> None:
@@ -195,6 +200,7 @@ __all__ = [
     "MetaBuild",
     "available",
     "builder",
+    "cached",
     "config_hash",
     "meta_build",
     "meta_parameters",

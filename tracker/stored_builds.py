@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from estimator.families.exact import ParameterList
 from storage import BlobCorrupt, BlobNotFound, get_blob
-from tracker.exact_parameters import MetaBuild, config_hash, meta_build, remember
+from tracker.exact_parameters import MetaBuild, cached, config_hash, meta_build, remember
 
 KEY_PREFIX: Final = "m"
 FORMAT: Final = 1
@@ -42,7 +42,11 @@ def transformers_version() -> str:
 
 def build_key(config: Mapping[str, object]) -> str:
     """The blob key of ``config``'s build under the installed transformers."""
-    material = f"{config_hash(config)}\0{transformers_version()}".encode()
+    return _blob_key(config_hash(config))
+
+
+def _blob_key(digest: str) -> str:
+    material = f"{digest}\0{transformers_version()}".encode()
     return KEY_PREFIX + hashlib.sha256(material).hexdigest()[:63]
 
 
@@ -105,9 +109,9 @@ def _modules(value: Any) -> tuple[tuple[str, str], ...] | None:
 class StoredBuilds:
     """The ExactParameters of one revision's read session.
 
-    Stored builds are read from the blob store; a config met for the first time
-    is built (or taken from this process's cache) and its document kept in
-    ``new`` for the revision's transaction to write.
+    A config this process holds a build of is answered from memory; any other is
+    read from the blob store, or, met for the first time, built and its document
+    kept in ``new`` for the revision's transaction to write.
     """
 
     def __init__(self, session: Session) -> None:
@@ -118,10 +122,16 @@ class StoredBuilds:
         return self.build(config).parameters or None
 
     def build(self, config: Mapping[str, object]) -> MetaBuild:
-        key = build_key(config)
+        # A build this process holds was read from the store or made and written by it: a
+        # repo's every revision of one config reads the store once per process, not each time.
+        digest = config_hash(config)
+        hit = cached(digest)
+        if hit is not None:
+            return hit
+        key = _blob_key(digest)
         stored = self._stored(key)
         if stored is not None:
-            remember(config, stored)
+            remember(digest, stored)
             return stored
         built = meta_build(config)
         self.new[key] = encode(built, key)

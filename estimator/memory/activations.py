@@ -197,7 +197,7 @@ def _attention_part(
             total += 4 * width + _linear_inputs([p], width, n.compute, s)
     total += _attention_core(att, s, native)
     out_width = att.num_heads * att.v_head_dim
-    if not (s.fused_lora and not s.eager):
+    if s.eager or not s.fused_lora:
         # Fused, the output projection keeps the very tensor SDPA already holds as its output.
         total += _linear_inputs(
             [p for p in placed if p.slot == "attn_out"], out_width, n.compute, s

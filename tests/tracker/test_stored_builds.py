@@ -99,3 +99,18 @@ def test_a_backfill_writes_each_build_once_with_its_revision(
     families = {p["model"]["family"] for p in plans if p is not None}
     assert families == {"meta-device"}, families
     assert len(keys) == builds["build"] >= 1  # one build and one stored document per config
+
+
+def test_a_build_this_process_holds_is_answered_without_the_store(
+    database: Database, builds: Counter[str]
+) -> None:
+    with database.read_session() as session:
+        parameters = StoredBuilds(session)(OLMO2)
+    with database.read_session() as session:
+        again = StoredBuilds(session)
+        assert again(OLMO2) == parameters
+    # Nothing was written and nothing read back: the second answer came from memory.
+    assert builds["build"] == 1 and again.new == {}
+    with database.read_session() as session:
+        stored = session.scalars(select(BlobRow.content_key)).all()
+    assert build_key(OLMO2) not in stored
