@@ -13,6 +13,7 @@ from storage.advisories import (
 )
 from storage.blobs import MAX_BLOB_BYTES, get_blob, known_content_keys, put_blob
 from storage.database import Database, open_database
+from storage.diff_base import DiffBase, diff_base
 from storage.errors import (
     BlobCorrupt,
     BlobNotFound,
@@ -113,6 +114,7 @@ __all__ = [
     "DatabaseUnavailable",
     "Delivery",
     "DeliveryStatus",
+    "DiffBase",
     "FileEntry",
     "IntegrityConflict",
     "InvalidRecord",
@@ -142,6 +144,7 @@ __all__ = [
     "claim_due_repos",
     "dead_letters",
     "deliveries",
+    "diff_base",
     "due_count",
     "enqueue_delivery",
     "ensure_repo",

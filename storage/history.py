@@ -119,10 +119,15 @@ def has_revision(session: Session, repo_id: str, sha: str) -> bool:
 
 def latest_revision(session: Session, repo_id: str) -> Revision | None:
     """The newest recorded revision still on the repo's main history, if any."""
-    row = session.scalars(
+    row = latest_revision_row(session, repo_id)
+    return None if row is None else to_revision(repo_id, row)
+
+
+def latest_revision_row(session: Session, repo_id: str) -> RevisionRow | None:
+    """The row of the newest revision on main, for queries inside storage."""
+    return session.scalars(
         _on_main(session, repo_id).order_by(RevisionRow.date.desc(), RevisionRow.id.desc()).limit(1)
     ).one_or_none()
-    return None if row is None else to_revision(repo_id, row)
 
 
 def revisions(session: Session, repo_id: str, *, include_off_main: bool = False) -> list[Revision]:
@@ -156,7 +161,11 @@ def revision_log(session: Session, repo_id: str) -> list[StoredRevision]:
 
 def snapshot_at(session: Session, repo_id: str, sha: str) -> Snapshot:
     """The snapshot recorded for ``repo_id`` at ``sha``, exactly as it was recorded."""
-    row = revision_row(session, repo_id, sha)
+    return snapshot_of(session, repo_id, revision_row(session, repo_id, sha))
+
+
+def snapshot_of(session: Session, repo_id: str, row: RevisionRow) -> Snapshot:
+    """The snapshot of a revision row already read, for queries inside storage."""
     files = session.scalars(
         select(RevisionFileRow)
         .where(RevisionFileRow.revision_pk == row.id)

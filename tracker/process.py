@@ -53,14 +53,11 @@ from sqlalchemy.orm import Session
 
 from storage import (
     Database,
+    diff_base,
     get_blob,
-    has_revision,
     known_content_keys,
-    latest_revision,
-    plan_at,
     put_blob,
     record_revision,
-    snapshot_at,
 )
 from storage.records import JsonValue, Publication, Revision, RevisionOutcome, Snapshot
 from tracker.diff.common import by_severity
@@ -145,10 +142,11 @@ def prepare(
 ) -> Prepared | None:
     """Snapshot, diff and estimate ``revision``; None if it is already recorded."""
     with database.read_session() as session:
-        if has_revision(session, revision.repo_id, revision.sha):
+        base = diff_base(session, revision)
+        if base.recorded:
             return None
         blobs = SessionBlobs(session)
-        previous = _previous(session, revision)
+        previous = base.previous
         result = take_snapshot(hub, revision, previous, blobs, parse_cache=cache)
         new = result.content(blobs)
         old = content_of(previous, blobs, cache) if previous else None
@@ -157,7 +155,7 @@ def prepare(
         plan, problem = estimate(new, old, builds)
         if problem is not None:
             found.append(problem)
-        old_plan = plan_at(session, revision.repo_id, previous.revision.sha) if previous else None
+        old_plan = base.previous_plan
         found = by_severity(found + diff_plans(old_plan, plan))
         configs = configs_of(new)
         previous_configs = _previous_configs(old, new, configs) if old else {}
@@ -234,15 +232,6 @@ def content_of(
 ) -> RevisionContent:
     """A recorded snapshot as the differs see it, its texts read from the blob store on demand."""
     return RevisionContent(snapshot, LazyBlobs(snapshot.texts, blobs.read), cache)
-
-
-def _previous(session: Session, revision: Revision) -> Snapshot | None:
-    """The snapshot to diff against: the parent if recorded, else the latest recorded one."""
-    for parent in revision.parents:
-        if has_revision(session, revision.repo_id, parent):
-            return snapshot_at(session, revision.repo_id, parent)
-    latest = latest_revision(session, revision.repo_id)
-    return snapshot_at(session, revision.repo_id, latest.sha) if latest else None
 
 
 __all__ = [
