@@ -35,8 +35,14 @@ class Numerics:
     dtype: str
 
 
-def training_numerics(workload: Workload, method: str, has_bf16: bool) -> Numerics:
-    """Widths for ``method`` (full/lora/qlora) under the workload's precision."""
+def training_numerics(
+    workload: Workload, method: str, has_bf16: bool, norm: str = "rmsnorm"
+) -> Numerics:
+    """Widths for ``method`` (full/lora/qlora) under the workload's precision.
+
+    ``norm`` is the architecture's normalisation ("layernorm" or "rmsnorm"):
+    under autocast it decides whether a 4-bit base widens the hidden stream.
+    """
     dtype = _effective_dtype(workload.precision, has_bf16)
     if dtype == "fp32":
         return Numerics("fp32", 4, 4, 4, 4, 4, 4, False, "fp32")
@@ -52,6 +58,8 @@ def training_numerics(workload: Workload, method: str, has_bf16: bool) -> Numeri
         # Embeddings and norms hold fp32 weights: the hidden stream and every
         # norm output become fp32 (type promotion), as under autocast.
         return Numerics(label + ", fp32 embeddings and norms", 2, 4, 4, 4, 4, 4, True, dtype)
+    if fp32_stream_under_autocast(workload, method, norm):
+        return Numerics(label + ", fp32 LayerNorm outputs and stream", 2, 4, 4, 4, 4, 4, True, dtype)
     return Numerics(label, 2, 2, 4, 4, 4, 2, not workload.pure_16bit, dtype)
 
 
@@ -64,6 +72,22 @@ def upcast_by_kbit_prepare(workload: Workload, method: str) -> bool:
     compute dtype for the forward, so only the stored weights grow.
     """
     return method == "qlora" and workload.kbit_prepare and workload.gpus == 1
+
+
+def fp32_stream_under_autocast(workload: Workload, method: str, norm: str) -> bool:
+    """Whether autocast over a 4-bit base makes the hidden stream fp32.
+
+    ``layer_norm`` is on autocast's fp32 list (torch ``autocast_mode.cpp``,
+    CUDA ``KERNEL_CUDA(layer_norm, fp32)``), so an ``nn.LayerNorm`` hands
+    fp32 to the next linears. A plain linear under autocast answers in 16-bit
+    whatever it is given, but bitsandbytes' ``Linear4bit.forward``
+    (``bitsandbytes/nn/modules.py``) returns ``out.to(inp_dtype)``: after a
+    LayerNorm the 4-bit MLP answers fp32, and adding it to the residual
+    promotes the stream to fp32 from the first layer on. RMSNorm modules
+    (Llama, Mistral) cast back to their input's dtype themselves, so their
+    stream stays 16-bit.
+    """
+    return method == "qlora" and not workload.pure_16bit and norm == "layernorm"
 
 
 def dequantised_bytes(workload: Workload, method: str) -> int:

@@ -238,7 +238,7 @@ def training_model(
     slots: dict[int, Slotted] | None = None,
 ) -> MethodModel:
     """Full fine-tune, LoRA or QLoRA as a ``MethodModel``."""
-    n = training_numerics(w, method, has_bf16)
+    n = training_numerics(w, method, has_bf16, arch.norm)
     full = method == "full"
     resolution = resolve_targets(arch, w.lora_targets)
     placed = placements(arch, full, resolution.names, slots)
