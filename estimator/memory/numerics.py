@@ -59,7 +59,9 @@ def training_numerics(
         # norm output become fp32 (type promotion), as under autocast.
         return Numerics(label + ", fp32 embeddings and norms", 2, 4, 4, 4, 4, 4, True, dtype)
     if fp32_stream_under_autocast(workload, method, norm):
-        return Numerics(label + ", fp32 LayerNorm outputs and stream", 2, 4, 4, 4, 4, 4, True, dtype)
+        return Numerics(
+            label + ", fp32 LayerNorm outputs and stream", 2, 4, 4, 4, 4, 4, True, dtype
+        )
     return Numerics(label, 2, 2, 4, 4, 4, 2, not workload.pure_16bit, dtype)
 
 
