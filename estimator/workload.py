@@ -53,6 +53,9 @@ class Workload:
     with ``zero_stage`` 1-3, or ``ddp`` (replicas). ``offload_optimizer``,
     ``offload_params`` and ``offload_activations`` move those tensors to CPU
     memory; the plan states what stays on the GPU.
+    ``target_len``: decoder tokens per sample of an encoder-decoder model
+    (the padded label length: a classification label is a few tokens while
+    the input is ``seq_len``); 0 is ``seq_len``. Decoder-only models ignore it.
     ``lora_targets``: module names, or role names (``attention``, ``mlp``,
     ``qkv``, ``all-linear``) that each family maps to its own linears.
     ``loss_chunks``: 1 is one cross-entropy over fp32 logits of the whole
@@ -88,6 +91,7 @@ class Workload:
     method: Method = "full"
     batch: int = 32
     seq_len: int = 512
+    target_len: int = 0
     precision: Precision = "bf16"
     pure_16bit: bool = False
     optimizer: Optimizer = "adamw"
@@ -140,6 +144,7 @@ class Workload:
         _bounded("gpus_per_node", self.gpus_per_node, 1, MAX_GPUS)
         _bounded("batch", self.batch, 1, MAX_BATCH)
         _bounded("seq_len", self.seq_len, 1, MAX_SEQ)
+        _bounded("target_len", self.target_len, 0, MAX_SEQ)
         _bounded("gpus", self.gpus, 1, MAX_GPUS)
         _bounded("lora_rank", self.lora_rank, 1, MAX_RANK)
         _bounded("lora_alpha", self.lora_alpha, 1, MAX_RANK)

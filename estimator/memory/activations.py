@@ -68,6 +68,9 @@ SHIFT_COPY_BYTES: Final = 4
 SIXTEEN_BIT_FORWARD_BYTES: Final = 4
 SIXTEEN_BIT_BACKWARD_BYTES: Final = 8
 SIXTEEN_BIT_SHIFT_COPY_BYTES: Final = 2
+# Last name component of a cross-attention query projection (T5 ``EncDecAttention.q``,
+# BART and Whisper ``encoder_attn.q_proj``).
+CROSS_QUERY_NAMES: Final = frozenset({"q", "q_proj", "query"})
 VOCAB_HEADS: Final = frozenset({"causal-lm", "masked-lm", "pretraining", "conditional-generation"})
 INDEX_BYTES: Final = 8
 
@@ -101,6 +104,9 @@ class ActivationSettings:
     fused_lora: bool = False
     # Unsloth's Fast_RMS_Layernorm (unsloth/kernels/rms_layernorm.py): ``save_for_backward(X, W, r)``.
     fused_rmsnorm: bool = False
+    # Decoder tokens per sample of an encoder-decoder model (0: ``seq_len``); the
+    # encoder and every cross-attention key run over ``seq_len``.
+    target_len: int = 0
 
 
 @dataclass(frozen=True)
@@ -164,17 +170,28 @@ def _norm(width: int, s: ActivationSettings, rms: bool) -> float:
     return n.residual * width + 8
 
 
-def _attention_core(att: AttentionSpec, s: ActivationSettings, native_softmax: bool) -> float:
+def _kv_width(att: AttentionSpec, s: ActivationSettings) -> int:
+    """K and V elements per key token that attention keeps (eager repeats them per query head)."""
+    heads = att.num_heads if s.eager else att.num_kv_heads
+    return heads * (att.head_dim + att.v_head_dim)
+
+
+def _attention_core(
+    att: AttentionSpec, s: ActivationSettings, native_softmax: bool, keys: int, with_kv: bool = True
+) -> float:
+    """Per query token; ``keys`` is how many tokens each query attends over.
+
+    ``with_kv`` false leaves out K and V, which cross-attention keeps per
+    encoder token, not per decoder token (``cross_source_bytes_per_token``).
+    """
     n = s.numerics
     c = n.compute
     q = att.num_heads * att.head_dim
     out = att.num_heads * att.v_head_dim
+    kv = _kv_width(att, s) if with_kv else 0
     if not s.eager:
-        kv = att.num_kv_heads * (att.head_dim + att.v_head_dim)
         return c * (q + kv + out) + 4 * att.num_heads
-    kv_heads = att.num_heads  # eager repeats K/V to every query head
-    kv = kv_heads * (att.head_dim + att.v_head_dim)
-    scores = att.num_heads * s.seq_len
+    scores = att.num_heads * keys
     soft = c if (native_softmax and not n.autocast) else 4
     per_score = soft
     if att.dropout > 0:
@@ -189,13 +206,14 @@ def _attention_part(
 ) -> float:
     n = s.numerics
     att = block.attention
+    decoder = block.cross_attention is not None
     total = _norm(h, s, rms)
     total += _linear_inputs([p for p in placed if p.slot == "attn_in"], h, n.norm_out, s)
     for p in placed:
         if p.slot == "attn_inner":
             width = p.linear.in_features
             total += 4 * width + _linear_inputs([p], width, n.compute, s)
-    total += _attention_core(att, s, native)
+    total += _attention_core(att, s, native, _target_len(s) if decoder else s.seq_len)
     out_width = att.num_heads * att.v_head_dim
     if s.eager or not s.fused_lora:
         # Fused, the output projection keeps the very tensor SDPA already holds as its output.
@@ -205,8 +223,9 @@ def _attention_part(
     if block.cross_attention is not None:
         cross = block.cross_attention
         total += _norm(h, s, rms)
-        total += _linear_inputs([p for p in placed if p.slot == "cross_in"], h, n.norm_out, s)
-        total += _attention_core(cross, s, native)
+        queries = [p for p in placed if p.slot == "cross_in" and _reads_decoder(p)]
+        total += _linear_inputs(queries, h, n.norm_out, s)
+        total += _attention_core(cross, s, native, s.seq_len, with_kv=False)
         width = cross.num_heads * cross.v_head_dim
         total += _linear_inputs([p for p in placed if p.slot == "cross_out"], width, n.compute, s)
     return total
@@ -284,10 +303,39 @@ def _one_copy(p: Placed) -> Placed:
     )
 
 
+def _target_len(s: ActivationSettings) -> int:
+    return s.target_len or s.seq_len
+
+
+def _reads_decoder(p: Placed) -> bool:
+    """Cross-attention's query projection reads the decoder stream; K and V read the encoder's output."""
+    return p.linear.name.rsplit(".", 1)[-1] in CROSS_QUERY_NAMES
+
+
+def cross_source_bytes_per_token(
+    block: Block, placed: Sequence[Placed], s: ActivationSettings
+) -> float:
+    """What a decoder layer keeps per encoder token: cross-attention's K and V and,
+    when its K/V projections train, their inputs (the encoder output, one copy per layer)."""
+    cross = block.cross_attention
+    if cross is None:
+        return 0.0
+    n = s.numerics
+    keys_values = [p for p in placed if p.slot == "cross_in" and not _reads_decoder(p)]
+    width = keys_values[0].linear.in_features if keys_values else 0
+    inputs = _linear_inputs(keys_values, width, n.norm_out, s)
+    if any(p.trainable for p in keys_values) and not (n.autocast and n.norm_out == 4):
+        # the encoder output itself, one tensor every decoder layer shares (counted once,
+        # in ``training_activations``); what stays per layer are casts and adapter copies
+        inputs -= n.norm_out * width
+    return n.compute * _kv_width(cross, s) + inputs
+
+
 def block_bytes_per_token(
     arch: Architecture, block: Block, placed: Sequence[Placed], s: ActivationSettings
 ) -> float:
-    """What one layer keeps for backward, per token of the micro-batch."""
+    """What one layer keeps for backward, per token of its own stream (a decoder
+    layer's per decoder token; see ``cross_source_bytes_per_token``)."""
     h = arch.hidden_size
     rms = arch.norm == "rmsnorm"
     native = arch.family in NATIVE_SOFTMAX_FAMILIES
@@ -379,29 +427,51 @@ def training_activations(
     s: ActivationSettings,
     batch: int,
 ) -> Activations:
-    """Saved, loss and working bytes; ``placements`` lists each distinct layer once with its count."""
-    tokens = batch * s.seq_len
+    """Saved, loss and working bytes; ``placements`` lists each distinct layer once with its count.
+
+    An encoder-decoder model runs its encoder and every cross-attention key over
+    ``seq_len`` tokens per sample, its decoder and the logits over ``target_len``.
+    """
     n = s.numerics
-    per_layer = [(block_bytes_per_token(arch, b, p, s), count) for b, p, count in placements]
-    largest = max((v for v, _ in per_layer), default=0.0)
-    layers = sum(count for _, count in per_layer)
     h = arch.hidden_size
+    source = batch * s.seq_len
+    seq2seq = any(b.cross_attention is not None for b, _, _ in placements)
+    target = batch * _target_len(s) if seq2seq else source
+
+    def own_tokens(block: Block) -> int:
+        return target if block.cross_attention is not None else source
+
+    per_layer = [
+        (
+            block_bytes_per_token(arch, b, p, s) * own_tokens(b)
+            + cross_source_bytes_per_token(b, p, s) * source,
+            n.residual * h * own_tokens(b),
+            count,
+        )
+        for b, p, count in placements
+    ]
+    largest = max((v for v, _, _ in per_layer), default=0.0)
+    all_layers = sum(v * count for v, _, count in per_layer)
+    stream = sum(kept * count for _, kept, count in per_layer)
+    if s.offload:
+        stream = min(stream, 2 * max((kept for _, kept, _ in per_layer), default=0))
     ends = [arch.blocks[0], arch.blocks[-1]] if arch.blocks else []
     widest = max((_widest(b) for b in ends), default=h)
     # Gradient temporaries of backward through one layer: the incoming and
     # outgoing residual gradients plus two of the widest intermediate.
-    grads = 2 * n.residual * h + 2 * n.compute * widest
-    outside = outside_blocks_per_token(arch, s)
-    kept_layers = min(layers, 2) if s.offload else layers
+    grads = (2 * n.residual * h + 2 * n.compute * widest) * max(source, target)
+    # Both stacks of an encoder-decoder have their embedding stage and final norm.
+    outside = outside_blocks_per_token(arch, s) * (source + target if seq2seq else source)
+    if seq2seq and s.head_trains:
+        outside += n.norm_out * h * source  # the encoder output the cross K/V projections keep
     if s.checkpointing:
-        saved = (kept_layers * n.residual * h + outside) * tokens
-        working = (largest + grads) * tokens
+        saved = stream + outside
+        working = largest + grads
     else:
-        in_layers = 2 * largest if s.offload else sum(v * count for v, count in per_layer)
-        saved = (min(in_layers, sum(v * count for v, count in per_layer)) + outside) * tokens
-        working = grads * tokens
+        saved = min(2 * largest if s.offload else all_layers, all_layers) + outside
+        working = grads
     loss, loss_forward = loss_bytes(
-        arch, tokens, s.fp32_logits, s.loss_chunks, s.loss_shift_copy, s.loss_16bit
+        arch, target, s.fp32_logits, s.loss_chunks, s.loss_shift_copy, s.loss_16bit
     )
     return Activations(int(saved), loss, int(working), loss_forward)
 

@@ -245,6 +245,7 @@ def training_model(
     settings = ActivationSettings(
         numerics=n,
         seq_len=w.seq_len,
+        target_len=w.target_len,
         eager=w.attention == "eager" or arch.position == "relative",
         checkpointing=w.grad_checkpointing,
         lora_rank=w.lora_rank,
