@@ -70,6 +70,11 @@ PRE_SDPA_SOURCES = (
     "peft/issues/675",
     "peft/issues/1469",
 )
+# peft's seq2seq twitter_complaints examples
+# (examples/conditional_generation/peft_lora_seq2seq_accelerate_ds_zero3_offload.py) pad the
+# labels to ``target_max_length``, the longest tokenised class label ("no complaint": two
+# word pieces and </s>), so the decoder runs 3 tokens per sample beside the ~64-token tweet.
+TWITTER_LABEL_TOKENS = 3
 # Attention projections under their per-head names, for models that fuse Q/K/V
 # into one linear: adapting q, k or v adapts the fused projection.
 FUSED_ATTENTION = {
@@ -245,6 +250,7 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         method=kind,
         batch=_int(r["batch_size"], 8),
         seq_len=_seq_len(r["seq_len"], config),
+        target_len=TWITTER_LABEL_TOKENS if "twitter_complaints" in r["seq_len"] else 0,
         precision=prec,
         pure_16bit=pure,
         optimizer=optimizer,

@@ -35,6 +35,7 @@ STATED = frozenset(
         "method",
         "batch",
         "seq_len",
+        "target_len",
         "precision",
         "pure_16bit",
         "optimizer",
