@@ -140,3 +140,22 @@ def test_workload_flags_reach_the_plan(corpus_dir: Path) -> None:
     assert len(unmatched) == 1 and "dense_h_to_4h" in unmatched[0]["message"]
     assert any("ZeRO-2" in a for a in data["assumptions"])
     assert data["memory"]["lora"]["breakdown"]["optimizer_state"] == 0
+
+
+def test_target_len_shortens_an_encoder_decoder_decoder(tmp_path: Path) -> None:
+    from tests.estimator.test_memory_training import T5_CONFIG
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(T5_CONFIG))
+
+    def lora_activations(*extra: str) -> tuple[int, dict[str, object]]:
+        result = run(str(path), "--json", "--method", "lora", "--seq-len", "64", *extra)
+        assert result.returncode == 0, result.stderr
+        data = json.loads(result.stdout)
+        return data["memory"]["lora"]["breakdown"]["activations"], data["workload"]
+
+    default, workload = lora_activations()
+    short, short_workload = lora_activations("--target-len", "3")
+    assert (workload["target_len"], short_workload["target_len"]) == (0, 3)
+    assert short < default
+    assert run(str(path), "--target-len", "-1").returncode == 2

@@ -61,6 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", choices=("full", "lora", "qlora", "serve"), help="(full)")
     parser.add_argument("--batch", type=int, help="micro-batch per device (32)")
     parser.add_argument("--seq-len", type=int, help="(512)")
+    parser.add_argument(
+        "--target-len",
+        type=int,
+        help="decoder tokens per sample of an encoder-decoder model, e.g. the label length "
+        "(default: --seq-len)",
+    )
     parser.add_argument("--precision", choices=("bf16", "fp16", "fp32"), help="(bf16)")
     parser.add_argument(
         "--pure-bf16",
@@ -176,6 +182,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
             ("method", args.method),
             ("batch", args.batch),
             ("seq_len", args.seq_len),
+            ("target_len", args.target_len),
             ("precision", args.precision),
             ("pure_16bit", args.pure_bf16),
             ("optimizer", args.optimizer),
