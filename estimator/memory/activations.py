@@ -238,12 +238,15 @@ def _mlp(
     h: int,
     s: ActivationSettings,
     src: int,
+    mid: int,
 ) -> float:
-    c = s.numerics.compute
+    """``mid``: the width of the intermediates (``Numerics.base_out`` for a dense MLP)."""
+    c = mid
     f = ff.intermediate_size
     total = _linear_inputs(placed_in, h, src, s)
     if ff.kind == "gated" and s.fused_lora and any(p.adapted for p in (*placed_in, *placed_out)):
-        return total + 2 * c * f  # e and g; backward recomputes the activation from them
+        # e and g (Unsloth dequantises and multiplies in 16-bit); backward recomputes the activation
+        return total + 2 * s.numerics.compute * f
     if ff.kind == "gated":
         total += c * f * (_act_saved(ff) + 2)  # act input, up output, act output
     else:
@@ -267,6 +270,7 @@ def _ffn_part(
             h,
             s,
             n.norm_out,
+            n.base_out,
         )
     moe = block.moe
     if moe is not None:
@@ -276,7 +280,7 @@ def _ffn_part(
         experts_in = [_one_copy(p) for p in regular if p.slot == "expert_in"]
         experts_out = [_one_copy(p) for p in regular if p.slot == "expert_out"]
         per_copy: float = n.compute * h  # gathered token copy
-        per_copy += _mlp(moe.expert, experts_in, experts_out, h, s, n.compute)
+        per_copy += _mlp(moe.expert, experts_in, experts_out, h, s, n.compute, n.compute)
         if any(p.trainable for p in routers):
             per_copy += n.compute * h  # expert output kept by the routing-weight product
         total += moe.top_k * per_copy
@@ -288,6 +292,7 @@ def _ffn_part(
                 h,
                 s,
                 n.norm_out,
+                n.base_out,
             )
     return total
 

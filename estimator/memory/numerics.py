@@ -33,6 +33,18 @@ class Numerics:
     norm_out: int
     autocast: bool
     dtype: str
+    # The frozen base is 4-bit and its input is fp32 (see ``base_out``).
+    fp32_base_out: bool = False
+
+    @property
+    def base_out(self) -> int:
+        """Width of what a dense MLP's base linears hand on.
+
+        A 16-bit linear answers in ``compute`` whatever it reads; bitsandbytes'
+        ``Linear4bit.forward`` casts its product back to the input's dtype, so
+        after an fp32 norm output the MLP's intermediates are fp32.
+        """
+        return self.norm_out if self.fp32_base_out else self.compute
 
 
 def training_numerics(
@@ -57,10 +69,10 @@ def training_numerics(
     if upcast_by_kbit_prepare(workload, method):
         # Embeddings and norms hold fp32 weights: the hidden stream and every
         # norm output become fp32 (type promotion), as under autocast.
-        return Numerics(label + ", fp32 embeddings and norms", 2, 4, 4, 4, 4, 4, True, dtype)
+        return Numerics(label + ", fp32 embeddings and norms", 2, 4, 4, 4, 4, 4, True, dtype, True)
     if fp32_stream_under_autocast(workload, method, norm):
         return Numerics(
-            label + ", fp32 LayerNorm outputs and stream", 2, 4, 4, 4, 4, 4, True, dtype
+            label + ", fp32 LayerNorm outputs and stream", 2, 4, 4, 4, 4, 4, True, dtype, True
         )
     return Numerics(label, 2, 2, 4, 4, 4, 2, not workload.pure_16bit, dtype)
 

@@ -55,3 +55,35 @@ def test_the_trl_recipe_sets_the_recast_and_cites_it() -> None:
     assert apply_recipe("trl-sft").kbit_head_16bit is True
     assert apply_recipe("peft").kbit_head_16bit is False
     assert "peft_module_casting_to_bf16" in recipe("trl-sft").source("kbit_head_16bit")
+
+
+def test_after_fp32_norms_the_4bit_mlp_answers_fp32() -> None:
+    # Linear4bit casts its product back to the input's dtype: with the norms upcast by the
+    # preparation, gate and up outputs and the SiLU output are fp32 (intermediate 128).
+    from dataclasses import replace
+
+    from estimator.memory.activations import ActivationSettings, block_bytes_per_token
+    from estimator.memory.numerics import training_numerics
+    from estimator.memory.training import placements
+
+    w = Workload(method="qlora", kbit_prepare=True)
+    prepared = training_numerics(w, "qlora", has_bf16=True)
+    assert (prepared.norm_out, prepared.base_out) == (4, 4)
+    assert training_numerics(replace(w, kbit_prepare=False), "qlora", True).base_out == 2
+
+    def layer(numerics: object) -> float:
+        settings = ActivationSettings(
+            numerics=numerics,  # type: ignore[arg-type]
+            seq_len=16,
+            eager=False,
+            checkpointing=False,
+            lora_rank=8,
+            lora_dropout=0.0,
+            head_trains=False,
+            norms_train=False,
+        )
+        block, placed, _ = placements(ARCH, False, None)[0]
+        return block_bytes_per_token(ARCH, block, placed, settings)
+
+    sixteen_bit_mlp = replace(prepared, fp32_base_out=False)
+    assert layer(prepared) - layer(sixteen_bit_mlp) == (4 - 2) * 128 * 3
