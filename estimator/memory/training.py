@@ -315,6 +315,16 @@ def _explain(
         )
     if acts.loss > acts.saved and arch.vocab_size >= 32_000:
         notes.append("the fp32 loss over the vocabulary is the largest activation term")
+    if any(b.cross_attention is not None for b in arch.blocks):
+        decoder = w.target_len or w.seq_len
+        assumptions.append(
+            f"encoder and cross-attention keys over {w.seq_len} tokens per sample, decoder "
+            f"and logits over {decoder}" + ("" if w.target_len else " (--target-len sets it)")
+        )
+    elif w.target_len:
+        notes.append(
+            f"target_len {w.target_len} ignored: a decoder-only model has no decoder stack"
+        )
     if method == "full" and n.autocast:
         assumptions.append(
             "autocast keeps a 16-bit copy of every fp32 matmul weight until backward consumes it"

@@ -158,4 +158,7 @@ def test_target_len_shortens_an_encoder_decoder_decoder(tmp_path: Path) -> None:
     short, short_workload = lora_activations("--target-len", "3")
     assert (workload["target_len"], short_workload["target_len"]) == (0, 3)
     assert short < default
+    result = run(str(path), "--json", "--method", "lora", "--seq-len", "64", "--target-len", "3")
+    assumptions = json.loads(result.stdout)["assumptions"]
+    assert any("over 64 tokens per sample, decoder and logits over 3" in a for a in assumptions)
     assert run(str(path), "--target-len", "-1").returncode == 2
