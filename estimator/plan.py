@@ -305,6 +305,8 @@ def _assumptions(method: tuple[str, ...], cost: tuple[str, ...], w: Workload) ->
         + (
             "none of the batch-proportional bytes: expandable segments"
             if w.expandable_segments
+            else "none of the batch-proportional bytes: the cache is emptied after each step"
+            if w.empty_cache_each_step
             else "30% of batch-proportional bytes"
         )
         + "); device_bytes adds the card's CUDA context (what nvidia-smi shows)",

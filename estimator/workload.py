@@ -83,6 +83,10 @@ class Workload:
     Triton RMSNorm, which keeps its 16-bit input instead of an fp32 copy.
     ``expandable_segments``: the run sets ``PYTORCH_CUDA_ALLOC_CONF=
     expandable_segments:True`` (Unsloth does on import).
+    ``empty_cache_each_step``: the training loop calls
+    ``torch.cuda.empty_cache()`` after every step (PEFT's MetaMathQA method
+    comparison does), so segments cached in one step do not carry their
+    fragmentation into the next.
     ``adamw_impl``: torch's foreach AdamW (the ``torch.optim.AdamW`` default
     on CUDA since torch 2.0) briefly holds one more state-sized copy in
     ``step()``; fused and per-parameter-loop implementations do not.
@@ -126,6 +130,7 @@ class Workload:
     offload_params: bool = False
     offload_activations: bool = False
     expandable_segments: bool = False
+    empty_cache_each_step: bool = False
     epochs: float = 10.0
     samples: int = 50_000
     headroom: float = 1.15
@@ -170,6 +175,7 @@ class Workload:
             "offload_params",
             "offload_activations",
             "expandable_segments",
+            "empty_cache_each_step",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(f"workload: {name} must be true or false")

@@ -287,6 +287,9 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         zero_stage=3,
         offload_params=offload,
         offload_optimizer=offload,
+        # PEFT's MetaMathQA harness empties the CUDA cache after every train step and reads
+        # memory_reserved() just before (method_comparison/MetaMathQA/run.py, train()).
+        empty_cache_each_step="method_comparison/MetaMathQA" in r["source"],
     )
     metric_text = r["metric"].lower()
     metric = (

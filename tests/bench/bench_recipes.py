@@ -55,6 +55,7 @@ STATED = frozenset(
         "zero_stage",
         "offload_params",
         "offload_optimizer",
+        "empty_cache_each_step",
         "grad_checkpointing",
     }
 )

@@ -123,6 +123,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the allocator returns free "
         "pages before an allocation fails, so what must fit is the allocated peak",
     )
+    parser.add_argument(
+        "--empty-cache-each-step",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the training loop calls torch.cuda.empty_cache() after every step: no "
+        "fragmentation carried from step to step, so what must fit is the step's allocated peak",
+    )
     add_engine_arguments(parser)
 
 
@@ -193,6 +200,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
             ("lora_dropout", args.lora_dropout),
             ("offload_activations", args.offload_activations),
             ("expandable_segments", args.expandable_segments),
+            ("empty_cache_each_step", args.empty_cache_each_step),
         )
         if value is not None
     }
