@@ -134,16 +134,6 @@ def advisories_for(
     return AdvisoryPage(tuple(page), encode_cursor(page[-1].published, page[-1].id))
 
 
-def modified_index(session: Session) -> list[tuple[datetime, str]]:
-    """(modified, id) of every advisory, newest modification first (the dumps' index)."""
-    rows = session.execute(
-        select(AdvisoryRow.modified, AdvisoryRow.id).order_by(
-            AdvisoryRow.modified.desc(), AdvisoryRow.id
-        )
-    )
-    return [(modified, advisory_id) for modified, advisory_id in rows]
-
-
 def last_modified(session: Session) -> datetime | None:
     """When the advisory log last changed: what feeds send as Last-Modified."""
     newest: datetime | None = session.execute(
@@ -257,6 +247,5 @@ __all__: Sequence[str] = [
     "log_version",
     "model_page",
     "model_summaries",
-    "modified_index",
     "withdraw_advisory",
 ]

@@ -13,12 +13,12 @@ import pytest
 import estimator
 from feeds import PublishSettings, build_advisory, create_app, osv_document
 from storage import Database, plan_at, put_advisory, record_revision
+from storage.dumps import modified_batches
 from storage.publishing import (
     InvalidCursor,
     advisories_for,
     advisory_by_id,
     model_page,
-    modified_index,
     withdraw_advisory,
 )
 from storage.records import Advisory, Change, Revision, Severity, Snapshot, StoredRevision
@@ -80,7 +80,7 @@ def test_withdrawal_keeps_the_advisory_and_moves_it_to_the_top_of_the_index(
         assert withdraw_advisory(session, first.id, at + timedelta(days=1)) is False
     with database.read_session() as session:
         stored = advisory_by_id(session, first.id)
-        index = modified_index(session)
+        index = [row for batch in modified_batches(session) for row in batch]
     assert stored is not None and stored.withdrawn == at
     assert osv_document(stored)["withdrawn"] == "2024-07-01T00:00:00Z"
     assert index[0] == (at, first.id) and index[1][1] == second.id
