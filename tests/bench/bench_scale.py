@@ -41,6 +41,10 @@ N=2k   50 ms  1 instance   4.9 rev/s (load 0.6)  436 MB  55 ms instance CPU/rev,
 N=2k   50 ms  3 instances 12.8 rev/s (load 0.8)  438/445/434 MB  2.59x; 579 and 1,494 rows, 0 duplicates
 N=10k  50 ms  1 instance   5.2 rev/s (load 0.1)  439 MB  39 ms instance CPU/rev, 4 ms DB backend CPU/rev
 N=10k  50 ms  3 instances 13.2 rev/s (load 0.5)  442/440/434 MB  2.53x; 619 and 1,548 rows, 0 duplicates
+N=100k 50 ms  1 instance   5.2 rev/s (load 1.6)  434 MB  48 ms instance CPU/rev, 5 ms DB backend CPU/rev
+N=100k 50 ms  3 instances 12.5 rev/s (load 1.0)  436/441/431 MB  2.41x; 606 and 1,466 rows, 0 duplicates
+(N=100k on 2026-12-07 at the same settings: 13.8 and 14.6 KiB/revision, idle cycles 1 request,
+3.11 s on the first database and 0.12 s on the second)
 run B, every fix in (tests/bench/bench_scale.py --sizes 10000 --seconds 150 --latency 0,0.05)
 N=10k  0 ms  1 instance  11.7 rev/s (load 6.9)  458 MB  71 ms instance CPU/rev, 8 ms DB backend CPU/rev
 N=10k  0 ms  3 instances 13.5 rev/s (load 9.6)  452/450/443 MB  1.15x; 86 ms instance CPU/rev
