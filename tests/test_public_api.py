@@ -93,6 +93,7 @@ PUBLIC = {
         "latest_revision",
         "mark_missing_revisions",
         "mark_webhook_events_processed",
+        "most_overdue",
         "newest_last_modified",
         "open_database",
         "pending_webhook_events",

@@ -1,22 +1,28 @@
 """The daemon's Prometheus metrics, on a registry of its own (passed to feeds' /metrics).
 
 Counters are bumped where things happen (checks, Hub responses, failures,
-events); queue depth and per-repo lag are read from storage at scrape time
-by a collector, so every instance on a shared database reports the same
-queue and no gauge goes stale.
+events); queue depth and lag are read from storage at scrape time by a
+collector, so every instance on a shared database reports the same queue and
+no gauge goes stale. Per-repo lag names only the ``LAGGING_REPOS_SHOWN`` most
+overdue repos: a series per tracked repo was 100,000 series at 100,000 repos,
+each scrape reading every poll state, where Prometheus's guidance is to keep
+label values bounded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from typing import Final
 
 import httpx2
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from storage import Database, due_count, poll_states
+from storage import Database, due_count, most_overdue
+
+LAGGING_REPOS_SHOWN: Final = 10
 
 
 class DaemonMetrics:
@@ -58,7 +64,7 @@ class DaemonMetrics:
         self.hub_requests.labels(status=str(response.status_code)).inc()
 
     def watch_storage(self, database: Database, clock: Callable[[], datetime]) -> None:
-        """Export queue depth and per-repo lag, read from storage on each scrape."""
+        """Export queue depth and lag, read from storage on each scrape."""
         self.registry.register(_StorageCollector(database, clock))
 
 
@@ -71,16 +77,21 @@ class _StorageCollector(Collector):
         now = self._clock()
         with self._database.read_session() as session:
             depth = due_count(session, now)
-            states = poll_states(session)
+            late = most_overdue(session, now, LAGGING_REPOS_SHOWN)
         yield GaugeMetricFamily("neurarch_queue_depth", "Repos due and not leased", value=depth)
+        oldest = (now - late[0].next_check_at).total_seconds() if late else 0.0
+        yield GaugeMetricFamily(
+            "neurarch_queue_lag_seconds",
+            "Seconds the most overdue repo's check is late (0 when none is due)",
+            value=oldest,
+        )
         lag = GaugeMetricFamily(
             "neurarch_repo_lag_seconds",
-            "Seconds a repo's check is overdue (0 when it is not due yet)",
+            f"Seconds a repo's check is late, for the {LAGGING_REPOS_SHOWN} most overdue repos",
             labels=["repo"],
         )
-        for state in states:
-            overdue = (now - state.next_check_at).total_seconds()
-            lag.add_metric([state.repo_id], max(overdue, 0.0))
+        for state in late:
+            lag.add_metric([state.repo_id], (now - state.next_check_at).total_seconds())
         yield lag
 
 
@@ -88,4 +99,4 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-__all__ = ["DaemonMetrics", "utc_now"]
+__all__ = ["LAGGING_REPOS_SHOWN", "DaemonMetrics", "utc_now"]

@@ -14,6 +14,7 @@ from storage import (
     claim_due_repos,
     due_count,
     ensure_repo,
+    most_overdue,
     poll_state,
     poll_states,
     record_check_failure,
@@ -179,3 +180,23 @@ def test_poll_states_of_named_repos_reads_only_those(database: Database) -> None
         everything = poll_states(session)
     assert [s.repo_id for s in named] == [REPOS[0], REPOS[2]]
     assert [s.repo_id for s in everything] == REPOS[:4]
+
+
+def test_most_overdue_names_the_latest_checks_first_and_no_more_than_asked(
+    database: Database,
+) -> None:
+    _track(database, REPOS[:5])
+    with database.session() as session:
+        for minutes, repo in enumerate(REPOS[:4]):
+            # REPOS[0] was due 10 minutes before NOW, REPOS[3] 1 minute before; REPOS[4] at NOW
+            schedule_check(session, repo, NOW + timedelta(minutes=3 * minutes - 10))
+        claim_due_repos(session, "w1", NOW, limit=1, lease_seconds=60)  # a leased one is late too
+        untrack(session, REPOS[1])
+    with database.read_session() as session:
+        late = most_overdue(session, NOW, limit=2)
+        every = most_overdue(session, NOW, limit=10)
+    assert [s.repo_id for s in late] == [REPOS[0], REPOS[2]]
+    assert [(NOW - s.next_check_at).total_seconds() for s in every] == [600.0, 240.0, 60.0, 0.0]
+    assert late[0].lease_owner == "w1"
+    with database.read_session() as session:
+        assert most_overdue(session, NOW - timedelta(minutes=11), limit=10) == []
