@@ -337,26 +337,35 @@ def _peak_rss_bytes(worker: _Worker) -> int:
     return 0
 
 
-_default_lock = threading.Lock()
-_default: tuple[int, IsolatedPool] | None = None
+_pools_lock = threading.Lock()
+_pools: dict[str, tuple[int, IsolatedPool]] = {}
+
+
+def process_pool(name: str, make: Callable[[], IsolatedPool]) -> IsolatedPool:
+    """The process's pool called ``name`` (like a thread pool, one per process and job).
+
+    Made by ``make`` on first use and closed at exit. A forked child gets a pool
+    of its own rather than its parent's workers.
+    """
+    with _pools_lock:
+        held = _pools.get(name)
+        if held is not None and held[0] == os.getpid():
+            return held[1]
+        pool = make()
+        _pools[name] = (os.getpid(), pool)
+        atexit.register(pool.close)
+        return pool
 
 
 def default_pool() -> IsolatedPool:
-    """The process's pool for upstream content (like a thread pool, one per process).
-
-    Created on first use, with the differs' modules preloaded, and closed at
-    exit. A forked child gets a pool of its own rather than its parent's workers.
-    """
-    global _default
-    with _default_lock:
-        if _default is None or _default[0] != os.getpid():
-            pool = IsolatedPool(
-                max_workers=min(4, os.cpu_count() or 1),
-                preload=("tracker.diff.sandbox", "tracker.diff.tokenizer"),
-            )
-            _default = (os.getpid(), pool)
-            atexit.register(pool.close)
-        return _default[1]
+    """The process's pool for upstream content, with the differs' modules preloaded."""
+    return process_pool(
+        "content",
+        lambda: IsolatedPool(
+            max_workers=min(4, os.cpu_count() or 1),
+            preload=("tracker.diff.sandbox", "tracker.diff.tokenizer"),
+        ),
+    )
 
 
 __all__ = [
@@ -370,4 +379,5 @@ __all__ = [
     "WorkerDied",
     "WorkerUnavailable",
     "default_pool",
+    "process_pool",
 ]

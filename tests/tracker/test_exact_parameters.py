@@ -8,6 +8,7 @@ same shape, and plan() must run on it.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,6 +21,7 @@ from estimator.families import describe
 from estimator.plan import plan
 from tests.estimator.reference import Refused, reference_shapes
 from tests.estimator.test_parameters_exact import corpus_configs
+from tracker.isolation import IsolatedPool, Limits
 
 # OLMo 2 has no family module: describe() can only get it from transformers.
 OLMO2 = {
@@ -141,3 +143,55 @@ def test_a_meta_build_leaves_the_config_it_was_given_as_published(corpus_dir: Pa
     assert exact_parameters.meta_build(config).refused is None
     assert config == json.loads(path.read_text())
     assert config["vision_config"]["rope_parameters"]["rope_type"] == "default"
+
+
+# XGLM has no family module; 20,000 of its layers took 29 s of CPU to build on the meta device.
+LAYER_BOMB = {
+    "model_type": "xglm",
+    "architectures": ["XGLMForCausalLM"],
+    "num_layers": 20_000,
+    "d_model": 64,
+    "attention_heads": 4,
+    "ffn_dim": 64,
+    "vocab_size": 100,
+}
+
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_a_config_asking_for_endless_layers_is_stopped_by_the_os_not_built(
+    monkeypatch: pytest.MonkeyPatch, builds: Counter[str]
+) -> None:
+    tight = IsolatedPool(
+        Limits(memory_bytes=exact_parameters.BUILD_LIMITS.memory_bytes, cpu_seconds=2),
+        max_workers=1,
+        preload=("torch", "transformers", "tracker.exact_parameters"),
+    )
+    monkeypatch.setattr(exact_parameters, "build_pool", lambda: tight)
+    before = _rss_kib()
+    started = time.perf_counter()
+    with tight:
+        built = exact_parameters.meta_build(LAYER_BOMB)
+        took = time.perf_counter() - started
+        again = exact_parameters.meta_build(LAYER_BOMB)
+    assert built.parameters == () and built.refused is not None
+    assert built.refused == "meta-device build stopped: CPU time limit reached"
+    assert took < 15, took  # the worker's start (torch's import) and 2 s of CPU
+    assert again is built and builds["build"] == 1  # the refusal is kept, not retried
+    assert tight.started == 1 and tight.killed == 0  # SIGXCPU ended it, not the deadline
+    assert _rss_kib() - before < 100 * 1024  # the layers were never built in this process
+    # The generic estimate it falls back to names the field that is out of bounds.
+    with pytest.raises(ConfigError, match=r"num_layers \(20000\) is implausibly large"):
+        plan(LAYER_BOMB, exact=exact_parameters.meta_parameters)
+
+
+def test_builds_run_in_the_worker_under_the_build_limits() -> None:
+    pool = exact_parameters.build_pool()
+    assert pool is exact_parameters.build_pool() and pool.limits == exact_parameters.BUILD_LIMITS
+    assert exact_parameters.meta_build({**OLMO2, "num_hidden_layers": 3}).refused is None
+    assert pool.worker_pids() and os.getpid() not in pool.worker_pids()
