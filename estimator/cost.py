@@ -2,7 +2,9 @@
 
 Training FLOPs follow MosaicML's accounting: ``6·N`` per token plus
 ``12·L·h·s`` for attention scores (3 x forward), with ``N`` the active
-parameters for MoE. LoRA skips the frozen weights' gradient GEMMs (~4·N);
+parameters for MoE. An encoder-decoder runs each stack over its own tokens:
+the encoder over ``seq_len``, the decoder, embeddings and head over
+``target_len``, each decoder layer's cross-attention scores over both. LoRA skips the frozen weights' gradient GEMMs (~4·N);
 QLoRA multiplies by a dequantisation factor (LitGPT measured 1.56x for
 Llama-2-7B); gradient checkpointing adds one more forward. Time is the
 larger of compute at the stated MFU and the memory traffic of the states.
@@ -18,6 +20,7 @@ from typing import Final
 from estimator.architecture import Architecture
 from estimator.cards import Card
 from estimator.memory import MethodModel
+from estimator.parameters import active_parameters, idle_in_block
 from estimator.workload import Workload
 
 QLORA_DEQUANT_FACTOR: Final = 1.56
@@ -51,27 +54,34 @@ class Cost:
         return out
 
 
-def active_parameters(arch: Architecture) -> int:
-    """Parameters one token touches: routed experts count top_k of num_experts."""
-    inactive = 0
-    for block, count in arch.block_groups:
-        moe = block.moe
-        if moe is None:
-            continue
-        for lin in block.linears:
-            if lin.copies == moe.num_experts and lin.copies > 1:
-                share = lin.parameters * (moe.num_experts - moe.top_k) // moe.num_experts
-                inactive += share * count
-    return arch.total_parameters - inactive
+def is_seq2seq(arch: Architecture) -> bool:
+    """An encoder-decoder: some layer attends across to the encoder's output."""
+    return any(b.cross_attention is not None for b, _ in arch.block_groups)
 
 
-def flops_per_token(arch: Architecture, w: Workload, method: str, active: int) -> float:
-    attention = 12.0 * arch.num_layers * arch.hidden_size * w.seq_len
-    weights = 6.0 * active if method == "full" else 4.0 * active
+def flops_per_sample(arch: Architecture, w: Workload, method: str, active: int) -> float:
+    """Training FLOPs of one sample (``seq_len`` tokens; an encoder-decoder's decoder
+    runs over ``target_len``)."""
+    source = w.seq_len
+    seq2seq = is_seq2seq(arch)
+    target = (w.target_len or source) if seq2seq else source
+    encoder_layers = sum(c for b, c in arch.block_groups if seq2seq and b.stack == "encoder")
+    encoder = sum(
+        (b.parameters - idle_in_block(b)) * c
+        for b, c in arch.block_groups
+        if seq2seq and b.stack == "encoder"
+    )
+    decoder_layers = arch.num_layers - encoder_layers
+    # Score and context matmuls: per layer 12·h per query token and key token.
+    scores = 12.0 * arch.hidden_size * (encoder_layers * source * source)
+    scores += 12.0 * arch.hidden_size * decoder_layers * target * target
+    if seq2seq:
+        scores += 12.0 * arch.hidden_size * decoder_layers * target * source  # cross-attention
+    per_weight = 6.0 if method == "full" else 4.0
     if w.grad_checkpointing:
-        weights += 2.0 * active
-        attention *= 4 / 3
-    total = weights + attention
+        per_weight += 2.0
+        scores *= 4 / 3
+    total = per_weight * (encoder * source + (active - encoder) * target) + scores
     return total * QLORA_DEQUANT_FACTOR if method == "qlora" else total
 
 
@@ -87,7 +97,7 @@ def estimate_cost(
     active = active_parameters(arch)
     tokens = w.epochs * w.samples * w.seq_len
     steps = tokens / (w.tokens_per_step * w.gpus)
-    flops = flops_per_token(arch, w, method, active) * tokens
+    flops = flops_per_sample(arch, w, method, active) * w.epochs * w.samples
     compute_s = flops / (w.gpus * card.dense_tflops * 1e12 * w.mfu)
     bandwidth = card.bandwidth_gbs * 1e9 * MEMORY_EFFICIENCY
     bandwidth_s = steps * STATE_PASSES * _state_bytes(model) / bandwidth
@@ -104,7 +114,8 @@ def estimate_cost(
         return batch / t if t > 0 else 0.0
 
     assumptions = (
-        f"training FLOPs 6N (LoRA 4N) + 12·L·h·s per token at MFU {w.mfu} on {card.name}",
+        f"training FLOPs 6N (LoRA 4N) + 12·L·h·s per token at MFU {w.mfu} on {card.name}"
+        + (f"; the decoder over {w.target_len or w.seq_len} tokens" if is_seq2seq(arch) else ""),
         f"{w.epochs:g} epochs x {w.samples} samples x {w.seq_len} tokens, batch {w.batch}",
         "decode: bandwidth roofline at 90% of peak over active weights + full-context KV read",
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from estimator.architecture import Architecture
+from estimator.architecture import Architecture, Block
 
 _EMBEDDING_ROLES = ("embedding", "position")
 
@@ -48,15 +48,19 @@ def parameter_breakdown(arch: Architecture) -> ParameterBreakdown:
 
 def inactive_expert_parameters(arch: Architecture) -> int:
     """Routed-expert parameters a single token does not touch."""
+    return sum(idle_in_block(block) for block in arch.blocks)
+
+
+def idle_in_block(block: Block) -> int:
+    """The routed-expert parameters of one layer that a single token does not touch."""
+    moe = block.moe
+    if moe is None or moe.num_experts <= moe.top_k:
+        return 0
     idle = 0
-    for block in arch.blocks:
-        moe = block.moe
-        if moe is None or moe.num_experts <= moe.top_k:
-            continue
-        for linear in block.linears:
-            if linear.copies == moe.num_experts and linear.copies > 1:
-                per_expert = linear.parameters // linear.copies
-                idle += per_expert * (moe.num_experts - moe.top_k)
+    for linear in block.linears:
+        if linear.copies == moe.num_experts and linear.copies > 1:
+            per_expert = linear.parameters // linear.copies
+            idle += per_expert * (moe.num_experts - moe.top_k)
     return idle
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from estimator import Workload, plan
-from estimator.cost import active_parameters
+from estimator.parameters import active_parameters
 from tests.estimator.archbuilder import llama_like
 
 
@@ -30,16 +30,35 @@ def test_default_training_time_is_six_n_tokens_plus_attention_over_mfu(corpus_di
 
 def test_lora_costs_two_thirds_of_full_fine_tuning_in_weight_flops() -> None:
     arch = llama_like()
-    from estimator.cost import flops_per_token
+    from estimator.cost import flops_per_sample
 
     w = Workload(seq_len=1)
     n = arch.total_parameters
     attention = 12 * arch.num_layers * arch.hidden_size
-    assert flops_per_token(arch, w, "lora", n) - attention == pytest.approx(4 * n)
-    assert flops_per_token(arch, w, "qlora", n) == pytest.approx(1.56 * (4 * n + attention))
+    assert flops_per_sample(arch, w, "lora", n) - attention == pytest.approx(4 * n)
+    assert flops_per_sample(arch, w, "qlora", n) == pytest.approx(1.56 * (4 * n + attention))
 
 
 def test_moe_decode_uses_active_parameters() -> None:
     arch = llama_like(experts=8, top_k=2)
     expert_params = sum(lin.parameters for b in arch.blocks for lin in b.linears if lin.copies == 8)
     assert active_parameters(arch) == arch.total_parameters - expert_params * 6 // 8
+
+
+def test_an_encoder_decoder_trains_its_decoder_over_the_target_length(corpus_dir) -> None:  # type: ignore[no-untyped-def]
+    """flan-t5-large, 512 input tokens, 8 label tokens: the 24 encoder layers see 512
+    tokens, the 24 decoder layers, embeddings and head 8, cross-attention 8 x 512."""
+    cfg = config(corpus_dir, "google/flan-t5-large")
+    p = plan(cfg, Workload(method="full", seq_len=512, target_len=8))
+    params = p.to_json()["parameters"]
+    total, blocks = params["total"], params["per_block"]
+    encoder = sum(blocks[:24])
+    h, s, t = 1024, 512, 8
+    per_sample = 6 * (encoder * s + (total - encoder) * t) + 12 * h * 24 * (s * s + t * t + t * s)
+    assert p.cost.training_flops == pytest.approx(per_sample * 10 * 50_000)
+    # without a target length the decoder runs over the input length, as before
+    same = plan(cfg, Workload(method="full", seq_len=512)).cost.training_flops
+    assert same == pytest.approx(
+        (6 * total * s + 12 * h * 48 * s * s + 12 * h * 24 * s * s) * 500_000
+    )
+    assert "the decoder over 8 tokens" in p.cost.assumptions[0]
