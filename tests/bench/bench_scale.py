@@ -17,7 +17,9 @@ worker`` processes backfill it, sharing the work through the database's
   summed, equal the rows, and no (repo, sha) is logged twice;
 - database bytes per revision (``pg_database_size`` after the run, less the size of the
   same schema with only the tracked repos, over the revisions);
-- peak RSS per instance (``VmHWM`` of each process, and of its children);
+- peak RSS per instance (``VmHWM`` of each process) and, beside it, of the worker
+  processes it starts (the isolated parsers and meta-device builds: the sum of each
+  descendant's ``VmHWM``), whose CPU is counted with the instance's;
 - Hub requests per revision (the emulator's counters);
 - CPU seconds of the instances, of PostgreSQL (every process of the server, and the
   backends connected to this run's database alone) and of the emulator, so the first
@@ -130,6 +132,8 @@ class Run:
     duplicates: int = 0
     per_instance: list[int] = field(default_factory=list)
     peak_rss_mb: list[float] = field(default_factory=list)
+    worker_rss_mb: list[float] = field(default_factory=list)
+    """Per instance, the sum of its worker processes' peak RSS."""
     db_bytes_per_revision: float = 0.0
     hub_requests: int = 0
     cpu_instances_s: float = 0.0
@@ -196,6 +200,42 @@ def process_cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / ticks
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (the forkserver and the workers it forks)."""
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        parent = stack.pop()
+        try:
+            tasks = list(Path(f"/proc/{parent}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            stack += children
+    return found
+
+
+class WorkerTree:
+    """The CPU and peak RSS of an instance's worker processes, sampled while they live."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[int, float] = {}
+        self.peak_mb: dict[int, float] = {}
+
+    def sample(self, pid: int) -> None:
+        for child in descendants(pid):
+            try:
+                self.cpu[child] = process_cpu_s(child)
+                self.peak_mb[child] = max(self.peak_mb.get(child, 0.0), peak_rss_mb(child))
+            except OSError:  # it exited between the listing and the read
+                continue
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -278,6 +318,7 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
     processes = [start_instance(c, log) for c, log in zip(configs, logs, strict=True)]
     peaks = [0.0] * run.instances
     cpu = [0.0] * run.instances
+    trees = [WorkerTree() for _ in processes]
     first: tuple[float, int] | None = None
     backends: dict[int, float] = {}
     try:
@@ -289,7 +330,8 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
                 if process.poll() is not None:
                     raise SystemExit(f"instance {i} exited {process.returncode}: see {logs[i]}")
                 peaks[i] = max(peaks[i], peak_rss_mb(process.pid))
-                cpu[i] = process_cpu_s(process.pid)
+                trees[i].sample(process.pid)
+                cpu[i] = process_cpu_s(process.pid) + sum(trees[i].cpu.values())
             done = scalar(name, "SELECT count(*) FROM poll_state WHERE last_seen_sha IS NOT NULL")
             rows = scalar(name, "SELECT count(*) FROM revisions")
             backends.update(backend_cpu_s(name))
@@ -314,6 +356,7 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
     run.cpu_instances_s = sum(cpu)
     run.hub_requests = requests + hub.stats.requests()
     run.peak_rss_mb = peaks
+    run.worker_rss_mb = [sum(tree.peak_mb.values()) for tree in trees]
     final = run.final_rows = scalar(name, "SELECT count(*) FROM revisions")
     lines = [recorded_lines(log) for log in logs]
     every = [pair for per in lines for pair in per]
@@ -376,6 +419,7 @@ def published(advisories: int) -> None:
 
 def report(run: Run) -> None:
     rss = "/".join(f"{mb:.0f}" for mb in run.peak_rss_mb)
+    rss += " (workers " + "/".join(f"{mb:.0f}" for mb in run.worker_rss_mb) + ")"
     print(
         f"  N={run.size} instances={run.instances} latency={run.latency * 1000:.0f}ms: "
         f"{run.revisions} revisions in {run.seconds:.0f}s = {run.rate:.1f} rev/s "
@@ -400,6 +444,7 @@ def growth_table(runs: list[Run]) -> None:
         key = f"{r.instances} inst, {r.latency * 1000:.0f} ms"
         rows.setdefault(f"rev/s ({key})", {})[r.size] = f"{r.rate:.1f}"
         rows.setdefault(f"peak RSS MB max ({key})", {})[r.size] = f"{max(r.peak_rss_mb):.0f}"
+        rows.setdefault(f"worker RSS MB max ({key})", {})[r.size] = f"{max(r.worker_rss_mb):.0f}"
         rows.setdefault(f"KiB/revision ({key})", {})[r.size] = (
             f"{r.db_bytes_per_revision / 1024:.1f}"
         )
