@@ -63,6 +63,7 @@ class MetaBuild:
 
 
 MAX_CACHED = 256
+BUILD_WORKER_IDLE_SECONDS = 60.0
 BUILD_LIMITS = Limits(memory_bytes=4 * GiB, cpu_seconds=60, wall_seconds=120.0)
 """Every corpus config builds in under 1 s of CPU (3 s for the first, with transformers'
 lazy imports) within 0.8 GiB of address space; these bounds leave real models far
@@ -170,11 +171,19 @@ def _build(config: Mapping[str, object]) -> MetaBuild:
 
 
 def build_pool() -> IsolatedPool:
-    """This process's worker for meta-device builds: one, with torch already imported."""
+    """This process's worker for meta-device builds: one at a time, torch imported first.
+
+    Builds come in bursts (a backfill meets a repo's configs, then reads them from the
+    blob store): the worker stays for ``BUILD_WORKER_IDLE_SECONDS`` after a build, then
+    leaves rather than keep torch's ~300 MB resident in every instance.
+    """
     return process_pool(
         "meta-build",
         lambda: IsolatedPool(
-            BUILD_LIMITS, max_workers=1, preload=("torch", "transformers", __name__)
+            BUILD_LIMITS,
+            max_workers=1,
+            preload=("torch", "transformers", __name__),
+            idle_seconds=BUILD_WORKER_IDLE_SECONDS,
         ),
     )
 

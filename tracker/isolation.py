@@ -41,6 +41,7 @@ import os
 import resource
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -150,6 +151,7 @@ class _Worker:
     conn: Connection
     calls: int = 0
     gone: bool = False
+    idle_since: float = 0.0
 
     @property
     def pid(self) -> int:
@@ -194,16 +196,25 @@ _SIGNAL_REASONS = {
 
 
 class IsolatedPool:
-    """Worker processes that run one call each at a time, under ``limits``."""
+    """Worker processes that run one call each at a time, under ``limits``.
+
+    ``idle_seconds``: a worker left idle that long is stopped (None: kept until
+    the pool closes). For calls that come in bursts and whose worker holds a large
+    import (torch), the burst reuses one worker and the quiet time after it does not
+    keep the import's memory.
+    """
 
     def __init__(
         self,
         limits: Limits = Limits(),
         max_workers: int = 2,
         preload: Sequence[str] = (),
+        idle_seconds: float | None = None,
     ) -> None:
         self.limits = limits
         self.preload = tuple(preload)
+        self.idle_seconds = idle_seconds
+        self._reaper: threading.Timer | None = None
         self._context = multiprocessing.get_context("forkserver")
         self._slots = threading.BoundedSemaphore(max_workers)
         self._lock = threading.Lock()
@@ -277,9 +288,31 @@ class IsolatedPool:
         retire = worker.calls >= MAX_CALLS or peak > self.limits.memory_bytes // 2
         with self._lock:
             if not (retire or self._closed):
+                worker.idle_since = time.monotonic()
                 self._idle.append(worker)
+                self._schedule_reaper()
                 return
         worker.stop()
+
+    def _schedule_reaper(self) -> None:
+        """Arm the timer that stops workers idle past ``idle_seconds`` (lock held)."""
+        if self.idle_seconds is None or self._reaper is not None:
+            return
+        self._reaper = threading.Timer(self.idle_seconds, self._reap)
+        self._reaper.daemon = True
+        self._reaper.start()
+
+    def _reap(self) -> None:
+        assert self.idle_seconds is not None
+        cutoff = time.monotonic() - self.idle_seconds
+        with self._lock:
+            self._reaper = None
+            stale = [w for w in self._idle if w.idle_since <= cutoff]
+            self._idle = [w for w in self._idle if w.idle_since > cutoff]
+            if self._idle:
+                self._schedule_reaper()
+        for worker in stale:
+            worker.stop()
 
     def _start(self) -> _Worker:
         parent, child = self._context.Pipe()
@@ -315,6 +348,9 @@ class IsolatedPool:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            if self._reaper is not None:
+                self._reaper.cancel()
+                self._reaper = None
         for worker in idle:
             worker.stop()
 

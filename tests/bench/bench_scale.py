@@ -18,8 +18,8 @@ worker`` processes backfill it, sharing the work through the database's
 - database bytes per revision (``pg_database_size`` after the run, less the size of the
   same schema with only the tracked repos, over the revisions);
 - peak RSS per instance (``VmHWM`` of each process) and, beside it, of the worker
-  processes it starts (the isolated parsers and meta-device builds: the sum of each
-  descendant's ``VmHWM``), whose CPU is counted with the instance's;
+  processes it starts (the isolated parsers and meta-device builds: the largest sum of
+  their ``VmRSS`` sampled each second), whose CPU is counted with the instance's;
 - Hub requests per revision (the emulator's counters);
 - CPU seconds of the instances, of PostgreSQL (every process of the server, and the
   backends connected to this run's database alone) and of the emulator, so the first
@@ -133,7 +133,7 @@ class Run:
     per_instance: list[int] = field(default_factory=list)
     peak_rss_mb: list[float] = field(default_factory=list)
     worker_rss_mb: list[float] = field(default_factory=list)
-    """Per instance, the sum of its worker processes' peak RSS."""
+    """Per instance, the largest resident total of its worker processes at one sample."""
     db_bytes_per_revision: float = 0.0
     hub_requests: int = 0
     cpu_instances_s: float = 0.0
@@ -223,19 +223,33 @@ def descendants(pid: int) -> list[int]:
 
 
 class WorkerTree:
-    """The CPU and peak RSS of an instance's worker processes, sampled while they live."""
+    """The CPU and resident memory of an instance's worker processes, sampled while they live.
+
+    ``peak_mb`` is the largest sum of the workers' RSS at one sample: workers replaced
+    over the run do not coexist, so their own high-water marks would not add up.
+    """
 
     def __init__(self) -> None:
         self.cpu: dict[int, float] = {}
-        self.peak_mb: dict[int, float] = {}
+        self.peak_mb = 0.0
 
     def sample(self, pid: int) -> None:
+        resident = 0.0
         for child in descendants(pid):
             try:
                 self.cpu[child] = process_cpu_s(child)
-                self.peak_mb[child] = max(self.peak_mb.get(child, 0.0), peak_rss_mb(child))
+                resident += rss_mb(child)
             except OSError:  # it exited between the listing and the read
                 continue
+        self.peak_mb = max(self.peak_mb, resident)
+
+
+def rss_mb(pid: int) -> float:
+    """VmRSS of the process: what it holds resident now."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -356,7 +370,7 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
     run.cpu_instances_s = sum(cpu)
     run.hub_requests = requests + hub.stats.requests()
     run.peak_rss_mb = peaks
-    run.worker_rss_mb = [sum(tree.peak_mb.values()) for tree in trees]
+    run.worker_rss_mb = [tree.peak_mb for tree in trees]
     final = run.final_rows = scalar(name, "SELECT count(*) FROM revisions")
     lines = [recorded_lines(log) for log in logs]
     every = [pair for per in lines for pair in per]

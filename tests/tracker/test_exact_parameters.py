@@ -8,7 +8,6 @@ same shape, and plan() must run on it.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -190,8 +189,17 @@ def test_a_config_asking_for_endless_layers_is_stopped_by_the_os_not_built(
         plan(LAYER_BOMB, exact=exact_parameters.meta_parameters)
 
 
-def test_builds_run_in_the_worker_under_the_build_limits() -> None:
+def test_builds_run_in_a_worker_that_leaves_once_idle(monkeypatch: pytest.MonkeyPatch) -> None:
     pool = exact_parameters.build_pool()
     assert pool is exact_parameters.build_pool() and pool.limits == exact_parameters.BUILD_LIMITS
-    assert exact_parameters.meta_build({**OLMO2, "num_hidden_layers": 3}).refused is None
-    assert pool.worker_pids() and os.getpid() not in pool.worker_pids()
+    assert pool.idle_seconds == exact_parameters.BUILD_WORKER_IDLE_SECONDS
+    quick = IsolatedPool(pool.limits, max_workers=1, preload=pool.preload, idle_seconds=0.5)
+    monkeypatch.setattr(exact_parameters, "build_pool", lambda: quick)
+    with quick:
+        for layers in (3, 5):  # a burst reuses one worker
+            assert (
+                exact_parameters.meta_build({**OLMO2, "num_hidden_layers": layers}).refused is None
+            )
+        assert quick.started == 1 and len(quick.worker_pids()) == 1
+        time.sleep(1.5)
+        assert quick.worker_pids() == []  # then it leaves, and torch's memory with it
