@@ -87,6 +87,10 @@ class Workload:
     ``torch.cuda.empty_cache()`` after every step (PEFT's MetaMathQA method
     comparison does), so segments cached in one step do not carry their
     fragmentation into the next.
+    ``reentrant_checkpointing``: checkpointing recomputes each layer from a
+    detached copy of its input (``torch.utils.checkpoint`` with
+    ``use_reentrant=True``: transformers 4.35-4.x's default; transformers 5
+    passes ``use_reentrant=False``).
     ``adamw_impl``: torch's foreach AdamW (the ``torch.optim.AdamW`` default
     on CUDA since torch 2.0) briefly holds one more state-sized copy in
     ``step()``; fused and per-parameter-loop implementations do not.
@@ -131,6 +135,7 @@ class Workload:
     offload_activations: bool = False
     expandable_segments: bool = False
     empty_cache_each_step: bool = False
+    reentrant_checkpointing: bool = False
     epochs: float = 10.0
     samples: int = 50_000
     headroom: float = 1.15
@@ -176,6 +181,7 @@ class Workload:
             "offload_activations",
             "expandable_segments",
             "empty_cache_each_step",
+            "reentrant_checkpointing",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(f"workload: {name} must be true or false")

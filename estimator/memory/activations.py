@@ -107,6 +107,9 @@ class ActivationSettings:
     # Decoder tokens per sample of an encoder-decoder model (0: ``seq_len``); the
     # encoder and every cross-attention key run over ``seq_len``.
     target_len: int = 0
+    # Every checkpointed layer input and its gradient live until backward ends
+    # (training.checkpoint_inputs_kept: FSDP1's reshard-only hooks under reentrant checkpointing).
+    inputs_kept: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,13 +119,16 @@ class Activations:
     ``saved``: held for backward when the forward pass ends; ``loss``: the
     fp32 logits/loss tensors at the start of backward; ``working``: one
     layer's recompute (checkpointing) plus the gradient temporaries of
-    backward through the largest layer.
+    backward through the largest layer. ``kept_input_grads``: the gradients
+    of every checkpointed layer input but the first, where those inputs and
+    their gradients live until backward ends.
     """
 
     saved: int
     loss: int
     working: int
     loss_at_forward_end: int = 0
+    kept_input_grads: int = 0
 
 
 def _act_saved(ff: FeedForwardSpec) -> int:
@@ -478,7 +484,13 @@ def training_activations(
     loss, loss_forward = loss_bytes(
         arch, target, s.fp32_logits, s.loss_chunks, s.loss_shift_copy, s.loss_16bit
     )
-    return Activations(int(saved), loss, int(working), loss_forward)
+    kept_grads = 0.0
+    if s.checkpointing and s.inputs_kept and not s.offload:
+        # A layer input's gradient has the input's shape and dtype: the stream again,
+        # less the first layer's, whose gradient is the one being computed.
+        layers = sum(count for _, _, count in per_layer)
+        kept_grads = stream * (layers - 1) / max(layers, 1)
+    return Activations(int(saved), loss, int(working), loss_forward, int(kept_grads))
 
 
 def _widest(block: Block) -> int:

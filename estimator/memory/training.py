@@ -194,6 +194,11 @@ def _phases(st: States, acts: Activations, layers: int, checkpointing: bool) -> 
         return (w, Term("gradients", grads), *shared)
 
     per_layer_saved = acts.saved / max(layers, 1)
+    # Where checkpointed inputs outlive their layer's backward, all of them and their
+    # gradients are still there when backward reaches the first layer.
+    first_layer_saved = (
+        acts.saved + acts.kept_input_grads if acts.kept_input_grads else per_layer_saved
+    )
     lower_grads = st.gradients_top + (st.gradients - st.gradients_top) / max(layers, 1)
     graph_cache = 0.0 if checkpointing else st.cache
     all_grads = base(st.gradients, 0.0)
@@ -217,9 +222,36 @@ def _phases(st: States, acts: Activations, layers: int, checkpointing: bool) -> 
         ),
         Phase(
             "backward through the first layer",
-            (*all_grads, Term("activations", 0.0, per_layer_saved + acts.working)),
+            (*all_grads, Term("activations", 0.0, first_layer_saved + acts.working)),
         ),
         Phase("optimizer step", (*step, Term("activations", st.step_temp))),
+    )
+
+
+def checkpoint_inputs_kept(w: Workload, method: str) -> bool:
+    """FSDP1 keeps every checkpointed layer input, and its gradient, to the end of backward.
+
+    With LoRA or QLoRA every parameter of a wrapped decoder layer is frozen (peft's
+    ``fsdp_auto_wrap_policy`` gives the adapters units of their own), so FSDP
+    reshards the layer through a multi-grad hook on its inputs
+    (``torch/distributed/fsdp/_runtime_utils.py``
+    ``_register_post_backward_reshard_only_hook``, torch 2.4-2.13). Under reentrant
+    checkpointing those inputs are the recompute's detached leaves; the hook's
+    closure holds their AccumulateGrad nodes (``torch/autograd/graph.py``
+    ``register_multi_grad_hook``), and the handle is removed only by
+    ``_finalize_params`` when backward ends, so each input and the gradient
+    accumulated into it stay alive until then. Non-reentrant checkpointing hooks
+    the real activations, whose saved tensors backward frees as it goes.
+    """
+    fsdp = (w.gpus > 1 and w.parallelism == "fsdp") or (
+        w.gpus == 1 and w.offload_params and w.parallelism != "zero"
+    )
+    return (
+        fsdp
+        and method in ("lora", "qlora")
+        and w.grad_checkpointing
+        and w.reentrant_checkpointing
+        and not w.offload_activations
     )
 
 
@@ -269,6 +301,7 @@ def training_model(
         loss_chunks=w.loss_chunks,
         loss_shift_copy=w.loss_shift_copy,
         loss_16bit=loss_in_16bit(w, n),
+        inputs_kept=checkpoint_inputs_kept(w, method),
     )
     acts = training_activations(arch, placed, settings, batch=1)
     if full:
@@ -330,6 +363,11 @@ def _explain(
         assumptions.append(
             f"chunked cross-entropy over {w.loss_chunks} chunks: every chunk's fp32 "
             "log-softmax is kept, one chunk is upcast and differentiated at a time"
+        )
+    if acts.kept_input_grads:
+        assumptions.append(
+            "FSDP with frozen layer units and reentrant checkpointing keeps every checkpointed "
+            "layer input and its gradient until backward ends (torch FSDP1 reshard-only hooks)"
         )
     if acts.loss > acts.saved and arch.vocab_size >= 32_000:
         notes.append("the fp32 loss over the vocabulary is the largest activation term")

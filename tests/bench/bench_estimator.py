@@ -290,6 +290,11 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         # PEFT's MetaMathQA harness empties the CUDA cache after every train step and reads
         # memory_reserved() just before (method_comparison/MetaMathQA/run.py, train()).
         empty_cache_each_step="method_comparison/MetaMathQA" in r["source"],
+        # fms-acceleration's refs ran transformers 4.48.1, whose gradient_checkpointing_enable
+        # defaults to use_reentrant=True (modeling_utils.py); PEFT's QLoRA + FSDP example
+        # passes --use_reentrant True (examples/sft/run_peft_qlora_fsdp.sh), its LoRA one False.
+        reentrant_checkpointing="fms-acceleration" in r["source"]
+        or ("accelerate/fsdp.md" in r["source"] and kind == "qlora"),
     )
     metric_text = r["metric"].lower()
     metric = (

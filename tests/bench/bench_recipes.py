@@ -56,6 +56,7 @@ STATED = frozenset(
         "offload_params",
         "offload_optimizer",
         "empty_cache_each_step",
+        "reentrant_checkpointing",
         "grad_checkpointing",
     }
 )

@@ -63,6 +63,7 @@ def test_every_default_cites_a_repository_file_and_version(name: str) -> None:
         ("axolotl", "lora_rank", "lora_r: 32"),
         ("unsloth", "optimizer", "adamw_8bit"),
         ("hf-trainer", "adamw_impl", "adamw_torch_fused"),
+        ("hf-trainer", "reentrant_checkpointing", '"use_reentrant": False'),
     ],
 )
 def test_a_cited_field_quotes_the_setting(name: str, field: str, quoted: str) -> None:

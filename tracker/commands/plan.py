@@ -130,6 +130,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the training loop calls torch.cuda.empty_cache() after every step: no "
         "fragmentation carried from step to step, so what must fit is the step's allocated peak",
     )
+    parser.add_argument(
+        "--reentrant-checkpointing",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="checkpointing with use_reentrant=True (transformers 4.x's default; 5 passes "
+        "False): under FSDP with LoRA/QLoRA every checkpointed layer input and its gradient "
+        "then stay until backward ends",
+    )
     add_engine_arguments(parser)
 
 
@@ -201,6 +209,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
             ("offload_activations", args.offload_activations),
             ("expandable_segments", args.expandable_segments),
             ("empty_cache_each_step", args.empty_cache_each_step),
+            ("reentrant_checkpointing", args.reentrant_checkpointing),
         )
         if value is not None
     }
