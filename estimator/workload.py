@@ -91,6 +91,10 @@ class Workload:
     detached copy of its input (``torch.utils.checkpoint`` with
     ``use_reentrant=True``: transformers 4.35-4.x's default; transformers 5
     passes ``use_reentrant=False``).
+    ``zero_auto_buckets``: the DeepSpeed config's bucket sizes are "auto",
+    filled by transformers from hidden_size (its documented configs); false:
+    DeepSpeed's own defaults, as accelerate's plugin leaves them when it is
+    configured from its yaml (reduce bucket 5e8 elements, prefetch 5e7).
     ``adamw_impl``: torch's foreach AdamW (the ``torch.optim.AdamW`` default
     on CUDA since torch 2.0) briefly holds one more state-sized copy in
     ``step()``; fused and per-parameter-loop implementations do not.
@@ -136,6 +140,7 @@ class Workload:
     expandable_segments: bool = False
     empty_cache_each_step: bool = False
     reentrant_checkpointing: bool = False
+    zero_auto_buckets: bool = True
     epochs: float = 10.0
     samples: int = 50_000
     headroom: float = 1.15
@@ -182,6 +187,7 @@ class Workload:
             "expandable_segments",
             "empty_cache_each_step",
             "reentrant_checkpointing",
+            "zero_auto_buckets",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(f"workload: {name} must be true or false")

@@ -110,6 +110,8 @@ class ActivationSettings:
     # Every checkpointed layer input and its gradient live until backward ends
     # (training.checkpoint_inputs_kept: FSDP1's reshard-only hooks under reentrant checkpointing).
     inputs_kept: bool = False
+    # Every linear saves its input, frozen or not (training.zero3_linear_saves_inputs).
+    all_linears_save_input: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ def _linear_inputs(placed: Sequence[Placed], width: int, src: int, s: Activation
     """Inputs kept by linears that share one input tensor of ``width`` elements in ``src`` bytes."""
     n = s.numerics
     total = 0.0
-    savers = [p for p in placed if p.trainable]
+    savers = list(placed) if s.all_linears_save_input else [p for p in placed if p.trainable]
     if savers:
         per = n.compute if (n.autocast and src == 4) else src
         copies = len(savers) if (n.autocast and src == 4) else 1

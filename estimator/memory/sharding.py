@@ -19,12 +19,19 @@ runtime allocates per rank. Defaults are the libraries' own:
 * DeepSpeed ZeRO (``deepspeed/runtime/zero/config.py`` at microsoft/DeepSpeed
   03dc2b92): ``reduce_bucket_size`` and ``allgather_bucket_size`` 5e8
   elements, ``stage3_prefetch_bucket_size`` 5e7, ``stage3_param_persistence_threshold``
-  1e5, ``stage3_max_live_parameters`` and ``stage3_max_reuse_distance`` 1e9,
-  ``overlap_comm`` on only for stage 3
-  (two reduce buffers). Through the HF Trainer the "auto" values apply
-  (transformers 5.24 ``integrations/deepspeed.py``): reduce bucket ``h²``,
-  prefetch ``0.9·h²``, persistence ``10·h``; those are used here. The model
-  holds 16-bit weights; the fp32 master copy lives in the optimizer partition.
+  1e5, ``stage3_max_live_parameters`` and ``stage3_max_reuse_distance`` 1e9.
+  A DeepSpeed JSON with "auto" values gets them from transformers
+  (``integrations/deepspeed.py``): reduce bucket ``h²``, prefetch ``0.9·h²``,
+  persistence ``10·h`` (``Workload.zero_auto_buckets``); accelerate's plugin
+  configured from its yaml writes none of these keys, so DeepSpeed's own apply.
+  Stage 3 allocates one gradient bucket of ``reduce_bucket_size`` elements per
+  communication dtype up front (``stage3.py``, "IPG": ``bucket.buffer =
+  torch.empty(self.reduce_bucket_size, ...)``). A fetched parameter is released
+  after its module unless it recurs within the next ``max_reuse_distance``
+  elements of the recorded trace (``partitioned_param_coordinator.py``
+  ``__params_to_release``); ``max_live_parameters`` only caps prefetching. The
+  model holds 16-bit weights; the fp32 master copy lives in the optimizer
+  partition.
 * Offload: FSDP's ``CPUOffload(offload_params=True)`` moves parameters and
   gradients to CPU (the optimizer steps there); DeepSpeed's
   ``offload_optimizer`` moves the fp32 master, optimizer state and gradient
@@ -44,7 +51,10 @@ from estimator.workload import Workload
 
 ZERO_PERSISTENCE_PER_HIDDEN: Final = 10  # transformers "auto": 10 * hidden_size
 ZERO_PREFETCH_PER_HIDDEN_SQUARED: Final = 0.9  # transformers "auto": 0.9 * hidden_size**2
-ZERO_MAX_LIVE_PARAMETERS: Final = 1e9  # DeepSpeed stage3_max_live_parameters / max_reuse_distance
+ZERO_REDUCE_BUCKET: Final = 5e8  # DeepSpeed reduce_bucket_size
+ZERO_PREFETCH_BUCKET: Final = 5e7  # DeepSpeed stage3_prefetch_bucket_size
+ZERO_MAX_REUSE_DISTANCE: Final = 1e9  # DeepSpeed stage3_max_reuse_distance
+VOCAB_HEADS: Final = frozenset({"causal-lm", "masked-lm", "pretraining", "conditional-generation"})
 FSDP_INFLIGHT_ALL_GATHERS: Final = 2  # torch FSDP limit_all_gathers
 
 
@@ -142,13 +152,27 @@ def _fsdp(st: States, arch: Architecture, n: Numerics, w: Workload, method: str)
     return out
 
 
+def zero3_resident_at_turn(arch: Architecture) -> float:
+    """Parameter elements ZeRO-3 keeps gathered when forward turns into backward.
+
+    A module's next use after its forward is its backward, about twice the
+    elements that follow it in forward away; those within ``max_reuse_distance``
+    are kept, so the modules of the forward's last reuse/2 elements stay
+    gathered, the output head always (nothing follows it; tied or not, it is
+    the vocabulary matrix).
+    """
+    head = arch.vocab_size * arch.hidden_size if arch.head in VOCAB_HEADS else 0
+    tail = max(0.0, ZERO_MAX_REUSE_DISTANCE / 2 - head)
+    return head + min(tail, float(arch.in_block_parameters))
+
+
 def _zero(
     st: States, arch: Architecture, n: Numerics, w: Workload, method: str, total: int
 ) -> States:
     gpus = w.gpus
     stage = w.zero_stage
     h = arch.hidden_size
-    bucket = float(h * h)  # reduce_bucket_size "auto"
+    bucket = float(h * h) if w.zero_auto_buckets else ZERO_REDUCE_BUCKET
     full = method == "full"
     # DeepSpeed: 16-bit model weights and gradients, the fp32 master weights
     # in the optimizer partition.
@@ -159,7 +183,7 @@ def _zero(
     optimizer = (st.optimizer + master) / gpus
     gradients = st.gradients * grad_scale
     gradients_top = st.gradients_top * grad_scale
-    reduce_buffers = (2 if stage == 3 else 1) * bucket * n.compute if st.gradients else 0.0
+    reduce_buffers = bucket * n.compute if st.gradients else 0.0
     weights = weights16
     gathered = reduce_buffers
     if stage == 3:
@@ -169,14 +193,20 @@ def _zero(
             if b.parameters < ZERO_PERSISTENCE_PER_HIDDEN * h
         )
         weights = weights16 / gpus + persistent * n.compute
-        # A fetched parameter is released only when its next use is more than
-        # stage3_max_reuse_distance (1e9) elements away, and at most
-        # stage3_max_live_parameters (1e9) stay live: around the turn from
-        # forward to backward the last 1e9 elements stay gathered. A single
-        # tensor larger than that (a 250k-row embedding) is gathered whole.
-        largest = max((lin.parameters for b in _layers(arch) for lin in b.linears), default=0)
-        window = min(float(total), ZERO_MAX_LIVE_PARAMETERS)
-        live = max(window, largest + ZERO_PREFETCH_PER_HIDDEN_SQUARED * h * h)
+        prefetch = (
+            ZERO_PREFETCH_PER_HIDDEN_SQUARED * h * h
+            if w.zero_auto_buckets
+            else ZERO_PREFETCH_BUCKET
+        )
+        live = zero3_resident_at_turn(arch) + prefetch
+        if w.offload_params:
+            # Fetching an offloaded parameter copies its CPU partition to the GPU
+            # beside the gathered buffer (partition_parameters.py, all-gather of a
+            # partition not on the device): the largest tensor twice, briefly.
+            largest = max(
+                [lin.parameters for b in _layers(arch) for lin in b.linears] + [arch.vocab_size * h]
+            )
+            live += largest / gpus
         width = weights16 / total if total else float(n.compute)
         gathered += min(live, float(total)) * width
     else:
@@ -226,12 +256,17 @@ def describe_distribution(w: Workload, method: str) -> list[str]:
     if w.gpus > 1:
         if w.parallelism == "zero":
             kept = {1: "optimizer state", 2: "optimizer state and gradients", 3: "everything"}
+            buckets = (
+                "reduce bucket hidden² elements (HF 'auto')"
+                if w.zero_auto_buckets
+                else "reduce bucket 5e8 elements (DeepSpeed's default)"
+            )
             out.append(
                 f"{w.gpus} GPUs: DeepSpeed ZeRO-{w.zero_stage} partitions {kept[w.zero_stage]}; "
-                "16-bit weights on the GPU, fp32 master copy in the optimizer partition; "
-                "reduce bucket hidden² elements (HF 'auto')"
+                f"16-bit weights on the GPU, fp32 master copy in the optimizer partition; {buckets}"
                 + (
-                    "; prefetch 0.9·hidden² elements gathered beside the running linear"
+                    "; the head and the forward's last 5e8 parameter elements stay gathered "
+                    "into backward (max_reuse_distance 1e9), plus one prefetch bucket"
                     if w.zero_stage == 3
                     else ""
                 )

@@ -255,6 +255,21 @@ def checkpoint_inputs_kept(w: Workload, method: str) -> bool:
     )
 
 
+def zero3_linear_saves_inputs(w: Workload) -> bool:
+    """Under ZeRO-3 every linear layer keeps its input for backward, frozen or not.
+
+    ``zero.Init`` (which transformers' from_pretrained enters under ZeRO-3) replaces
+    ``torch.nn.functional.linear`` with ``zero3_linear_wrap`` while
+    ``memory_efficient_linear`` is on, its default (DeepSpeed
+    ``runtime/zero/partition_parameters.py`` ``_enable_mem_efficient_linear``), and
+    ``LinearFunctionForZeroStage3.forward`` saves ``(input, weight, bias)``
+    whatever needs a gradient (``runtime/zero/linear.py``), where autograd's own
+    linear keeps a frozen weight's input only when the weight trains.
+    """
+    sharded = w.gpus > 1 or w.offload_params or w.offload_optimizer
+    return w.parallelism == "zero" and w.zero_stage == 3 and sharded
+
+
 def loss_in_16bit(w: Workload, n: Numerics) -> bool:
     """A loss without ``.float()`` stays 16-bit unless autocast promotes cross-entropy."""
     return not w.loss_upcast and not n.autocast and n.dtype != "fp32"
@@ -302,6 +317,7 @@ def training_model(
         loss_shift_copy=w.loss_shift_copy,
         loss_16bit=loss_in_16bit(w, n),
         inputs_kept=checkpoint_inputs_kept(w, method),
+        all_linears_save_input=zero3_linear_saves_inputs(w),
     )
     acts = training_activations(arch, placed, settings, batch=1)
     if full:

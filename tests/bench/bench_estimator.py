@@ -295,6 +295,9 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         # passes --use_reentrant True (examples/sft/run_peft_qlora_fsdp.sh), its LoRA one False.
         reentrant_checkpointing="fms-acceleration" in r["source"]
         or ("accelerate/fsdp.md" in r["source"] and kind == "qlora"),
+        # Every DeepSpeed row ran from an accelerate yaml (peft's examples/*/accelerate_ds_*.yaml,
+        # examples/sft/configs/deepspeed_config*.yaml), which writes no bucket sizes.
+        zero_auto_buckets=not zero,
     )
     metric_text = r["metric"].lower()
     metric = (

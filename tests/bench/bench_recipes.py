@@ -57,6 +57,7 @@ STATED = frozenset(
         "offload_optimizer",
         "empty_cache_each_step",
         "reentrant_checkpointing",
+        "zero_auto_buckets",
         "grad_checkpointing",
     }
 )

@@ -67,23 +67,71 @@ def test_zero_stages_partition_optimizer_then_gradients_then_weights() -> None:
     assert (z2["weights"], z2["gradients"]) == (2 * N, round(2 * N / 4))
     assert z3["weights"] == round(2 * N / 4) and z3["gradients"] == round(2 * N / 4)
     running = phase("full", LAST, gpus=4, parallelism="zero", zero_stage=3)
-    # Two 16-bit reduce buffers of hidden² (overlap_comm); parameters reused within
-    # stage3_max_reuse_distance (1e9 elements) stay gathered: this whole small model.
-    expected = 2 * h * h * 2 + N * 2
+    # One 16-bit gradient bucket of hidden² ("auto"); every layer and the head fall in
+    # the forward's last 5e8 elements, so they stay gathered, plus a 0.9·hidden² prefetch.
+    resident = ARCH.in_block_parameters + ARCH.vocab_size * h  # not the embedding: used first
+    expected = h * h * 2 + (resident + 0.9 * h * h) * 2
     assert running["framework_overhead"] - CUBLAS == round(expected)
 
 
-def test_zero3_keeps_at_most_max_live_parameters_gathered() -> None:
-    from estimator.memory.sharding import ZERO_MAX_LIVE_PARAMETERS
+BIG = llama_like(hidden=8192, layers=16, heads=64, kv_heads=8, intermediate=28672, vocab=32000)
 
-    big = llama_like(hidden=8192, layers=16, heads=64, kv_heads=8, intermediate=28672, vocab=32000)
-    w = Workload(method="lora", batch=1, seq_len=16, gpus=8, parallelism="zero", zero_stage=3)
-    model = method_models(big, w, has_bf16=True)["lora"]
+
+def big_running(method: str = "lora", **workload: object) -> dict[str, int]:
+    w = Workload(method=method, batch=1, seq_len=16, parallelism="zero", zero_stage=3, **workload)  # type: ignore[arg-type]
+    model = method_models(BIG, w, has_bf16=True)[method]
+    return next(p for p in model.phases if p.name == LAST).breakdown(1)
+
+
+def test_zero3_keeps_the_forwards_last_half_reuse_distance_gathered() -> None:
+    h = BIG.hidden_size
+    # The head (32,000 x 8,192) and the layers before it up to 5e8 elements: a module's next
+    # use is its backward, twice the elements after it away, within max_reuse_distance 1e9.
+    running = big_running(gpus=8)
+    assert running["framework_overhead"] - CUBLAS == round((5e8 + 0.9 * h * h) * 2 + h * h * 2)
+    assert BIG.total_parameters > 2 * 5e8
+
+
+def test_deepspeeds_own_bucket_sizes_apply_where_the_config_names_none() -> None:
+    # accelerate's yaml writes no bucket keys: a 5e8-element gradient bucket, a 5e7 prefetch
+    running = big_running(gpus=8, zero_auto_buckets=False)
+    assert running["framework_overhead"] - CUBLAS == round((5e8 + 5e7) * 2 + 5e8 * 2)
+
+
+def test_an_offloaded_fetch_briefly_holds_the_largest_tensor_twice() -> None:
+    # A vocabulary of 131,072 x 8,192 (1.07e9) is past half the reuse distance: the head
+    # alone stays gathered, and fetching it from the CPU copies its partition beside it.
+    wide = llama_like(hidden=8192, layers=4, heads=64, kv_heads=8, intermediate=28672, vocab=131072)
+    w = Workload(
+        method="lora",
+        batch=1,
+        seq_len=16,
+        parallelism="zero",
+        zero_stage=3,
+        offload_params=True,
+        offload_optimizer=True,
+        zero_auto_buckets=False,
+    )
+    model = method_models(wide, w, has_bf16=True)["lora"]
     running = next(p for p in model.phases if p.name == LAST).breakdown(1)
-    h = big.hidden_size
-    # 1e9 live 16-bit elements plus the two hidden² reduce buffers of the adapters' gradients.
-    assert running["framework_overhead"] - CUBLAS == round(ZERO_MAX_LIVE_PARAMETERS * 2 + 4 * h * h)
-    assert big.total_parameters > ZERO_MAX_LIVE_PARAMETERS > 0.9 * h * h
+    head = 131072 * 8192
+    assert running["weights"] == 0
+    assert running["framework_overhead"] - CUBLAS == round((head + 5e7 + head) * 2 + 5e8 * 2)
+
+
+def test_under_zero3_frozen_linears_keep_their_inputs() -> None:
+    """zero.Init's linear saves (input, weight, bias) for every layer; autograd's own
+    linear keeps a frozen weight's input only when something trains beside it."""
+
+    def saved(**workload: object) -> float:
+        w = Workload(method="lora", batch=1, seq_len=16, lora_targets=("q_proj",), **workload)  # type: ignore[arg-type]
+        model = method_models(ARCH, w, has_bf16=True)["lora"]
+        return next(p for p in model.phases if p.name == "end of forward").breakdown(1)[
+            "activations"
+        ]
+
+    assert saved(gpus=2, parallelism="zero", zero_stage=3) > saved(gpus=2, parallelism="fsdp")
+    assert saved(gpus=2, parallelism="zero", zero_stage=2) == saved(gpus=2, parallelism="ddp")
 
 
 def test_optimizer_offload_keeps_16bit_weights_on_the_gpu() -> None:

@@ -107,6 +107,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="FSDP sharding strategy (--parallelism fsdp)",
     )
     parser.add_argument("--zero-stage", type=int, choices=(1, 2, 3), default=3)
+    parser.add_argument(
+        "--zero-auto-buckets",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help='the DeepSpeed config\'s bucket sizes are "auto" (transformers fills them from '
+        "hidden_size); --no-zero-auto-buckets: DeepSpeed's own defaults, as an accelerate yaml "
+        "leaves them (reduce bucket 5e8, prefetch 5e7 elements)",
+    )
     parser.add_argument("--gpus-per-node", type=int, default=8, help="HYBRID_SHARD's shard group")
     parser.add_argument("--offload-optimizer", action="store_true", help="optimizer state on CPU")
     parser.add_argument("--offload-params", action="store_true", help="parameters on CPU")
@@ -226,6 +234,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
         parallelism=args.parallelism,
         sharding_strategy=args.sharding_strategy,
         zero_stage=args.zero_stage,
+        zero_auto_buckets=args.zero_auto_buckets,
         gpus_per_node=args.gpus_per_node,
         offload_optimizer=args.offload_optimizer,
         offload_params=args.offload_params,
