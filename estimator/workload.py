@@ -20,6 +20,7 @@ ServeWeights = Literal["bf16", "fp16", "int8", "fp8", "nf4", "awq", "gptq", "int
 AdamImpl = Literal["foreach", "fused", "loop"]
 Parallelism = Literal["fsdp", "zero", "ddp"]
 ShardingStrategy = Literal["FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD"]
+QLoRAFormat = Literal["nf4", "gptq"]
 
 METHODS: Final = get_args(Method)
 PRECISIONS: Final = get_args(Precision)
@@ -29,6 +30,7 @@ SERVE_WEIGHTS: Final = get_args(ServeWeights)
 ADAM_IMPLS: Final = get_args(AdamImpl)
 PARALLELISMS: Final = get_args(Parallelism)
 SHARDING_STRATEGIES: Final = get_args(ShardingStrategy)
+QLORA_FORMATS: Final = get_args(QLoRAFormat)
 
 MAX_BATCH: Final = 1 << 20
 MAX_SEQ: Final = 1 << 24
@@ -91,6 +93,9 @@ class Workload:
     detached copy of its input (``torch.utils.checkpoint`` with
     ``use_reentrant=True``: transformers 4.35-4.x's default; transformers 5
     passes ``use_reentrant=False``).
+    ``qlora_format``: the 4-bit format of QLoRA's frozen base: ``nf4``
+    (bitsandbytes; ``double_quant`` applies) or ``gptq`` (a GPTQ checkpoint:
+    16-bit scales and 4-bit zeros per 128 inputs).
     ``zero_auto_buckets``: the DeepSpeed config's bucket sizes are "auto",
     filled by transformers from hidden_size (its documented configs); false:
     DeepSpeed's own defaults, as accelerate's plugin leaves them when it is
@@ -141,6 +146,7 @@ class Workload:
     empty_cache_each_step: bool = False
     reentrant_checkpointing: bool = False
     zero_auto_buckets: bool = True
+    qlora_format: QLoRAFormat = "nf4"
     epochs: float = 10.0
     samples: int = 50_000
     headroom: float = 1.15
@@ -155,6 +161,7 @@ class Workload:
         _choice("serve_weights", self.serve_weights, SERVE_WEIGHTS)
         _choice("parallelism", self.parallelism, PARALLELISMS)
         _choice("sharding_strategy", self.sharding_strategy, SHARDING_STRATEGIES)
+        _choice("qlora_format", self.qlora_format, QLORA_FORMATS)
         _bounded("zero_stage", self.zero_stage, 1, 3)
         _bounded("gpus_per_node", self.gpus_per_node, 1, MAX_GPUS)
         _bounded("batch", self.batch, 1, MAX_BATCH)

@@ -46,7 +46,7 @@ from typing import Final
 
 from estimator.architecture import Architecture, Block
 from estimator.memory.numerics import Numerics
-from estimator.memory.states import nf4_bytes
+from estimator.memory.states import base_4bit_bytes
 from estimator.workload import Workload
 
 ZERO_PERSISTENCE_PER_HIDDEN: Final = 10  # transformers "auto": 10 * hidden_size
@@ -99,7 +99,7 @@ def gathered_layer_bytes(block: Block, n: Numerics, w: Workload, method: str) ->
     if method != "qlora":
         return block.parameters * n.compute
     quantized = sum(lin.in_features * lin.out_features * lin.copies for lin in block.linears)
-    packed, constants = nf4_bytes(quantized, w.double_quant)
+    packed, constants = base_4bit_bytes(quantized, w.qlora_format, w.double_quant)
     return packed + constants + (block.parameters - quantized) * n.compute
 
 

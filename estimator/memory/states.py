@@ -19,6 +19,8 @@ BNB_MIN_8BIT_SIZE: Final = 4096
 BNB_BLOCK: Final = 256
 NF4_BLOCK: Final = 64
 NF4_DOUBLE_QUANT_BLOCK: Final = 256
+GPTQ_GROUP: Final = 128
+GPTQ_GROUP_BYTES: Final = 2.5  # a 16-bit scale and a 4-bit zero per group of inputs and output
 
 
 def optimizer_bytes(name: str, shape: tuple[int, ...], numel: int, state_bytes: int) -> float:
@@ -109,6 +111,19 @@ def _has_vocab_head(arch: Architecture) -> bool:
 def lora_parameters(placed_linears: list[tuple[int, int, int]], rank: int) -> int:
     """r·(in + out) per adapted linear copy: ``(in, out, copies)`` triples."""
     return sum(rank * (i + o) * copies for i, o, copies in placed_linears)
+
+
+def base_4bit_bytes(quantized: int, fmt: str, double_quant: bool) -> tuple[float, float]:
+    """(packed 4-bit weights, quantisation constants) of QLoRA's frozen base.
+
+    ``nf4``: bitsandbytes (``nf4_bytes``). ``gptq``: a GPTQ checkpoint's
+    QuantLinear (AutoGPTQ, and fms-acceleration's copy of it): ``qweight``
+    int32 [in/8, out], ``scales`` 16-bit and ``qzeros`` 4-bit per group of 128
+    inputs and per output; ``g_idx`` (4 B per input row) is under 0.1% and left out.
+    """
+    if fmt == "gptq":
+        return quantized / 2, quantized * GPTQ_GROUP_BYTES / GPTQ_GROUP
+    return nf4_bytes(quantized, double_quant)
 
 
 def nf4_bytes(quantized: int, double_quant: bool) -> tuple[float, float]:

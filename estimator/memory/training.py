@@ -29,7 +29,7 @@ from estimator.memory.phases import MethodModel, Phase, Term
 from estimator.memory.sharding import States, describe_distribution, distribute
 from estimator.memory.states import (
     ParameterSplit,
-    nf4_bytes,
+    base_4bit_bytes,
     optimizer_bytes,
     step_temporary_bytes,
     total_optimizer_bytes,
@@ -146,7 +146,7 @@ def _adapter_states(
     base_bytes = 4 if n.dtype == "fp32" else 2
     quantization = 0.0
     if quantized:
-        packed, constants = nf4_bytes(split.block_linears, w.double_quant)
+        packed, constants = base_4bit_bytes(split.block_linears, w.qlora_format, w.double_quant)
         unquantized = split.total - split.block_linears
         weights = packed + unquantized * base_bytes
         if upcast_by_kbit_prepare(w, "qlora"):

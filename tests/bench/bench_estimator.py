@@ -264,6 +264,7 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         lora_targets=_targets(method, str(config.get("model_type"))),
         lora_dropout=0.0 if kind == "full" else _lora_dropout(r["source"]),
         double_quant=kind == "qlora" and "gptq" not in lower,
+        qlora_format="gptq" if "gptq" in lower else "nf4",
         # fms-acceleration's accelerated-peft plugins and Unsloth skip peft's fp32 upcast.
         kbit_prepare="accelerated-peft" not in r["notes"] and "Unsloth" not in method,
         # fms-hf-tuning's baseline QLoRA hands the peft config to TRL's SFTTrainer, which

@@ -45,6 +45,7 @@ STATED = frozenset(
         "lora_targets",
         "lora_dropout",
         "double_quant",
+        "qlora_format",
         "kbit_prepare",
         "kbit_head_16bit",
         "loss_shift_copy",

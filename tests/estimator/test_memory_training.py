@@ -101,6 +101,14 @@ def test_qlora_stores_block_linears_in_nf4_with_double_quantised_absmax() -> Non
     assert b["quantization_overhead"] == round(absmax + dequant)
 
 
+def test_a_gptq_base_keeps_a_16_bit_scale_and_a_4_bit_zero_per_128_inputs() -> None:
+    b = phase("qlora", "optimizer step", kbit_prepare=False, qlora_format="gptq")
+    split = split_parameters(ARCH)
+    assert b["weights"] == round(split.block_linears / 2 + (N - split.block_linears) * 2)
+    constants = split.block_linears * 2.5 / 128
+    assert b["quantization_overhead"] == round(constants + split.largest_linear * 2)
+
+
 def test_fsdp_gathers_a_qlora_layer_packed_and_a_lora_layer_in_16_bit() -> None:
     block = ARCH.blocks[0]
     linear = sum(lin.in_features * lin.out_features * lin.copies for lin in block.linears)

@@ -108,6 +108,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--zero-stage", type=int, choices=(1, 2, 3), default=3)
     parser.add_argument(
+        "--qlora-format",
+        choices=("nf4", "gptq"),
+        default="nf4",
+        help="QLoRA's 4-bit base: bitsandbytes NF4, or a GPTQ checkpoint (16-bit scales and "
+        "4-bit zeros per 128 inputs)",
+    )
+    parser.add_argument(
         "--zero-auto-buckets",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -235,6 +242,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
         sharding_strategy=args.sharding_strategy,
         zero_stage=args.zero_stage,
         zero_auto_buckets=args.zero_auto_buckets,
+        qlora_format=args.qlora_format,
         gpus_per_node=args.gpus_per_node,
         offload_optimizer=args.offload_optimizer,
         offload_params=args.offload_params,
