@@ -37,6 +37,15 @@ Measured (2 CPUs shared with other work: the load averages are beside each rate;
 150-200 s, not full backfills; seed 0; 11.7 commits per repo on main, 1,168,737 at 100k):
 
 ```text
+run D, as run C, with meta-device builds in an isolated worker and the workers counted
+(RSS in brackets: the instance's worker processes, the largest concurrent total)
+N=2k   50 ms  1 instance   5.5 rev/s (load 1.5)  149 (+435) MB  36 ms CPU/rev with the workers', 4 ms DB
+N=2k   50 ms  3 instances 12.9 rev/s (load 1.5)  148/150/147 (+433/439/427) MB  2.37x; 0 duplicates
+N=10k  50 ms  1 instance   5.1 rev/s (load 1.3)  144 (+435) MB  40 ms CPU/rev with the workers', 4 ms DB
+N=10k  50 ms  3 instances 12.6 rev/s (load 1.7)  150/148/150 (+437/326/439) MB  2.48x; 0 duplicates
+(the workers: the meta-build worker with torch, 343 MB, which leaves 60 s after its last build,
+and two template/tokenizer workers of 52 MB; before, torch sat in the instance itself and the
+template workers were not counted)
 run C, an instance waiting on the Hub as a real backfill does (--latency 0.05 --workers 1
 --seconds 120 --instances 1,3; N=2k before storage.diff_base, N=10k after it)
 N=2k   50 ms  1 instance   4.9 rev/s (load 0.6)  436 MB  55 ms instance CPU/rev, 6 ms DB backend CPU/rev
