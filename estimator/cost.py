@@ -63,19 +63,19 @@ def flops_per_sample(arch: Architecture, w: Workload, method: str, active: int) 
     """Training FLOPs of one sample (``seq_len`` tokens; an encoder-decoder's decoder
     runs over ``target_len``)."""
     source = w.seq_len
-    seq2seq = is_seq2seq(arch)
-    target = (w.target_len or source) if seq2seq else source
-    encoder_layers = sum(c for b, c in arch.block_groups if seq2seq and b.stack == "encoder")
-    encoder = sum(
-        (b.parameters - idle_in_block(b)) * c
-        for b, c in arch.block_groups
-        if seq2seq and b.stack == "encoder"
-    )
+    target = source
+    encoder_layers = encoder = 0
+    if is_seq2seq(arch):
+        target = w.target_len or source
+        for b, c in arch.block_groups:
+            if b.stack == "encoder":
+                encoder_layers += c
+                encoder += (b.parameters - idle_in_block(b)) * c
     decoder_layers = arch.num_layers - encoder_layers
     # Score and context matmuls: per layer 12·h per query token and key token.
     scores = 12.0 * arch.hidden_size * (encoder_layers * source * source)
     scores += 12.0 * arch.hidden_size * decoder_layers * target * target
-    if seq2seq:
+    if encoder_layers:
         scores += 12.0 * arch.hidden_size * decoder_layers * target * source  # cross-attention
     per_weight = 6.0 if method == "full" else 4.0
     if w.grad_checkpointing:
