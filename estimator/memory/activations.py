@@ -496,9 +496,16 @@ def training_activations(
 
 
 def _widest(block: Block) -> int:
+    """The widest intermediate whose gradient backward through the layer holds, per token.
+
+    Routed experts run one at a time over the tokens routed to each (transformers'
+    MoE blocks loop ``for expert_idx in ...``), so an expert's gradient covers
+    ``top_k / num_experts`` of the tokens on average, not every token ``top_k`` times.
+    """
     widths = [block.attention.num_heads * block.attention.head_dim]
     if block.feed_forward is not None:
         widths.append(block.feed_forward.intermediate_size)
     if block.moe is not None:
-        widths.append(block.moe.expert.intermediate_size * block.moe.top_k)
+        moe = block.moe
+        widths.append(moe.expert.intermediate_size * moe.top_k // max(moe.num_experts, 1))
     return max(widths)
