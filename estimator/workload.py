@@ -93,6 +93,10 @@ class Workload:
     detached copy of its input (``torch.utils.checkpoint`` with
     ``use_reentrant=True``: transformers 4.35-4.x's default; transformers 5
     passes ``use_reentrant=False``).
+    ``zero_grad_set_to_none``: ``zero_grad()`` frees the gradients, torch 2's
+    default (``torch/optim/optimizer.py``, ``nn.Module.zero_grad``); false
+    zero-fills them in place, torch 1.x's default, so they stay allocated
+    through the next forward.
     ``qlora_format``: the 4-bit format of QLoRA's frozen base: ``nf4``
     (bitsandbytes; ``double_quant`` applies) or ``gptq`` (a GPTQ checkpoint:
     16-bit scales and 4-bit zeros per 128 inputs).
@@ -147,6 +151,7 @@ class Workload:
     reentrant_checkpointing: bool = False
     zero_auto_buckets: bool = True
     qlora_format: QLoRAFormat = "nf4"
+    zero_grad_set_to_none: bool = True
     epochs: float = 10.0
     samples: int = 50_000
     headroom: float = 1.15
@@ -195,6 +200,7 @@ class Workload:
             "empty_cache_each_step",
             "reentrant_checkpointing",
             "zero_auto_buckets",
+            "zero_grad_set_to_none",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(f"workload: {name} must be true or false")

@@ -171,7 +171,9 @@ def _adapter_states(
     )
 
 
-def _phases(st: States, acts: Activations, layers: int, checkpointing: bool) -> tuple[Phase, ...]:
+def _phases(
+    st: States, acts: Activations, layers: int, checkpointing: bool, grads_kept: bool = False
+) -> tuple[Phase, ...]:
     # The states every moment shares are one set of terms; only the weights
     # (with or without autocast's 16-bit cache) and the gradients differ.
     # Gathered layers and reduce buckets exist while layers run, not in the step.
@@ -200,6 +202,9 @@ def _phases(st: States, acts: Activations, layers: int, checkpointing: bool) -> 
         acts.saved + acts.kept_input_grads if acts.kept_input_grads else per_layer_saved
     )
     lower_grads = st.gradients_top + (st.gradients - st.gradients_top) / max(layers, 1)
+    # Gradients zero-filled rather than freed by zero_grad() are there all step long.
+    between = st.gradients if grads_kept else 0.0
+    lower_grads = max(lower_grads, between)
     graph_cache = 0.0 if checkpointing else st.cache
     all_grads = base(st.gradients, 0.0)
     step_weights = weights.get(0.0) or Term("weights", st.weights)
@@ -208,13 +213,13 @@ def _phases(st: States, acts: Activations, layers: int, checkpointing: bool) -> 
         Phase(
             "end of forward",
             (
-                *base(0.0, st.cache),
+                *base(between, st.cache),
                 Term("activations", 0.0, acts.saved + acts.loss_at_forward_end),
             ),
         ),
         Phase(
             "start of backward (loss gradients)",
-            (*base(0.0, graph_cache), Term("activations", 0.0, acts.saved + acts.loss)),
+            (*base(between, graph_cache), Term("activations", 0.0, acts.saved + acts.loss)),
         ),
         Phase(
             "backward through the last layer",
@@ -328,7 +333,9 @@ def training_model(
     notes, assumptions = _explain(arch, w, method, n, acts, resolution)
     return MethodModel(
         method=method,
-        phases=_phases(st, acts, arch.num_layers, w.grad_checkpointing),
+        phases=_phases(
+            st, acts, arch.num_layers, w.grad_checkpointing, not w.zero_grad_set_to_none
+        ),
         numerics=n.label,
         num_layers=arch.num_layers,
         layer_fraction=split.layer_fraction,

@@ -46,6 +46,7 @@ STATED = frozenset(
         "lora_dropout",
         "double_quant",
         "qlora_format",
+        "zero_grad_set_to_none",
         "kbit_prepare",
         "kbit_head_16bit",
         "loss_shift_copy",

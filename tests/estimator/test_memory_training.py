@@ -221,3 +221,14 @@ def test_a_stacks_first_t5_block_is_computed_with_the_rest_and_keeps_its_bytes()
         shared = method_models(arch, w, has_bf16=True)[method]
         separate = method_models(apart, w, has_bf16=True)[method]
         assert [p.breakdown(2) for p in shared.phases] == [p.breakdown(2) for p in separate.phases]
+
+
+def test_gradients_zero_filled_by_torch_1s_zero_grad_are_there_through_the_forward() -> None:
+    """torch 1.x zero_grad() zero-filled gradients in place (set_to_none=False); torch 2 frees them."""
+    freed = phase("full", "end of forward", precision="fp32")
+    kept = phase("full", "end of forward", precision="fp32", zero_grad_set_to_none=False)
+    assert freed["gradients"] == 0
+    assert kept["gradients"] == 4 * N  # every fp32 gradient, allocated since the last step
+    assert kept["activations"] == freed["activations"]
+    step = phase("full", "optimizer step", precision="fp32", zero_grad_set_to_none=False)
+    assert step["gradients"] == kept["gradients"]

@@ -146,6 +146,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "fragmentation carried from step to step, so what must fit is the step's allocated peak",
     )
     parser.add_argument(
+        "--zero-grad-set-to-none",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="zero_grad() frees the gradients (torch 2's default); --no-zero-grad-set-to-none: "
+        "it zero-fills them in place (torch 1.x's default), so they stay through the next forward",
+    )
+    parser.add_argument(
         "--reentrant-checkpointing",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -225,6 +232,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
             ("expandable_segments", args.expandable_segments),
             ("empty_cache_each_step", args.empty_cache_each_step),
             ("reentrant_checkpointing", args.reentrant_checkpointing),
+            ("zero_grad_set_to_none", args.zero_grad_set_to_none),
         )
         if value is not None
     }
