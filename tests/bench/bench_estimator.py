@@ -62,7 +62,7 @@ SHORT = {
 }
 # Runs published before transformers had SDPA for BERT (2022) and before
 # torch 2.0 made foreach AdamW the default: eager attention, per-parameter AdamW.
-TORCH1_SOURCES = ("model_memory_anatomy", "perf_train_gpu_one")
+TORCH1_SOURCES = ("model_memory_anatomy", "perf_train_gpu_one", "huggingface/peft:README")
 PRE_SDPA_SOURCES = (
     "model_memory_anatomy",
     "perf_train_gpu_one",
@@ -266,8 +266,9 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         lora_dropout=0.0 if kind == "full" else _lora_dropout(r["source"]),
         double_quant=kind == "qlora" and "gptq" not in lower,
         qlora_format="gptq" if "gptq" in lower else "nf4",
-        # transformers' 2022 docs ran torch 1.x, whose zero_grad() zero-filled the gradients
-        # (set_to_none=False) and the Trainer's model.zero_grad() with it.
+        # transformers' 2022 docs and peft's README table (January 2023) ran torch 1.x, whose
+        # zero_grad() zero-filled the gradients (set_to_none=False), the Trainer's
+        # model.zero_grad() and the peft examples' optimizer.zero_grad() alike.
         zero_grad_set_to_none=not any(s in r["source"] for s in TORCH1_SOURCES),
         # fms-acceleration's accelerated-peft plugins and Unsloth skip peft's fp32 upcast.
         kbit_prepare="accelerated-peft" not in r["notes"] and "Unsloth" not in method,
