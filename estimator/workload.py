@@ -97,6 +97,10 @@ class Workload:
     default (``torch/optim/optimizer.py``, ``nn.Module.zero_grad``); false
     zero-fills them in place, torch 1.x's default, so they stay allocated
     through the next forward.
+    ``cache_in_training``: the model returns its key/value cache while training
+    (transformers 4.x's GPTBigCode kept ``config.use_cache`` under gradient
+    checkpointing, where Llama's forward turned it off), so every layer's present
+    lives until the loss is computed.
     ``qlora_format``: the 4-bit format of QLoRA's frozen base: ``nf4``
     (bitsandbytes; ``double_quant`` applies) or ``gptq`` (a GPTQ checkpoint:
     16-bit scales and 4-bit zeros per 128 inputs).
@@ -152,6 +156,7 @@ class Workload:
     zero_auto_buckets: bool = True
     qlora_format: QLoRAFormat = "nf4"
     zero_grad_set_to_none: bool = True
+    cache_in_training: bool = False
     epochs: float = 10.0
     samples: int = 50_000
     headroom: float = 1.15
@@ -201,6 +206,7 @@ class Workload:
             "reentrant_checkpointing",
             "zero_auto_buckets",
             "zero_grad_set_to_none",
+            "cache_in_training",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(f"workload: {name} must be true or false")

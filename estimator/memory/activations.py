@@ -68,6 +68,11 @@ SHIFT_COPY_BYTES: Final = 4
 SIXTEEN_BIT_FORWARD_BYTES: Final = 4
 SIXTEEN_BIT_BACKWARD_BYTES: Final = 8
 SIXTEEN_BIT_SHIFT_COPY_BYTES: Final = 2
+# Under autocast ``cross_entropy(..., dtype=bf16)`` keeps its log-softmax 16-bit
+# (``fp32_set_opt_dtype`` keeps a given dtype) and ``nll_loss`` saves an fp32 copy of it
+# (fp32 policy); accelerate's ``convert_to_fp32`` then copies the logits to fp32 while
+# the 16-bit ones are held: 2 + 2 + 4 + 4 B per logit when the forward returns.
+SIXTEEN_BIT_AUTOCAST_FORWARD_BYTES: Final = 12
 # Last name component of a cross-attention query projection (T5 ``EncDecAttention.q``,
 # BART and Whisper ``encoder_attn.q_proj``).
 CROSS_QUERY_NAMES: Final = frozenset({"q", "q_proj", "query"})
@@ -99,6 +104,11 @@ class ActivationSettings:
     loss_shift_copy: bool = False
     # The loss runs cross-entropy on the 16-bit logits: no ``.float()``, no autocast.
     loss_16bit: bool = False
+    # The loss runs cross-entropy on the 16-bit logits under autocast (a model's own loss).
+    loss_16bit_autocast: bool = False
+    # The model returns its key/value cache in training, so each layer's present (and
+    # what it views) lives until the loss is computed.
+    cache_in_training: bool = False
     # Unsloth's LoRA_QKV / LoRA_W / LoRA_MLP (unsloth/kernels/fast_lora.py @f4633d8):
     # ``save_for_backward(X, QA, QB, ...)``, ``(A, B, X)`` and ``(..., X, e, g)``.
     fused_lora: bool = False
@@ -486,6 +496,16 @@ def training_activations(
     loss, loss_forward = loss_bytes(
         arch, target, s.fp32_logits, s.loss_chunks, s.loss_shift_copy, s.loss_16bit
     )
+    if s.loss_16bit_autocast and s.loss_chunks == 1 and arch.head in VOCAB_HEADS:
+        loss_forward = SIXTEEN_BIT_AUTOCAST_FORWARD_BYTES * arch.vocab_size * target
+    if s.cache_in_training and s.checkpointing:
+        # Without checkpointing the attention keeps the projections' outputs anyway.
+        loss_forward += int(
+            sum(
+                present_bytes_per_token(b, p, s) * own_tokens(b) * count
+                for b, p, count in placements
+            )
+        )
     kept_grads = 0.0
     if s.checkpointing and s.inputs_kept and not s.offload:
         # A layer input's gradient has the input's shape and dtype: the stream again,
@@ -493,6 +513,21 @@ def training_activations(
         layers = sum(count for _, _, count in per_layer)
         kept_grads = stream * (layers - 1) / max(layers, 1)
     return Activations(int(saved), loss, int(working), loss_forward, int(kept_grads))
+
+
+def present_bytes_per_token(block: Block, placed: Sequence[Placed], s: ActivationSettings) -> float:
+    """One layer's key/value cache entry per token, with what it keeps alive.
+
+    A fused QKV projection's present is a ``split`` view of its whole output
+    (GPTBigCode's ``key_value = c_attn(...)``), so the output stays whole; separate
+    projections keep their keys and values.
+    """
+    inputs = [p for p in placed if p.slot == "attn_in"]
+    att = block.attention
+    width = (
+        inputs[0].linear.out_features if len(inputs) == 1 else 2 * att.num_kv_heads * att.head_dim
+    )
+    return float(width * s.numerics.base_out)
 
 
 def _widest(block: Block) -> int:

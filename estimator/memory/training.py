@@ -321,6 +321,8 @@ def training_model(
         loss_chunks=w.loss_chunks,
         loss_shift_copy=w.loss_shift_copy,
         loss_16bit=loss_in_16bit(w, n),
+        loss_16bit_autocast=not w.loss_upcast and n.autocast,
+        cache_in_training=w.cache_in_training,
         inputs_kept=checkpoint_inputs_kept(w, method),
         all_linears_save_input=zero3_linear_saves_inputs(w),
     )

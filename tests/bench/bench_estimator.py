@@ -270,6 +270,10 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         # zero_grad() zero-filled the gradients (set_to_none=False), the Trainer's
         # model.zero_grad() and the peft examples' optimizer.zero_grad() alike.
         zero_grad_set_to_none=not any(s in r["source"] for s in TORCH1_SOURCES),
+        # transformers 4.48's GPTBigCode keeps config.use_cache under gradient checkpointing
+        # (modeling_gpt_bigcode.py: no use_cache reset, where Llama's forward has one).
+        cache_in_training="fms-acceleration" in r["source"]
+        and config.get("model_type") in OWN_LOSS_FAMILIES,
         # fms-acceleration's accelerated-peft plugins and Unsloth skip peft's fp32 upcast.
         kbit_prepare="accelerated-peft" not in r["notes"] and "Unsloth" not in method,
         # fms-hf-tuning's baseline QLoRA hands the peft config to TRL's SFTTrainer, which

@@ -47,6 +47,7 @@ STATED = frozenset(
         "double_quant",
         "qlora_format",
         "zero_grad_set_to_none",
+        "cache_in_training",
         "kbit_prepare",
         "kbit_head_16bit",
         "loss_shift_copy",

@@ -153,6 +153,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "it zero-fills them in place (torch 1.x's default), so they stay through the next forward",
     )
     parser.add_argument(
+        "--cache-in-training",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the model returns its key/value cache while training (transformers 4.x's "
+        "GPTBigCode under checkpointing): every layer's present lives until the loss",
+    )
+    parser.add_argument(
         "--reentrant-checkpointing",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -233,6 +240,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
             ("empty_cache_each_step", args.empty_cache_each_step),
             ("reentrant_checkpointing", args.reentrant_checkpointing),
             ("zero_grad_set_to_none", args.zero_grad_set_to_none),
+            ("cache_in_training", args.cache_in_training),
         )
         if value is not None
     }
