@@ -13,9 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from estimator import Workload
-from estimator.families import describe
-from estimator.memory.states import split_parameters
-from estimator.memory.training import training_model
+from tests.estimator.phase_terms import activations_at
 
 CONFIG = {
     "model_type": "gpt_bigcode",
@@ -42,10 +40,7 @@ W = Workload(
 
 
 def end_of_forward(w: Workload) -> float:
-    arch = describe(CONFIG)
-    model = training_model(arch, split_parameters(arch), w, w.method, has_bf16=True)
-    phase = next(p for p in model.phases if p.name == "end of forward")
-    return next(t.per_sample for t in phase.terms if t.key == "activations")
+    return activations_at(CONFIG, w, "end of forward") / w.batch
 
 
 def test_every_layers_present_keeps_its_whole_fused_projection_until_the_loss() -> None:

@@ -13,9 +13,8 @@ from dataclasses import replace
 import pytest
 
 from estimator import Workload, plan
-from estimator.families import describe
-from estimator.memory.states import split_parameters
-from estimator.memory.training import checkpoint_inputs_kept, training_model
+from estimator.memory.training import checkpoint_inputs_kept
+from tests.estimator.phase_terms import activations_at
 
 CONFIG = {
     "model_type": "llama",
@@ -42,11 +41,7 @@ FSDP_QLORA = Workload(
 
 
 def activations(w: Workload, phase_name: str) -> float:
-    arch = describe(CONFIG)
-    model = training_model(arch, split_parameters(arch), w, w.method, has_bf16=True)
-    phase = next(p for p in model.phases if p.name == phase_name)
-    term = next(t for t in phase.terms if t.key == "activations")
-    return term.per_sample * w.batch
+    return activations_at(CONFIG, w, phase_name)
 
 
 def test_the_first_layers_backward_still_holds_every_input_and_31_gradients() -> None:
