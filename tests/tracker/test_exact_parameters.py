@@ -201,5 +201,8 @@ def test_builds_run_in_a_worker_that_leaves_once_idle(monkeypatch: pytest.Monkey
                 exact_parameters.meta_build({**OLMO2, "num_hidden_layers": layers}).refused is None
             )
         assert quick.started == 1 and len(quick.worker_pids()) == 1
-        time.sleep(1.5)
+        deadline = time.monotonic() + 10
+        while quick.worker_pids() and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert quick.worker_pids() == []  # then it leaves, and torch's memory with it
+        assert quick.started == 1  # nobody started another
