@@ -195,7 +195,7 @@ def _build_isolated(config: Mapping[str, object]) -> MetaBuild:
     machine, not of the config, so it propagates and nothing is kept.
     """
     try:
-        return build_pool().call(_build, copy.deepcopy(dict(config)))
+        return build_pool().call(_build, dict(config))  # pickled: the worker gets a copy
     except LimitExceeded as exc:
         log.warning(
             "meta-device build of a %r config stopped: %s", config.get("model_type"), exc.reason

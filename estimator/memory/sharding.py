@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from estimator.architecture import Architecture, Block
+from estimator.memory.activations import VOCAB_HEADS
 from estimator.memory.numerics import Numerics
 from estimator.memory.states import base_4bit_bytes
 from estimator.workload import Workload
@@ -54,7 +55,6 @@ ZERO_PREFETCH_PER_HIDDEN_SQUARED: Final = 0.9  # transformers "auto": 0.9 * hidd
 ZERO_REDUCE_BUCKET: Final = 5e8  # DeepSpeed reduce_bucket_size
 ZERO_PREFETCH_BUCKET: Final = 5e7  # DeepSpeed stage3_prefetch_bucket_size
 ZERO_MAX_REUSE_DISTANCE: Final = 1e9  # DeepSpeed stage3_max_reuse_distance
-VOCAB_HEADS: Final = frozenset({"causal-lm", "masked-lm", "pretraining", "conditional-generation"})
 FSDP_INFLIGHT_ALL_GATHERS: Final = 2  # torch FSDP limit_all_gathers
 
 

@@ -14,13 +14,12 @@ from typing import Final
 
 from estimator.architecture import Architecture
 from estimator.architecture import shape_numel as numel
+from estimator.memory.quantized import FORMATS, GROUP_SIZE
 
 BNB_MIN_8BIT_SIZE: Final = 4096
 BNB_BLOCK: Final = 256
 NF4_BLOCK: Final = 64
 NF4_DOUBLE_QUANT_BLOCK: Final = 256
-GPTQ_GROUP: Final = 128
-GPTQ_GROUP_BYTES: Final = 2.5  # a 16-bit scale and a 4-bit zero per group of inputs and output
 
 
 def optimizer_bytes(name: str, shape: tuple[int, ...], numel: int, state_bytes: int) -> float:
@@ -122,7 +121,7 @@ def base_4bit_bytes(quantized: int, fmt: str, double_quant: bool) -> tuple[float
     inputs and per output; ``g_idx`` (4 B per input row) is under 0.1% and left out.
     """
     if fmt == "gptq":
-        return quantized / 2, quantized * GPTQ_GROUP_BYTES / GPTQ_GROUP
+        return quantized / 2, quantized * FORMATS["gptq"].group_bytes / GROUP_SIZE
     return nf4_bytes(quantized, double_quant)
 
 
