@@ -26,7 +26,7 @@ from estimator.fit import CardFit, MethodFit, fit_cards
 from estimator.manifest import ManifestComparison, WeightManifest, compare
 from estimator.memory import MemoryEstimate, evaluate, method_models, split_parameters
 from estimator.memory.lora import resolve_targets
-from estimator.structure import structure_json
+from estimator.structure import Structure, layout
 from estimator.verifier import Context, Finding, rules, verify
 from estimator.workload import Workload
 
@@ -41,7 +41,7 @@ class Plan:
     model: tuple[tuple[str, Any], ...]
     parameters: tuple[tuple[str, Any], ...]
     checkpoint: ManifestComparison | None
-    structure: tuple[Mapping[str, Any], ...]
+    structure: Structure
     workload: Workload
     memory: tuple[tuple[str, MemoryEstimate], ...]
     cards: tuple[CardFit, ...]
@@ -82,7 +82,7 @@ class Plan:
             "schema_version": self.schema_version,
             "model": dict(self.model),
             "parameters": parameters,
-            "structure": [dict(n) for n in self.structure],
+            "structure": self.structure.to_json(),
             "workload": self.workload.to_json(),
             "memory": memory,
             "cards": [c.to_json() for c in self.cards],
@@ -121,7 +121,7 @@ def _plan_from_json(d: Mapping[str, Any]) -> Plan:
             checkpoint["delta_percent"],
             tuple(checkpoint["explanations"]),
         ),
-        structure=tuple(dict(n) for n in d["structure"]),
+        structure=Structure.from_json(d["structure"]),
         workload=Workload(**workload),
         memory=tuple((m, _memory_from_json(e)) for m, e in memory.items() if m != "selected"),
         cards=tuple(_card_fit_from_json(c) for c in d["cards"]),
@@ -263,7 +263,7 @@ def plan(
         ),
         parameters=_parameter_breakdown(arch),
         checkpoint=checkpoint,
-        structure=structure_json(arch, w.seq_len),
+        structure=layout(arch, w.seq_len),
         workload=w,
         memory=memory,
         cards=fits,

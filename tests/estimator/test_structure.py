@@ -8,7 +8,7 @@ import pytest
 
 from estimator.errors import WorkloadError
 from estimator.families import describe
-from estimator.structure import Node, structure
+from estimator.structure import Node, Structure, layout, structure
 from tests.estimator import configgen
 
 LLAMA = {
@@ -119,3 +119,26 @@ def test_embedding_node_holds_the_token_table() -> None:
 def test_bad_sequence_length_is_a_workload_error(seq_len: object) -> None:
     with pytest.raises(WorkloadError, match="sequence length"):
         structure(describe(LLAMA), seq_len)  # type: ignore[arg-type]
+
+
+def test_layout_keeps_blocks_as_patterns_and_expands_to_the_same_nodes() -> None:
+    arch = describe(LLAMA)
+    kept = layout(arch, 7)
+    nodes = structure(arch, 7)
+    # Two blocks of one template: two (prefix, pattern) pairs sharing the pattern object.
+    assert [prefix for prefix, _ in kept.blocks] == ["layers.0.", "layers.1."]
+    assert kept.blocks[0][1] is kept.blocks[1][1]
+    assert len(kept) == len(nodes) == len(tuple(kept))
+    assert [n.name for n in kept][-3:] == ["layers.1.add_1", "final_norm", "output"]
+    document = kept.to_json()
+    assert document[3] == {
+        "name": "layers.0.norm_0",
+        "kind": "Norm",
+        "shape": [7, 64],
+        "parameters": 64,
+    }
+    # Read back from JSON every node is kept flat, and still equal to the compact form.
+    flat = Structure.from_json(document)
+    assert flat.blocks == () and flat == kept and hash(flat) == hash(kept)
+    assert flat.to_json() == document
+    assert layout(arch, 8) != kept
