@@ -108,6 +108,12 @@ class Workload:
     filled by transformers from hidden_size (its documented configs); false:
     DeepSpeed's own defaults, as accelerate's plugin leaves them when it is
     configured from its yaml (reduce bucket 5e8 elements, prefetch 5e7).
+    ``prompt_logits``: serving computes logits for every prompt position, with
+    an fp32 copy (transformers' ``generate`` before ``logits_to_keep``, v4.45,
+    or a loop calling the model itself); false: the last position only.
+    ``awq_fused``: AWQ weights served by AutoAWQ's fused modules
+    (``fuse_layers=True``; transformers' ``AwqConfig(do_fuse=True)``), with
+    ``seq_len`` as their ``max_seq_len`` (estimator/memory/serving.py).
     ``adamw_impl``: torch's foreach AdamW (the ``torch.optim.AdamW`` default
     on CUDA since torch 2.0) briefly holds one more state-sized copy in
     ``step()``; fused and per-parameter-loop implementations do not.
@@ -141,6 +147,8 @@ class Workload:
     recipe: str = ""
     serve_weights: ServeWeights = "bf16"
     kv_cache_bytes: int = 2
+    prompt_logits: bool = False
+    awq_fused: bool = False
     card: str = "A10G"
     gpus: int = 1
     parallelism: Parallelism = "fsdp"
@@ -207,6 +215,8 @@ class Workload:
             "zero_auto_buckets",
             "zero_grad_set_to_none",
             "cache_in_training",
+            "prompt_logits",
+            "awq_fused",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(f"workload: {name} must be true or false")
@@ -222,6 +232,8 @@ class Workload:
             or not all(isinstance(t, str) and t for t in self.lora_targets)
         ):
             raise WorkloadError("workload: lora_targets must be 'all-linear' or module names")
+        if self.awq_fused and self.serve_weights != "awq":
+            raise WorkloadError("workload: awq_fused needs serve_weights 'awq'")
         zero = self.gpus > 1 and self.parallelism == "zero"
         if self.offload_params and zero and self.zero_stage != 3:
             raise WorkloadError("workload: offload_params needs zero_stage 3 (DeepSpeed)")

@@ -2,9 +2,29 @@
 
 The KV cache is counted layer by layer from each attention's own width
 (GQA/MQA heads, MLA's compressed latent) and capped at the sliding window
-where a layer has one; encoders keep no cache at all. The prefill working
-set is one layer's transient tensors for the whole prompt (nothing is kept
-for backward), plus the logits of the last position in fp32.
+where a layer has one; encoders keep no cache at all. The prefill peaks at
+one of two moments: inside the widest layer (its transient tensors for the
+whole prompt; nothing is kept for backward), or at the head, where the
+logits exist in 16 bit and as their fp32 copy: of the last position only
+(transformers' ``generate`` since ``logits_to_keep``, PR #31292, v4.45), or
+of every prompt position (``prompt_logits``: older ``generate`` and loops that
+call the model directly).
+
+``awq_fused`` is AutoAWQ's fused-module runtime (``from_quantized(...,
+fuse_layers=True)``, v0.1.6; transformers' ``AwqConfig(do_fuse=True)`` uses
+the same modules):
+
+* each layer preallocates its KV cache for ``max_seq_len`` tokens (here
+  ``seq_len``: the benchmark passes ``max_new_tokens``) and a complex64 RoPE
+  table ``(2 * max_seq_len, head_dim / 2)`` of its own
+  (``awq/modules/fused/attn.py``);
+* the fuser concatenates every layer's q/k/v into a new ``qkv_proj`` while
+  the unfused projections are still referenced (``fused_utils.fuse_qkv``;
+  freed when ``fuse_layers`` returns): a load-time peak of the weights plus
+  all q/k/v once more, beside the caches;
+* prompt attention is eager in 16 bit with K/V repeated to every query head,
+  then ``softmax(scores.float())``: the masked scores, their fp32 copy and
+  the fp32 softmax (10 B per score) are alive at once.
 """
 
 from __future__ import annotations
@@ -17,6 +37,8 @@ from estimator.memory.quantized import (
     DEQUANT_FROM_TOKENS,
     FORMATS,
     GROUP_SIZE,
+    WeightFormat,
+    linear_bytes,
     quantised_weights,
 )
 from estimator.memory.states import ParameterSplit
@@ -25,16 +47,30 @@ from estimator.workload import Workload
 RESERVE_STATIC: Final = 0.01
 RESERVE_DYNAMIC: Final = 0.10
 CUBLAS_WORKSPACE: Final = 32 * 2**20
+# AutoAWQ fused attention at the softmax: 16-bit masked scores, their fp32 copy, the fp32 softmax.
+AWQ_FUSED_SCORE_BYTES: Final = 2 + 4 + 4
+# awq_ext's GEMM splits the reduction over 8 slices, each written out in 16 bit, then summed.
+AWQ_SPLIT_K: Final = 8
+# Its RoPE table per layer: complex64 (8 B) of shape (2 * max_seq_len, head_dim / 2).
+AWQ_ROPE_BYTES_PER_POSITION_AND_DIM: Final = 8
+# The projections AutoAWQ's fuser concatenates into qkv_proj (llama-like layers).
+SEPARATE_QKV: Final = ("q_proj", "k_proj", "v_proj")
 
 
-def kv_cache_bytes_per_sequence(arch: Architecture, context: int, kv_bytes: int) -> int:
-    """KV cache of one sequence of ``context`` tokens, summed over decoder layers."""
+def kv_cache_bytes_per_sequence(
+    arch: Architecture, context: int, kv_bytes: int, *, windowed: bool = True
+) -> int:
+    """KV cache of one sequence of ``context`` tokens, summed over decoder layers.
+
+    ``windowed=False``: a runtime that allocates every layer's cache for the
+    whole context whatever its sliding window (AutoAWQ's fused cache).
+    """
     total = 0
     for block, count in arch.block_groups:
         if block.stack != "decoder":
             continue
         att = block.attention
-        window = att.sliding_window
+        window = att.sliding_window if windowed else None
         tokens = min(context, window) if window else context
         total += att.kv_cache_elements_per_token * tokens * count
         if block.cross_attention is not None:
@@ -42,7 +78,7 @@ def kv_cache_bytes_per_sequence(arch: Architecture, context: int, kv_bytes: int)
     return total * kv_bytes
 
 
-def _prefill_per_sequence(arch: Architecture, w: Workload, compute: int) -> float:
+def _layer_per_sequence(arch: Architecture, w: Workload, compute: int) -> float:
     """Largest one-layer transient for a prompt of ``seq_len`` tokens (no autograd)."""
     s = w.seq_len
     h = arch.hidden_size
@@ -62,17 +98,70 @@ def _prefill_per_sequence(arch: Architecture, w: Workload, compute: int) -> floa
         if block.moe is not None:
             per_token += compute * 3 * block.moe.expert.intermediate_size * block.moe.top_k
         worst = max(worst, per_token * s)
-    logits_tokens = s if arch.head == "masked-lm" else (1 if arch.has_kv_cache else 0)
-    if arch.head in ("causal-lm", "masked-lm", "conditional-generation", "pretraining"):
-        worst += (compute + 4) * arch.vocab_size * logits_tokens
     return worst
+
+
+def _awq_fused_layer_per_sequence(arch: Architecture, s: int, compute: int) -> float:
+    """AutoAWQ's fused layer: the larger of its softmax moment and its MLP's split-k GEMM.
+
+    At the softmax: the residual and its norm, the fused q/k/v output, the
+    rotated query, K and V repeated to every head, the attention output and
+    the key-store copy beside the scores. In the MLP: ``gemm_forward_cuda``
+    with split-k 8 writes an ``(8, tokens, out)`` fp16 buffer and sums it
+    (``awq_ext``), for ``up_proj`` while ``gate_proj``'s output is held.
+    """
+    h = arch.hidden_size
+    worst = 0.0
+    for block, _ in arch.block_groups:
+        att = block.attention
+        heads, kv_heads, d = att.num_heads, att.num_kv_heads, att.head_dim
+        qkv = heads * d + kv_heads * (d + att.v_head_dim)
+        attention = compute * (2 * h + qkv + 4 * heads * d + 2 * kv_heads * d)
+        attention += AWQ_FUSED_SCORE_BYTES * heads * s
+        worst = max(worst, attention * s)
+        if block.feed_forward is not None:
+            intermediate = block.feed_forward.intermediate_size
+            mlp = compute * 2 * h + (AWQ_SPLIT_K * compute + 2 * compute) * intermediate
+            worst = max(worst, mlp * s)
+    return worst
+
+
+def _logits_per_sequence(arch: Architecture, w: Workload, compute: int) -> float:
+    """The head's output beside the final hidden states: 16-bit logits and their fp32 copy."""
+    if arch.head not in ("causal-lm", "masked-lm", "conditional-generation", "pretraining"):
+        return 0.0
+    if arch.head == "masked-lm" or w.prompt_logits:
+        tokens = w.seq_len
+    else:
+        tokens = 1 if arch.has_kv_cache else 0
+    return (compute + 4) * arch.vocab_size * tokens + compute * arch.hidden_size * w.seq_len
+
+
+def _rope_tables(arch: Architecture, w: Workload) -> float:
+    """The fused runtime's RoPE tables: one per layer, not one per model."""
+    if arch.position != "rope":
+        return 0.0
+    per_position = sum(block.attention.head_dim * count for block, count in arch.block_groups)
+    return AWQ_ROPE_BYTES_PER_POSITION_AND_DIM * w.seq_len * per_position
+
+
+def _separate_qkv_bytes(arch: Architecture, fmt: WeightFormat) -> float:
+    """Stored bytes of every layer's q/k/v projections: what the fuser holds twice while loading."""
+    total = 0.0
+    for block, count in arch.block_groups:
+        parts = [lin for lin in block.linears if lin.name.rpartition(".")[2] in SEPARATE_QKV]
+        if len(parts) == len(SEPARATE_QKV):
+            total += count * sum(
+                linear_bytes(fmt, lin.in_features, lin.out_features, False) for lin in parts
+            )
+    return total
 
 
 def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> MethodModel:
     compute = 2 if w.precision != "fp32" else 4
     fmt = FORMATS.get(w.serve_weights) if w.precision != "fp32" else None
-    scratch = 0.0
-    scratch_per_token = 0.0
+    scratch: float = 0.0
+    scratch_per_token: float = 0.0
     if fmt is None:
         weights = split.total * compute / w.gpus
     else:
@@ -80,18 +169,52 @@ def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> Met
         weights = (q.quantised_bytes + q.unquantised_parameters * compute) / w.gpus
         scratch = q.scratch_fixed / w.gpus
         scratch_per_token = q.scratch_per_token / w.gpus
-    kv = kv_cache_bytes_per_sequence(arch, w.seq_len, w.kv_cache_bytes) / w.gpus
-    prefill = _prefill_per_sequence(arch, w, compute) / w.gpus + scratch_per_token * w.seq_len
-    phase = Phase(
-        "prefill",
-        (
-            Term("weights", weights),
-            Term("kv_cache", 0.0, kv),
-            Term("activations", 0.0, prefill),
-            Term("quantization_overhead", scratch),
-            Term("framework_overhead", CUBLAS_WORKSPACE),
-        ),
+    fused = fmt if w.awq_fused else None
+    if fused is not None:
+        scratch = scratch_per_token = 0.0  # its kernels' scratch is in the layer's moments
+    cached = kv_cache_bytes_per_sequence(arch, w.seq_len, w.kv_cache_bytes, windowed=fused is None)
+    kv = cached / w.gpus
+    rope = _rope_tables(arch, w) / w.gpus if fused else 0.0
+    # The fused model's 16-bit causal mask of the prompt, one for the whole batch.
+    buffers = rope + (2 * w.seq_len * w.seq_len / w.gpus if fused else 0.0)
+    layer = (
+        _awq_fused_layer_per_sequence(arch, w.seq_len, compute)
+        if fused
+        else _layer_per_sequence(arch, w, compute)
     )
+    layer = layer / w.gpus + scratch_per_token * w.seq_len
+    logits = _logits_per_sequence(arch, w, compute) / w.gpus
+    resident = (Term("weights", weights), Term("kv_cache", 0.0, kv))
+    phases = [
+        Phase(
+            "prefill: widest layer",
+            (
+                *resident,
+                Term("activations", 0.0, layer),
+                Term("quantization_overhead", scratch),
+                Term("framework_overhead", CUBLAS_WORKSPACE + buffers),
+            ),
+        ),
+        Phase(
+            "prefill: logits",
+            (
+                *resident,
+                Term("activations", 0.0, logits),
+                Term("framework_overhead", CUBLAS_WORKSPACE + buffers),
+            ),
+        ),
+    ]
+    if fused is not None:
+        phases.append(
+            Phase(
+                "load: fused qkv_proj beside q/k/v",
+                (
+                    *resident,
+                    Term("quantization_overhead", _separate_qkv_bytes(arch, fused) / w.gpus),
+                    Term("framework_overhead", rope),
+                ),
+            )
+        )
     assumptions = [
         f"serving: block linears in {w.serve_weights}"
         + (
@@ -112,9 +235,19 @@ def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> Met
         assumptions.append("encoder: no KV cache; memory is weights plus one layer's transient")
     if w.gpus > 1:
         assumptions.append(f"tensor parallel over {w.gpus} GPUs: weights and KV cache split evenly")
+    if fused:
+        assumptions.append(
+            "AutoAWQ fused modules: per-layer KV cache and RoPE table for "
+            f"{w.seq_len} tokens; q/k/v held twice while the fuser builds qkv_proj; "
+            "eager prompt attention with an fp32 softmax"
+        )
+    if w.prompt_logits:
+        assumptions.append(
+            "the prefill returns logits for every prompt position, with an fp32 copy"
+        )
     return MethodModel(
         method="serve",
-        phases=(phase,),
+        phases=tuple(phases),
         numerics=f"{w.serve_weights} weights",
         num_layers=arch.num_layers,
         layer_fraction=split.layer_fraction,

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
 from transformers import GPTBigCodeConfig
 
 from estimator import Workload
+from estimator.architecture import Architecture
+from estimator.errors import WorkloadError
 from estimator.families import describe
-from estimator.memory import kv_cache_bytes_per_sequence, method_models
+from estimator.memory import evaluate, kv_cache_bytes_per_sequence, method_models
 from tests.estimator.archbuilder import llama_like
 
 SANTACODER_LIKE = {
@@ -103,3 +108,54 @@ def test_long_prompts_dequantise_the_widest_fused_linear() -> None:
     assert serve("awq", seq_len=255)["quantization_overhead"] == 0
     assert serve("awq", seq_len=256)["quantization_overhead"] == 256 * 1024 * 2
     assert serve("fp8", seq_len=4096)["quantization_overhead"] == 0
+
+
+def phases_at(w: Workload, arch: Architecture = SERVE_ARCH) -> dict[str, dict[str, int]]:
+    model = method_models(arch, w, True)["serve"]
+    return {p.name: p.breakdown(w.batch) for p in model.phases}
+
+
+def test_prompt_logits_hold_every_position_in_16_bit_and_fp32() -> None:
+    base = Workload(method="serve", batch=2, seq_len=64)
+    last = phases_at(base)["prefill: logits"]["activations"]
+    every = phases_at(replace(base, prompt_logits=True))["prefill: logits"]["activations"]
+    # 1024-word vocabulary: 2 + 4 B per logit, for 63 more positions of each of 2 sequences.
+    assert every - last == 2 * 63 * 1024 * 6
+
+
+def test_the_prefill_peaks_at_the_widest_layer_or_at_the_logits_not_both() -> None:
+    w = Workload(method="serve", batch=1, seq_len=64, prompt_logits=True)
+    phases = phases_at(w)
+    model = method_models(SERVE_ARCH, w, True)["serve"]
+    peak = evaluate(model, 1, 0, 1)
+    assert peak.peak_allocated_bytes == max(sum(p.values()) for p in phases.values())
+
+
+def test_awq_fused_holds_qkv_twice_while_loading_beside_caches_and_rope_tables() -> None:
+    arch = llama_like(hidden=256, layers=3, heads=4, kv_heads=2, sliding_window=16, vocab=1024)
+    w = Workload(method="serve", batch=2, seq_len=64, serve_weights="awq", awq_fused=True)
+    load = phases_at(w, arch)["load: fused qkv_proj beside q/k/v"]
+    qkv = sum(i * o / 2 + (i / 128) * o * 2.5 for i, o in [(256, 256), (256, 128), (256, 128)])
+    assert load["quantization_overhead"] == round(3 * qkv)
+    # Every layer caches all 64 positions whatever the sliding window: 2 sequences x K and V.
+    assert load["kv_cache"] == 2 * 3 * 64 * 2 * 2 * 64 * 2
+    assert load["kv_cache"] > 2 * kv_cache_bytes_per_sequence(arch, 64, 2)
+    # A complex64 (2 * 64, 64 / 2) RoPE table per layer.
+    assert load["framework_overhead"] == 3 * 8 * 64 * 64
+
+
+def test_awq_fused_prompt_attention_holds_ten_bytes_per_score() -> None:
+    w = Workload(method="serve", batch=1, seq_len=512, serve_weights="awq", awq_fused=True)
+    longer = replace(w, seq_len=1024)
+    layer = phases_at(w)["prefill: widest layer"]["activations"]
+    twice = phases_at(longer)["prefill: widest layer"]["activations"]
+    # Doubling the prompt: the per-token tensors double, the 4 x S x S scores quadruple.
+    heads = 4
+    assert twice - 2 * layer == 10 * heads * (1024**2 - 2 * 512**2)
+    # The fused path's kernels need no dequantised copy of a linear (vLLM's AWQ does).
+    assert phases_at(w)["prefill: widest layer"]["quantization_overhead"] == 0
+
+
+def test_awq_fused_needs_awq_weights() -> None:
+    with pytest.raises(WorkloadError, match="awq_fused needs serve_weights 'awq'"):
+        Workload(method="serve", serve_weights="gptq", awq_fused=True)

@@ -97,6 +97,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="bf16",
         help="weight format when serving (--method serve)",
     )
+    parser.add_argument(
+        "--prompt-logits",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serving computes logits for every prompt position with an fp32 copy "
+        "(transformers' generate before v4.45, or a loop calling the model); default: the "
+        "last position only",
+    )
+    parser.add_argument(
+        "--awq-fused",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="AWQ weights in AutoAWQ's fused modules (fuse_layers=True, or transformers' "
+        "AwqConfig(do_fuse=True)) with --seq-len as their max_seq_len: per-layer KV cache "
+        "and RoPE table, q/k/v held twice while fusing, eager attention with an fp32 softmax "
+        "(needs --serve-weights awq)",
+    )
     parser.add_argument("--card", default="A10G")
     parser.add_argument("--gpus", type=int, default=1)
     parser.add_argument("--parallelism", choices=("fsdp", "zero", "ddp"), default="fsdp")
@@ -241,6 +258,8 @@ def workload_from(args: argparse.Namespace) -> Workload:
             ("reentrant_checkpointing", args.reentrant_checkpointing),
             ("zero_grad_set_to_none", args.zero_grad_set_to_none),
             ("cache_in_training", args.cache_in_training),
+            ("prompt_logits", args.prompt_logits),
+            ("awq_fused", args.awq_fused),
         )
         if value is not None
     }
