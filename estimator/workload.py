@@ -101,6 +101,11 @@ class Workload:
     (transformers 4.x's GPTBigCode kept ``config.use_cache`` under gradient
     checkpointing, where Llama's forward turned it off), so every layer's present
     lives until the loss is computed.
+    ``loop_keeps_outputs``: the training loop holds the model's outputs in a
+    variable (``outputs = model(**batch)``, as peft's and accelerate's example
+    scripts do), so one step's logits, returned key/value cache (with
+    ``cache_in_training``) and encoder output stay through its backward and
+    optimizer step and the next forward; the HF Trainer keeps only the loss.
     ``qlora_format``: the 4-bit format of QLoRA's frozen base: ``nf4``
     (bitsandbytes; ``double_quant`` applies) or ``gptq`` (a GPTQ checkpoint:
     16-bit scales and 4-bit zeros per 128 inputs).
@@ -165,6 +170,7 @@ class Workload:
     qlora_format: QLoRAFormat = "nf4"
     zero_grad_set_to_none: bool = True
     cache_in_training: bool = False
+    loop_keeps_outputs: bool = False
     epochs: float = 10.0
     samples: int = 50_000
     headroom: float = 1.15
@@ -215,6 +221,7 @@ class Workload:
             "zero_auto_buckets",
             "zero_grad_set_to_none",
             "cache_in_training",
+            "loop_keeps_outputs",
             "prompt_logits",
             "awq_fused",
         ):

@@ -122,6 +122,8 @@ class ActivationSettings:
     inputs_kept: bool = False
     # Every linear saves its input, frozen or not (training.zero3_linear_saves_inputs).
     all_linears_save_input: bool = False
+    # The training loop holds the model's outputs in a variable until the next forward returns.
+    outputs_kept: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,10 @@ class Activations:
     working: int
     loss_at_forward_end: int = 0
     kept_input_grads: int = 0
+    # One step's returned outputs (logits, returned key/value cache, encoder output) where the
+    # loop holds them; ``outputs_logits`` is their logits alone.
+    outputs: int = 0
+    outputs_logits: int = 0
 
 
 def _act_saved(ff: FeedForwardSpec) -> int:
@@ -506,13 +512,56 @@ def training_activations(
                 for b, p, count in placements
             )
         )
+    outputs, outputs_logits = (
+        returned_outputs(arch, placements, s, source, target) if s.outputs_kept else (0, 0)
+    )
     kept_grads = 0.0
     if s.checkpointing and s.inputs_kept and not s.offload:
         # A layer input's gradient has the input's shape and dtype: the stream again,
         # less the first layer's, whose gradient is the one being computed.
         layers = sum(count for _, _, count in per_layer)
         kept_grads = stream * (layers - 1) / max(layers, 1)
-    return Activations(int(saved), loss, int(working), loss_forward, int(kept_grads))
+    return Activations(
+        int(saved), loss, int(working), loss_forward, int(kept_grads), outputs, outputs_logits
+    )
+
+
+def returned_outputs(
+    arch: Architecture,
+    placements: Sequence[tuple[Block, Sequence[Placed], int]],
+    s: ActivationSettings,
+    source: int,
+    target: int,
+) -> tuple[int, int]:
+    """Bytes of what the model's forward returns, and of its logits alone.
+
+    A loop that writes ``outputs = model(**batch)`` (peft's and accelerate's
+    example scripts) holds them through backward and the optimizer step, and
+    the previous step's until the next forward returns: the logits in the
+    head's dtype, every decoder layer's returned key/value cache (with
+    ``cache_in_training``; an encoder-decoder's cross-attention keys and values
+    run over the source tokens) and an encoder-decoder's encoder output. The
+    HF Trainer keeps only the detached loss.
+    """
+    n = s.numerics
+    logits = 0
+    if arch.head in VOCAB_HEADS:
+        width = 4 if s.fp32_logits else n.compute
+        logits = width * arch.vocab_size * target
+    cache = 0.0
+    if s.cache_in_training:
+        for block, placed, count in placements:
+            if block.stack == "encoder":
+                continue
+            tokens = target if block.cross_attention is not None else source
+            cache += present_bytes_per_token(block, placed, s) * tokens * count
+            cross = block.cross_attention
+            if cross is not None:
+                per_token = cross.num_kv_heads * (cross.head_dim + cross.v_head_dim)
+                cache += per_token * n.base_out * source * count
+    seq2seq = any(b.cross_attention is not None for b, _, _ in placements)
+    encoder_output = n.residual * arch.hidden_size * source if seq2seq else 0
+    return int(logits + cache + encoder_output), logits
 
 
 def present_bytes_per_token(block: Block, placed: Sequence[Placed], s: ActivationSettings) -> float:

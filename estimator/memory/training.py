@@ -214,7 +214,8 @@ def _phases(
             "end of forward",
             (
                 *base(between, st.cache),
-                Term("activations", 0.0, acts.saved + acts.loss_at_forward_end),
+                # The loop still holds the previous step's outputs (if it keeps them at all).
+                Term("activations", 0.0, acts.saved + acts.loss_at_forward_end + acts.outputs),
             ),
         ),
         Phase(
@@ -223,13 +224,16 @@ def _phases(
         ),
         Phase(
             "backward through the last layer",
-            (*base(lower_grads, graph_cache), Term("activations", 0.0, acts.saved + acts.working)),
+            (
+                *base(lower_grads, graph_cache),
+                Term("activations", 0.0, acts.saved + acts.working + acts.outputs_logits),
+            ),
         ),
         Phase(
             "backward through the first layer",
-            (*all_grads, Term("activations", 0.0, first_layer_saved + acts.working)),
+            (*all_grads, Term("activations", 0.0, first_layer_saved + acts.working + acts.outputs)),
         ),
-        Phase("optimizer step", (*step, Term("activations", st.step_temp))),
+        Phase("optimizer step", (*step, Term("activations", st.step_temp, acts.outputs))),
     )
 
 
@@ -323,6 +327,7 @@ def training_model(
         loss_16bit=loss_in_16bit(w, n),
         loss_16bit_autocast=not w.loss_upcast and n.autocast,
         cache_in_training=w.cache_in_training,
+        outputs_kept=w.loop_keeps_outputs,
         inputs_kept=checkpoint_inputs_kept(w, method),
         all_linears_save_input=zero3_linear_saves_inputs(w),
     )

@@ -60,6 +60,9 @@ SHORT = {
     "up": "up_proj",
     "down": "down_proj",
 }
+# Hand-written training loops: peft's README table (examples/conditional_generation/
+# *_accelerate*.py) and its MetaMathQA harness (method_comparison/MetaMathQA/run.py).
+OWN_LOOP_SOURCES = ("huggingface/peft:README", "method_comparison/MetaMathQA")
 # Runs published before transformers had SDPA for BERT (2022) and before
 # torch 2.0 made foreach AdamW the default: eager attention, per-parameter AdamW.
 TORCH1_SOURCES = ("model_memory_anatomy", "perf_train_gpu_one", "huggingface/peft:README")
@@ -272,8 +275,14 @@ def to_row(i: int, r: dict[str, str], configs: dict[str, dict[str, Any]]) -> Row
         zero_grad_set_to_none=not any(s in r["source"] for s in TORCH1_SOURCES),
         # transformers 4.48's GPTBigCode keeps config.use_cache under gradient checkpointing
         # (modeling_gpt_bigcode.py: no use_cache reset, where Llama's forward has one).
-        cache_in_training="fms-acceleration" in r["source"]
-        and config.get("model_type") in OWN_LOSS_FAMILIES,
+        cache_in_training=(
+            "fms-acceleration" in r["source"] and config.get("model_type") in OWN_LOSS_FAMILIES
+        )
+        or any(s in r["source"] for s in OWN_LOOP_SOURCES),
+        # peft's README examples and its MetaMathQA harness write ``outputs = model(**batch)``
+        # in their loops, without checkpointing, so T5, BLOOM and Llama return their cache
+        # (config.use_cache; MetaMathQA's default_training_params.json: "use_gc": false).
+        loop_keeps_outputs=any(s in r["source"] for s in OWN_LOOP_SOURCES),
         # fms-acceleration's accelerated-peft plugins and Unsloth skip peft's fp32 upcast.
         kbit_prepare="accelerated-peft" not in r["notes"] and "Unsloth" not in method,
         # fms-hf-tuning's baseline QLoRA hands the peft config to TRL's SFTTrainer, which

@@ -48,6 +48,7 @@ STATED = frozenset(
         "qlora_format",
         "zero_grad_set_to_none",
         "cache_in_training",
+        "loop_keeps_outputs",
         "kbit_prepare",
         "kbit_head_16bit",
         "loss_shift_copy",

@@ -177,6 +177,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "GPTBigCode under checkpointing): every layer's present lives until the loss",
     )
     parser.add_argument(
+        "--loop-keeps-outputs",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the training loop holds the model's outputs (outputs = model(**batch), as "
+        "peft's and accelerate's example scripts do): one step's logits, returned cache and "
+        "encoder output live through its backward and the next forward; the HF Trainer "
+        "keeps only the loss",
+    )
+    parser.add_argument(
         "--reentrant-checkpointing",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -258,6 +267,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
             ("reentrant_checkpointing", args.reentrant_checkpointing),
             ("zero_grad_set_to_none", args.zero_grad_set_to_none),
             ("cache_in_training", args.cache_in_training),
+            ("loop_keeps_outputs", args.loop_keeps_outputs),
             ("prompt_logits", args.prompt_logits),
             ("awq_fused", args.awq_fused),
         )
