@@ -26,6 +26,7 @@ from estimator.fit import CardFit, MethodFit, fit_cards
 from estimator.manifest import ManifestComparison, WeightManifest, compare
 from estimator.memory import MemoryEstimate, evaluate, method_models, split_parameters
 from estimator.memory.lora import resolve_targets
+from estimator.stored_quantization import engine_request, serving_workload, stored_quantization
 from estimator.structure import Structure, layout
 from estimator.verifier import Context, Finding, rules, verify
 from estimator.workload import Workload
@@ -110,6 +111,7 @@ def _plan_from_json(d: Mapping[str, Any]) -> Plan:
     memory = d["memory"]
     workload = dict(d["workload"])
     workload["lora_targets"] = tuple(workload["lora_targets"])
+    workload["serve_unquantized"] = tuple(workload.get("serve_unquantized", ()))
     return Plan(
         schema_version=d["schema_version"],
         model=tuple(d["model"].items()),
@@ -225,10 +227,14 @@ def plan(
     With ``engine_on_every_card`` as well, the same engine on every card of the table
     (``serving.cards``: starts, KV cache tokens, the largest max_model_len that starts).
     ``exact`` builds the parameter list of a type no family knows (see describe()).
+    A serving format or engine quantization left ``auto`` becomes the one the
+    checkpoint declares (config.json's ``quantization_config``), as engines load it.
     """
-    w = workload or Workload()
-    target = card(w.card)
     arch = describe(config, exact)
+    stored = stored_quantization(config)
+    w = serving_workload(workload or Workload(), stored)
+    engine = None if engine is None else engine_request(engine, stored)
+    target = card(w.card)
     split = split_parameters(arch)
     models = method_models(arch, w, target.bf16, split)
     memory = tuple(

@@ -19,6 +19,7 @@ from estimator.cards import Card
 from estimator.config import Config
 from estimator.families import generic
 from estimator.manifest import WeightManifest
+from estimator.stored_quantization import stored_quantization
 
 Values = dict[str, object]
 
@@ -210,6 +211,16 @@ def _no_bf16(c: Context) -> Values | None:
     return {"card": c.card.name} if c.precision == "bf16" and not c.card.bf16 else None
 
 
+def _stored_quantization(c: Context) -> Values | None:
+    stored = stored_quantization(c.config)
+    if stored is None or stored.serve_weights is not None:
+        return None
+    raw = c.config.get("quantization_config")
+    bits = raw.get("bits") if isinstance(raw, Mapping) else None
+    shown = f", {bits} bits" if isinstance(bits, int) and not isinstance(bits, bool) else ""
+    return {"method": stored.method[:64], "bits": shown}
+
+
 CHECKS: dict[str, Callable[[Context], Values | None]] = {
     "deep-attention-default-init": _deep_default_init,
     "heads-not-dividing-hidden": _heads_divide,
@@ -225,6 +236,7 @@ CHECKS: dict[str, Callable[[Context], Values | None]] = {
     "unsupported-model-type": _unsupported,
     "config-field-missing": _fields_missing,
     "no-bf16-on-card": _no_bf16,
+    "checkpoint-quantization-not-modelled": _stored_quantization,
 }
 
 

@@ -16,7 +16,7 @@ Method = Literal["full", "lora", "qlora", "serve"]
 Precision = Literal["bf16", "fp16", "fp32"]
 Optimizer = Literal["adamw", "adamw8bit", "sgd", "adafactor"]
 AttentionImpl = Literal["sdpa", "eager"]
-ServeWeights = Literal["bf16", "fp16", "int8", "fp8", "nf4", "awq", "gptq", "int4"]
+ServeWeights = Literal["auto", "bf16", "fp16", "int8", "fp8", "nf4", "awq", "gptq", "int4", "mxfp4"]
 AdamImpl = Literal["foreach", "fused", "loop"]
 Parallelism = Literal["fsdp", "zero", "ddp"]
 ShardingStrategy = Literal["FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD"]
@@ -113,6 +113,12 @@ class Workload:
     filled by transformers from hidden_size (its documented configs); false:
     DeepSpeed's own defaults, as accelerate's plugin leaves them when it is
     configured from its yaml (reduce bucket 5e8 elements, prefetch 5e7).
+    ``serve_weights``: the serving weight format; ``auto`` is the format the
+    checkpoint declares in config.json's ``quantization_config``
+    (estimator/stored_quantization.py), else its 16-bit dtype; ``plan()``
+    resolves it, with ``serve_unquantized`` (layer module prefixes the
+    checkpoint keeps 16-bit). ``quant_group_size``: inputs per AWQ/GPTQ scale
+    (0: one per output channel); None is the checkpoint's ``group_size``, else 128.
     ``prompt_logits``: serving computes logits for every prompt position, with
     an fp32 copy (transformers' ``generate`` before ``logits_to_keep``, v4.45,
     or a loop calling the model itself); false: the last position only.
@@ -150,7 +156,9 @@ class Workload:
     fused_lora: bool = False
     fused_rmsnorm: bool = False
     recipe: str = ""
-    serve_weights: ServeWeights = "bf16"
+    serve_weights: ServeWeights = "auto"
+    quant_group_size: int | None = None
+    serve_unquantized: tuple[str, ...] = ()
     kv_cache_bytes: int = 2
     prompt_logits: bool = False
     awq_fused: bool = False
@@ -196,6 +204,12 @@ class Workload:
         _bounded("lora_alpha", self.lora_alpha, 1, MAX_RANK)
         _bounded("samples", self.samples, 1, 1 << 40)
         _bounded("kv_cache_bytes", self.kv_cache_bytes, 1, 4)
+        if self.quant_group_size is not None:
+            _bounded("quant_group_size", self.quant_group_size, 0, 1 << 16)
+        if not isinstance(self.serve_unquantized, tuple) or not all(
+            isinstance(m, str) and m for m in self.serve_unquantized
+        ):
+            raise WorkloadError("workload: serve_unquantized must be module-name prefixes")
         _bounded("loss_chunks", self.loss_chunks, 0, MAX_LOSS_CHUNKS)
         if self.recipe != "" and self.recipe not in RECIPE_NAMES:
             raise WorkloadError(
@@ -239,7 +253,7 @@ class Workload:
             or not all(isinstance(t, str) and t for t in self.lora_targets)
         ):
             raise WorkloadError("workload: lora_targets must be 'all-linear' or module names")
-        if self.awq_fused and self.serve_weights != "awq":
+        if self.awq_fused and self.serve_weights not in ("awq", "auto"):
             raise WorkloadError("workload: awq_fused needs serve_weights 'awq'")
         zero = self.gpus > 1 and self.parallelism == "zero"
         if self.offload_params and zero and self.zero_stage != 3:
@@ -256,6 +270,7 @@ class Workload:
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
         out["lora_targets"] = list(self.lora_targets)
+        out["serve_unquantized"] = list(self.serve_unquantized)
         return out
 
 

@@ -9,6 +9,7 @@ engine is registered.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Final
 
 from estimator.architecture import Architecture
@@ -36,8 +37,16 @@ ENGINES: Final[Mapping[str, Simulator]] = {
 def simulate_engine(
     arch: Architecture, split: ParameterSplit, request: EngineRequest
 ) -> EngineVerdict:
-    """The engine's start-up verdict for this model on ``request``'s card and flags."""
-    return ENGINES[request.engine](serving_shape(arch, split), request)
+    """The engine's start-up verdict for this model on ``request``'s card and flags.
+
+    A ``quantization`` still ``auto`` here had no config to read: 16-bit weights.
+    """
+    if request.quantization == "auto":
+        request = replace(request, quantization="none")
+    shape = serving_shape(
+        arch, split, request.unquantized if request.quantization != "none" else ()
+    )
+    return ENGINES[request.engine](shape, request)
 
 
 __all__ = [

@@ -61,11 +61,13 @@ def engine_data(name: str) -> EngineData:
 
 
 def bytes_per_weight(quantization: str) -> float:
-    return float(_raw()["quantization_bytes_per_weight"][quantization])
+    """Bytes per block-linear weight; ``auto`` with no checkpoint read is 16-bit."""
+    key = "none" if quantization == "auto" else quantization
+    return float(_raw()["quantization_bytes_per_weight"][key])
 
 
 def quantization_note(quantization: str, bpw: float) -> str:
-    if quantization == "none":
+    if quantization in ("none", "auto"):
         return "weights in the checkpoint's 16-bit dtype (fp32 checkpoints are cast to 16-bit)"
     return (
         f"{quantization}: block linears at {bpw:.4g} B per weight (scales included), "

@@ -14,7 +14,7 @@ from estimator.errors import WorkloadError
 
 EngineName = Literal["transformers", "vllm", "sglang", "tgi"]
 KvCacheDtype = Literal["auto", "fp8"]
-Quantization = Literal["none", "fp8", "awq", "gptq", "bnb-4bit"]
+Quantization = Literal["auto", "none", "fp8", "awq", "gptq", "bnb-4bit", "mxfp4"]
 
 ENGINE_NAMES: Final = get_args(EngineName)
 KV_CACHE_DTYPES: Final = get_args(KvCacheDtype)
@@ -31,7 +31,10 @@ class EngineRequest:
 
     ``card_memory_bytes`` is the device's total memory as the driver reports
     it; when it is None the card table's entry for ``card`` is used. ``plan()``
-    fills a missing ``card`` with its workload's card.
+    fills a missing ``card`` with its workload's card. ``quantization`` ``auto``
+    is what the engines do without the flag: the checkpoint's own format
+    (``plan()`` reads it from config.json, with ``unquantized``, the layer
+    modules the checkpoint keeps 16-bit); where no config is known, none.
     """
 
     engine: EngineName = "transformers"
@@ -41,7 +44,8 @@ class EngineRequest:
     max_model_len: int | None = None
     block_size: int | None = None
     kv_cache_dtype: KvCacheDtype = "auto"
-    quantization: Quantization = "none"
+    quantization: Quantization = "auto"
+    unquantized: tuple[str, ...] = ()
     tensor_parallel: int = 1
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
@@ -50,6 +54,10 @@ class EngineRequest:
         _choice("engine", self.engine, ENGINE_NAMES)
         _choice("kv_cache_dtype", self.kv_cache_dtype, KV_CACHE_DTYPES)
         _choice("quantization", self.quantization, QUANTIZATIONS)
+        if not isinstance(self.unquantized, tuple) or not all(
+            isinstance(m, str) and m for m in self.unquantized
+        ):
+            raise WorkloadError("engine: unquantized must be module-name prefixes")
         if self.card is not None and (not isinstance(self.card, str) or not self.card):
             raise WorkloadError("engine: card must be a card name such as 'L4'")
         _bounded("tensor_parallel", self.tensor_parallel, 1, MAX_TP)
@@ -65,7 +73,9 @@ class EngineRequest:
             raise WorkloadError(f"engine: gpu_memory_utilization must be in (0, 1], got {u!r}")
 
     def to_json(self) -> dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["unquantized"] = list(self.unquantized)
+        return out
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:

@@ -73,10 +73,21 @@ class ServingShape:
         return sum(layer.elements_per_token(tp) * n for layer, n in self.kv_layers) * dtype_bytes
 
 
-def serving_shape(arch: Architecture, split: ParameterSplit) -> ServingShape:
+def serving_shape(
+    arch: Architecture, split: ParameterSplit, unquantized: tuple[str, ...] = ()
+) -> ServingShape:
+    """The engine's view of ``arch``; ``unquantized``: layer modules a quantised checkpoint keeps
+    16-bit, counted out of the quantised block linears."""
     layers: dict[KvLayer, int] = {}
     attention = mlp = moe = 0
+    kept_16bit = 0
     for block, count in arch.block_groups:
+        if unquantized:
+            kept_16bit += count * sum(
+                lin.copies * lin.in_features * lin.out_features
+                for lin in block.linears
+                if lin.name.startswith(unquantized)
+            )
         a, m, e = _widths(block)
         attention, mlp, moe = max(attention, a), max(mlp, m), max(moe, e)
         if block.stack != "decoder":
@@ -85,7 +96,7 @@ def serving_shape(arch: Architecture, split: ParameterSplit) -> ServingShape:
         layers[layer] = layers.get(layer, 0) + count
     return ServingShape(
         total_parameters=split.total,
-        block_linear_parameters=split.block_linears,
+        block_linear_parameters=split.block_linears - kept_16bit,
         hidden_size=arch.hidden_size,
         vocab_size=arch.vocab_size,
         max_position_embeddings=arch.max_position_embeddings,

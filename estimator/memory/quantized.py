@@ -21,7 +21,16 @@ Each format is counted from the tensors the engines allocate per linear
 * ``int8`` (bitsandbytes ``Int8Params``, LLM.int8()): 1 B plus an fp32 scale per
   output row; the int32 product of the running linear is scratch.
 * ``fp8`` (vLLM ``fp8.py``, per-tensor scales): 1 B per weight; the input is
-  quantised to fp8 (1 B per element) for the GEMM.
+  quantised to fp8 (1 B per element) for the GEMM. Block-wise checkpoints
+  (DeepSeek-V3's ``weight_block_size`` [128, 128]) add one fp32 scale per
+  16,384 weights, under 0.03%: not counted.
+* ``mxfp4`` (OCP microscaling, gpt-oss; transformers ``integrations/mxfp4.py``,
+  vLLM ``mxfp4.py``): 4-bit E2M1 values with one E8M0 byte per 32 inputs of an
+  output, 4.25 bits per weight.
+
+The group size of AWQ/GPTQ scales is the workload's ``quant_group_size``
+(the checkpoint's ``quantization_config.group_size``; 0 is one scale per
+output channel); MXFP4's block of 32 is part of the format.
 
 Embeddings, the LM head, norms, biases and MoE routers stay in the 16-bit
 dtype (vLLM builds ``lm_head`` and the router ``gate`` without a quant method).
@@ -51,6 +60,7 @@ class WeightFormat:
     col_bytes: float  # per output column (per-row scales)
     dequantises: bool  # reconstructs the 16-bit weight for prompts
     int32_output: bool = False
+    fixed_group: int = 0  # a group size the format defines (MXFP4's 32), else the workload's
 
 
 FORMATS: Final[dict[str, WeightFormat]] = {
@@ -60,16 +70,23 @@ FORMATS: Final[dict[str, WeightFormat]] = {
     "nf4": WeightFormat("nf4", 4, 0.0, 0.0, 0.0, True),
     "int8": WeightFormat("int8", 8, 0.0, 0.0, 4.0, False, int32_output=True),
     "fp8": WeightFormat("fp8", 8, 0.0, 0.0, 0.0, False),
+    "mxfp4": WeightFormat("mxfp4", 4, 1.0, 0.0, 0.0, True, fixed_group=32),
 }
 
 
 def linear_bytes(
-    fmt: WeightFormat, in_features: int, out_features: int, double_quant: bool
+    fmt: WeightFormat,
+    in_features: int,
+    out_features: int,
+    double_quant: bool,
+    group_size: int = GROUP_SIZE,
 ) -> float:
-    """Stored bytes of one quantised ``in`` x ``out`` weight."""
+    """Stored bytes of one quantised ``in`` x ``out`` weight (``group_size`` 0: per channel)."""
     weights = in_features * out_features
     total = weights * fmt.bits / 8
-    total += fmt.group_bytes * (in_features / GROUP_SIZE) * out_features
+    group = fmt.fixed_group or group_size
+    groups = in_features / group if group else 1
+    total += fmt.group_bytes * groups * out_features
     total += fmt.row_bytes * in_features + fmt.col_bytes * out_features
     if fmt.name == "nf4":
         blocks = weights / NF4_BLOCK
@@ -91,9 +108,16 @@ class QuantisedWeights:
 
 
 def quantised_weights(
-    arch: Architecture, fmt: WeightFormat, double_quant: bool, prompt_tokens: int, compute: int
+    arch: Architecture,
+    fmt: WeightFormat,
+    double_quant: bool,
+    prompt_tokens: int,
+    compute: int,
+    group_size: int = GROUP_SIZE,
+    unquantized: tuple[str, ...] = (),
 ) -> QuantisedWeights:
-    """Block linears in ``fmt``; everything else (and each router) in the compute dtype."""
+    """Block linears in ``fmt``; everything else (each router, and linears under the
+    ``unquantized`` module prefixes the checkpoint keeps 16-bit) in the compute dtype."""
     per_template: dict[int, tuple[float, int, float, float]] = {}
     quantised = 0.0
     linear_params = 0
@@ -108,8 +132,10 @@ def quantised_weights(
             for lin in block.linears:
                 if _is_router(block, lin.in_features, lin.out_features, lin.copies):
                     continue
+                if unquantized and lin.name.startswith(unquantized):
+                    continue
                 stored += lin.copies * linear_bytes(
-                    fmt, lin.in_features, lin.out_features, double_quant
+                    fmt, lin.in_features, lin.out_features, double_quant, group_size
                 )
                 params += lin.copies * lin.in_features * lin.out_features
                 part = (lin.in_features, lin.name.rpartition(".")[0])

@@ -145,16 +145,22 @@ def _rope_tables(arch: Architecture, w: Workload) -> float:
     return AWQ_ROPE_BYTES_PER_POSITION_AND_DIM * w.seq_len * per_position
 
 
-def _separate_qkv_bytes(arch: Architecture, fmt: WeightFormat) -> float:
+def _separate_qkv_bytes(arch: Architecture, fmt: WeightFormat, group_size: int) -> float:
     """Stored bytes of every layer's q/k/v projections: what the fuser holds twice while loading."""
     total = 0.0
     for block, count in arch.block_groups:
         parts = [lin for lin in block.linears if lin.name.rpartition(".")[2] in SEPARATE_QKV]
         if len(parts) == len(SEPARATE_QKV):
             total += count * sum(
-                linear_bytes(fmt, lin.in_features, lin.out_features, False) for lin in parts
+                linear_bytes(fmt, lin.in_features, lin.out_features, False, group_size)
+                for lin in parts
             )
     return total
+
+
+def _group_size(w: Workload) -> int:
+    """Inputs per scale: the workload's (plan() fills in the checkpoint's), else 128."""
+    return GROUP_SIZE if w.quant_group_size is None else w.quant_group_size
 
 
 def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> MethodModel:
@@ -165,7 +171,15 @@ def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> Met
     if fmt is None:
         weights = split.total * compute / w.gpus
     else:
-        q = quantised_weights(arch, fmt, w.double_quant, w.seq_len, compute)
+        q = quantised_weights(
+            arch,
+            fmt,
+            w.double_quant,
+            w.seq_len,
+            compute,
+            _group_size(w),
+            w.serve_unquantized,
+        )
         weights = (q.quantised_bytes + q.unquantised_parameters * compute) / w.gpus
         scratch = q.scratch_fixed / w.gpus
         scratch_per_token = q.scratch_per_token / w.gpus
@@ -210,7 +224,10 @@ def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> Met
                 "load: fused qkv_proj beside q/k/v",
                 (
                     *resident,
-                    Term("quantization_overhead", _separate_qkv_bytes(arch, fused) / w.gpus),
+                    Term(
+                        "quantization_overhead",
+                        _separate_qkv_bytes(arch, fused, _group_size(w)) / w.gpus,
+                    ),
                     Term("framework_overhead", rope),
                 ),
             )
@@ -218,7 +235,7 @@ def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> Met
     assumptions = [
         f"serving: block linears in {w.serve_weights}"
         + (
-            f" (group size {GROUP_SIZE}: scales and zeros per group"
+            f" (group size {fmt.fixed_group or _group_size(w) or 'per channel'}: scales per group"
             if fmt is not None and fmt.group_bytes
             else ""
         )
@@ -231,6 +248,9 @@ def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> Met
             f"{w.serve_weights}: prompts of {DEQUANT_FROM_TOKENS}+ tokens dequantise the largest "
             "fused linear to 16 bit before the matmul"
         )
+    if fmt is not None and w.serve_unquantized:
+        kept = ", ".join(w.serve_unquantized)
+        assumptions.append(f"the checkpoint keeps {kept} in 16 bit (modules_to_not_convert)")
     if not arch.has_kv_cache:
         assumptions.append("encoder: no KV cache; memory is weights plus one layer's transient")
     if w.gpus > 1:

@@ -64,6 +64,25 @@ def test_json_output_carries_the_contract_keys(llama_dir: Path) -> None:
     assert data["cost"]["card"] == "L4" and data["findings"] is not None and data["structure"]
 
 
+def test_a_quantised_checkpoint_is_planned_and_started_in_its_own_format(
+    corpus_dir: Path,
+) -> None:
+    config = corpus_dir / "openai/gpt-oss-20b/f81fef1ddd90d214968e951a76834f1ded130a18/config.json"
+    served = json.loads(run(str(config), "--json", "--method", "serve", "--engine", "vllm").stdout)
+    assert served["workload"]["serve_weights"] == "mxfp4"
+    assert served["workload"]["serve_unquantized"] == ["self_attn", "mlp.router"]
+    assert any("modules_to_not_convert" in a for a in served["assumptions"])
+    assert served["serving"]["engine"]["settings"]["quantization"] == "mxfp4"
+    forced = json.loads(
+        run(str(config), "--json", "--method", "serve", "--serve-weights", "bf16").stdout
+    )
+    ratio = (
+        forced["memory"]["serve"]["breakdown"]["weights"]
+        / (served["memory"]["serve"]["breakdown"]["weights"])
+    )
+    assert 2.5 < ratio < 3.5
+
+
 def test_markdown_is_the_model_page(llama_dir: Path) -> None:
     result = run(str(llama_dir / "config.json"), "--markdown", "--card", "T4")
     assert result.returncode == 0, result.stderr

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from estimator import EngineRequest
 
 ENGINES = ("transformers", "vllm", "sglang", "tgi")
-QUANTIZATIONS = ("none", "fp8", "awq", "gptq", "bnb-4bit")
+QUANTIZATIONS = ("auto", "none", "fp8", "awq", "gptq", "bnb-4bit", "mxfp4")
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +40,11 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         "--kv-cache-dtype", choices=("auto", "fp8"), default="auto", help="KV cache element width"
     )
     g.add_argument(
-        "--quantization", choices=QUANTIZATIONS, default="none", help="weight format of the linears"
+        "--quantization",
+        choices=QUANTIZATIONS,
+        default="auto",
+        help="weight format of the linears (auto: the checkpoint's quantization_config, as "
+        "the engines detect it; none: 16-bit)",
     )
     g.add_argument("--tensor-parallel", type=int, default=1, metavar="N", help="GPUs per replica")
     g.add_argument("--max-num-seqs", type=int, metavar="N", help="vLLM max_num_seqs")

@@ -93,9 +93,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--serve-weights",
-        choices=("bf16", "fp16", "int8", "fp8", "nf4", "awq", "gptq", "int4"),
-        default="bf16",
-        help="weight format when serving (--method serve)",
+        choices=("auto", "bf16", "fp16", "int8", "fp8", "nf4", "awq", "gptq", "int4", "mxfp4"),
+        default="auto",
+        help="weight format when serving (--method serve); auto: the format config.json's "
+        "quantization_config declares, else 16-bit",
+    )
+    parser.add_argument(
+        "--quant-group-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="inputs per AWQ/GPTQ scale (0: one per output channel); default: the "
+        "checkpoint's group_size with --serve-weights auto, else 128",
     )
     parser.add_argument(
         "--prompt-logits",
@@ -270,6 +279,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
             ("loop_keeps_outputs", args.loop_keeps_outputs),
             ("prompt_logits", args.prompt_logits),
             ("awq_fused", args.awq_fused),
+            ("quant_group_size", args.quant_group_size),
         )
         if value is not None
     }

@@ -1,0 +1,142 @@
+"""The weight format a checkpoint declares in config.json's ``quantization_config``.
+
+A quantised checkpoint is served as it is stored: vLLM reads the method from
+``quantization_config`` when ``--quantization`` is not given
+(``vllm/config.py`` ``ModelConfig._verify_quantization``), and transformers'
+``from_pretrained`` loads AWQ, GPTQ, FP8, bitsandbytes and MXFP4 checkpoints
+through the matching quantizer (``transformers/quantizers/auto.py``). So a
+plan whose serving format is ``auto`` takes it from here, with the group
+size and the modules the checkpoint leaves unquantised
+(``modules_to_not_convert``: gpt-oss keeps attention, router, embeddings and
+head in bf16).
+
+Methods the estimator has no byte count for (compressed-tensors, HQQ, EETQ,
+quanto, torchao, 8-bit GPTQ/AWQ) are recognised and reported, and the plan
+counts such weights 16-bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Final
+
+from estimator.engines.request import EngineRequest, Quantization
+from estimator.workload import ServeWeights, Workload
+
+DEFAULT_GROUP_SIZE: Final = 128
+
+
+@dataclass(frozen=True)
+class StoredQuantization:
+    """``quantization_config`` read as a serving format.
+
+    ``serve_weights`` and ``engine`` are None when the method is not modelled.
+    ``group_size`` 0 is one scale per output channel (GPTQ/AWQ ``group_size: -1``).
+    ``unquantized`` are module-name prefixes inside a layer that stay 16-bit.
+    """
+
+    method: str
+    serve_weights: ServeWeights | None
+    engine: Quantization | None
+    group_size: int
+    unquantized: tuple[str, ...]
+
+
+def stored_quantization(config: Mapping[str, object]) -> StoredQuantization | None:
+    """The checkpoint's declared quantization, or None for a 16-bit/fp32 checkpoint."""
+    if not isinstance(config, Mapping):
+        return None
+    raw = config.get("quantization_config")
+    if not isinstance(raw, Mapping):
+        return None
+    method = raw.get("quant_method")
+    if not isinstance(method, str) or not method:
+        method = "bitsandbytes" if _flag(raw, "load_in_4bit") or _flag(raw, "load_in_8bit") else ""
+    if not method:
+        return None
+    serve, engine = _formats(method.lower(), raw)
+    return StoredQuantization(
+        method=method,
+        serve_weights=serve,
+        engine=engine,
+        group_size=_group_size(raw),
+        unquantized=_unquantized(raw.get("modules_to_not_convert")),
+    )
+
+
+def _formats(
+    method: str, raw: Mapping[str, object]
+) -> tuple[ServeWeights | None, Quantization | None]:
+    bits = raw.get("bits", raw.get("w_bit", 4))
+    if method == "awq" and bits == 4:
+        return "awq", "awq"
+    if method == "gptq" and bits == 4:
+        return "gptq", "gptq"
+    if method == "fp8":
+        return "fp8", "fp8"
+    if method == "mxfp4":
+        return "mxfp4", "mxfp4"
+    if method == "bitsandbytes":
+        if _flag(raw, "load_in_4bit"):
+            return "nf4", "bnb-4bit"
+        if _flag(raw, "load_in_8bit"):
+            return "int8", None
+    return None, None
+
+
+def _flag(raw: Mapping[str, object], key: str) -> bool:
+    return raw.get(key) is True
+
+
+def _group_size(raw: Mapping[str, object]) -> int:
+    value = raw.get("group_size", raw.get("q_group_size", DEFAULT_GROUP_SIZE))
+    if isinstance(value, bool) or not isinstance(value, int):
+        return DEFAULT_GROUP_SIZE
+    if value == -1:
+        return 0
+    return value if 1 <= value <= 1 << 16 else DEFAULT_GROUP_SIZE
+
+
+def _unquantized(value: object) -> tuple[str, ...]:
+    """Layer-relative prefixes from patterns such as ``model.layers.*.self_attn``.
+
+    Patterns outside the layers (``lm_head``, ``model.embed_tokens``) need no
+    entry: embeddings and head are 16-bit in every format anyway.
+    """
+    if not isinstance(value, list):
+        return ()
+    prefixes = []
+    for pattern in value:
+        if not isinstance(pattern, str) or "*." not in pattern:
+            continue
+        inner = pattern.rsplit("*.", 1)[1]
+        if inner and inner not in prefixes:
+            prefixes.append(inner)
+    return tuple(prefixes)
+
+
+def serving_workload(w: Workload, stored: StoredQuantization | None) -> Workload:
+    """``w`` with an ``auto`` serving format replaced by the checkpoint's (else 16-bit), and
+    an unset group size by the checkpoint's (else 128)."""
+    if w.serve_weights != "auto" and w.quant_group_size is not None:
+        return w
+    changes: dict[str, object] = {}
+    if w.quant_group_size is None:
+        changes["quant_group_size"] = DEFAULT_GROUP_SIZE if stored is None else stored.group_size
+    if w.serve_weights == "auto":
+        if stored is None or stored.serve_weights is None:
+            changes["serve_weights"] = "bf16"
+        else:
+            changes["serve_weights"] = stored.serve_weights
+            changes["serve_unquantized"] = stored.unquantized
+    return replace(w, **changes)  # type: ignore[arg-type]
+
+
+def engine_request(request: EngineRequest, stored: StoredQuantization | None) -> EngineRequest:
+    """``request`` with an ``auto`` quantization replaced as the engine would detect it."""
+    if request.quantization != "auto":
+        return request
+    if stored is None or stored.engine is None:
+        return replace(request, quantization="none")
+    return replace(request, quantization=stored.engine, unquantized=stored.unquantized)
