@@ -48,7 +48,7 @@ def parameter_breakdown(arch: Architecture) -> ParameterBreakdown:
 
 def inactive_expert_parameters(arch: Architecture) -> int:
     """Routed-expert parameters a single token does not touch."""
-    return sum(idle_in_block(block) for block in arch.blocks)
+    return sum(idle_in_block(block) * count for block, count in arch.block_groups)
 
 
 def idle_in_block(block: Block) -> int:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from estimator.engines.request import EngineRequest, Quantization
+from estimator.errors import WorkloadError
 from estimator.workload import ServeWeights, Workload
 
 DEFAULT_GROUP_SIZE: Final = 128
@@ -130,7 +131,22 @@ def serving_workload(w: Workload, stored: StoredQuantization | None) -> Workload
         else:
             changes["serve_weights"] = stored.serve_weights
             changes["serve_unquantized"] = stored.unquantized
-    return replace(w, **changes)  # type: ignore[arg-type]
+    if w.awq_fused and changes.get("serve_weights", "awq") != "awq":
+        raise WorkloadError(
+            f"workload: awq_fused needs serve_weights 'awq'; the checkpoint stores "
+            f"{changes['serve_weights']}"
+        )
+    return _with(w, changes)
+
+
+def _with(w: Workload, changes: dict[str, object]) -> Workload:
+    """``replace(w, **changes)`` for values already valid (a supported format, a group size
+    ``_group_size`` bounded, module prefixes), without validating every field again: this
+    runs in every plan()."""
+    new = object.__new__(Workload)
+    new.__dict__.update(w.__dict__)
+    new.__dict__.update(changes)
+    return new
 
 
 def engine_request(request: EngineRequest, stored: StoredQuantization | None) -> EngineRequest:
