@@ -7,12 +7,11 @@ prints are the bench's own (tests/bench/bench_scale.py); this asserts the promis
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.fixtures.bench_scripts import load_bench
 
 pytestmark = pytest.mark.bench
 
@@ -21,13 +20,7 @@ WINDOW_S = 90.0
 
 
 def bench_module() -> ModuleType:
-    path = Path(__file__).with_name("bench_scale.py")
-    spec = importlib.util.spec_from_file_location("bench_scale", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_scale"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("bench_scale")
 
 
 def test_three_instances_record_every_revision_once_and_idle_costs_one_page() -> None:

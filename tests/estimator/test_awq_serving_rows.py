@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 from estimator import Workload, plan
-
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_quantized_serving.py"
+from tests.fixtures.bench_scripts import load_bench
 
 
 def bench_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_quantized_serving", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_quantized_serving"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("bench_quantized_serving")
 
 
 def test_every_expressible_autoawq_row_is_within_five_percent() -> None:
