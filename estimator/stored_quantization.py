@@ -155,4 +155,9 @@ def engine_request(request: EngineRequest, stored: StoredQuantization | None) ->
         return request
     if stored is None or stored.engine is None:
         return replace(request, quantization="none")
-    return replace(request, quantization=stored.engine, unquantized=stored.unquantized)
+    return replace(
+        request,
+        quantization=stored.engine,
+        unquantized=stored.unquantized,
+        group_size=stored.group_size if request.group_size is None else request.group_size,
+    )

@@ -11,12 +11,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Final
 
 from estimator.cards import card
 from estimator.engines.request import EngineRequest
+from estimator.engines.shape import COMPUTE_BYTES
 from estimator.errors import WorkloadError
+from estimator.memory.quantized import FORMATS, GROUP_SIZE, per_weight_bytes
 
+# The engines' --quantization names as the serving formats of memory/quantized.py.
+ENGINE_FORMATS: Final = {
+    "fp8": "fp8",
+    "awq": "awq",
+    "gptq": "gptq",
+    "bnb-4bit": "nf4",
+    "mxfp4": "mxfp4",
+}
 # A card given only by its memory: CUDA context as the table models it for a mid-size card.
 CUSTOM_CONTEXT_BYTES = 500_000_000
 
@@ -60,10 +70,20 @@ def engine_data(name: str) -> EngineData:
     return EngineData(entry["version_modelled"], entry, tuple(entry["sources"]))
 
 
-def bytes_per_weight(quantization: str) -> float:
-    """Bytes per block-linear weight; ``auto`` with no checkpoint read is 16-bit."""
-    key = "none" if quantization == "auto" else quantization
-    return float(_raw()["quantization_bytes_per_weight"][key])
+def bytes_per_weight(quantization: str, group_size: int | None = None) -> float:
+    """Bytes per block-linear weight, scales included, from the serving formats' table
+    (``memory/quantized.py``) at the checkpoint's group size (128 when not known).
+
+    The engines load what the checkpoint stores: AWQ's and GPTQ's 4-bit values
+    with a 16-bit scale and a 4-bit zero per group, bitsandbytes NF4 with an fp32
+    absmax per 64, fp8 at one byte, gpt-oss's MXFP4 at 4.25 bits. ``none``, and
+    ``auto`` with no checkpoint read, are the 16-bit dtype.
+    """
+    name = ENGINE_FORMATS.get(quantization)
+    if name is None:
+        return float(COMPUTE_BYTES)
+    size = GROUP_SIZE if group_size is None else group_size
+    return per_weight_bytes(FORMATS[name], False, size)
 
 
 def quantization_note(quantization: str, bpw: float) -> str:

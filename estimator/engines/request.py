@@ -34,7 +34,8 @@ class EngineRequest:
     fills a missing ``card`` with its workload's card. ``quantization`` ``auto``
     is what the engines do without the flag: the checkpoint's own format
     (``plan()`` reads it from config.json, with ``unquantized``, the layer
-    modules the checkpoint keeps 16-bit); where no config is known, none.
+    modules the checkpoint keeps 16-bit, and ``group_size``, inputs per AWQ/GPTQ
+    scale, 128 when not known); where no config is known, none.
     """
 
     engine: EngineName = "transformers"
@@ -46,6 +47,7 @@ class EngineRequest:
     kv_cache_dtype: KvCacheDtype = "auto"
     quantization: Quantization = "auto"
     unquantized: tuple[str, ...] = ()
+    group_size: int | None = None
     tensor_parallel: int = 1
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
@@ -58,6 +60,8 @@ class EngineRequest:
             isinstance(m, str) and m for m in self.unquantized
         ):
             raise WorkloadError("engine: unquantized must be module-name prefixes")
+        if self.group_size is not None:
+            _bounded("group_size", self.group_size, 0, 1 << 16)
         if self.card is not None and (not isinstance(self.card, str) or not self.card):
             raise WorkloadError("engine: card must be a card name such as 'L4'")
         _bounded("tensor_parallel", self.tensor_parallel, 1, MAX_TP)

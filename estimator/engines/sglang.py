@@ -68,7 +68,7 @@ def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
     fraction = request.gpu_memory_utilization or mem_fraction_static(
         d, gpu_mem_mib, chunked, graphs, tp
     )
-    bpw = bytes_per_weight(request.quantization)
+    bpw = bytes_per_weight(request.quantization, request.group_size)
     weights = shape.weights_bytes(bpw, tp)
     dtype_bytes = 1 if request.kv_cache_dtype == "fp8" else 2
     cell = cell_size(shape, dtype_bytes, tp)

@@ -85,7 +85,9 @@ def warmup(
 def decide(
     shape: ServingShape, request: EngineRequest, device: Device, max_total_tokens: int
 ) -> tuple[int, Warmup, str | None]:
-    weights = shape.weights_bytes(bytes_per_weight(request.quantization), request.tensor_parallel)
+    weights = shape.weights_bytes(
+        bytes_per_weight(request.quantization, request.group_size), request.tensor_parallel
+    )
     if weights + device.context_bytes > device.total_bytes:
         error = (
             "torch.OutOfMemoryError: CUDA out of memory while loading the model weights "
@@ -110,7 +112,7 @@ def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
     that_starts = largest_passing(
         2, context, lambda n: decide(shape, request, device, n)[2] is None
     )
-    bpw = bytes_per_weight(request.quantization)
+    bpw = bytes_per_weight(request.quantization, request.group_size)
     starts = error is None
     return EngineVerdict(
         name=NAME,

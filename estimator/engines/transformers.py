@@ -51,7 +51,7 @@ def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
     data = engine_data(NAME)
     device = device_for(request)
     tp = request.tensor_parallel
-    bpw = bytes_per_weight(request.quantization)
+    bpw = bytes_per_weight(request.quantization, request.group_size)
     weights = shape.weights_bytes(bpw, tp)
     dtype_bytes = 1 if request.kv_cache_dtype == "fp8" else 2
     context = shape.max_position_embeddings or 2048

@@ -212,7 +212,7 @@ def decide(
     """Every start-up check in vLLM's order; the first that fails is the engine's error."""
     d = engine_data(NAME).values
     tp = request.tensor_parallel
-    weights = shape.weights_bytes(bytes_per_weight(s.quantization), tp)
+    weights = shape.weights_bytes(bytes_per_weight(s.quantization, request.group_size), tp)
     activation = activation_peak(shape, s, tp, int(d["sampler_bytes_per_logit"]))
     non_torch = int(d["non_torch_bytes"])
     total = device.total_bytes
@@ -278,7 +278,7 @@ def _run(
     data = engine_data(NAME)
     d = data.values
     tp = request.tensor_parallel
-    bpw = bytes_per_weight(s.quantization)
+    bpw = bytes_per_weight(s.quantization, request.group_size)
     at = decide(shape, request, device, s, length)
     that_starts = max_model_len_that_starts(shape, request, device, s)
     settings = (

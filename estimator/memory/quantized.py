@@ -74,6 +74,19 @@ FORMATS: Final[dict[str, WeightFormat]] = {
 }
 
 
+def per_weight_bytes(fmt: WeightFormat, double_quant: bool, group_size: int = GROUP_SIZE) -> float:
+    """Bytes per weight of the packed values, their group scales and NF4's block constants
+    (the per-input-row and per-output-column tensors aside); ``group_size`` 0: per channel."""
+    total = fmt.bits / 8
+    group = fmt.fixed_group or group_size
+    if group:
+        total += fmt.group_bytes / group
+    if fmt.name == "nf4":
+        absmax = 1 + 4 / NF4_DOUBLE_QUANT_BLOCK if double_quant else 4
+        total += absmax / NF4_BLOCK
+    return total
+
+
 def linear_bytes(
     fmt: WeightFormat,
     in_features: int,
@@ -82,16 +95,10 @@ def linear_bytes(
     group_size: int = GROUP_SIZE,
 ) -> float:
     """Stored bytes of one quantised ``in`` x ``out`` weight (``group_size`` 0: per channel)."""
-    weights = in_features * out_features
-    total = weights * fmt.bits / 8
-    group = fmt.fixed_group or group_size
-    groups = in_features / group if group else 1
-    total += fmt.group_bytes * groups * out_features
-    total += fmt.row_bytes * in_features + fmt.col_bytes * out_features
-    if fmt.name == "nf4":
-        blocks = weights / NF4_BLOCK
-        total += blocks * (1 + 4 / NF4_DOUBLE_QUANT_BLOCK) if double_quant else blocks * 4
-    return total
+    total = in_features * out_features * per_weight_bytes(fmt, double_quant, group_size)
+    if not (fmt.fixed_group or group_size):
+        total += fmt.group_bytes * out_features  # one group spanning every input
+    return total + fmt.row_bytes * in_features + fmt.col_bytes * out_features
 
 
 def _is_router(block: Block, in_features: int, out_features: int, copies: int) -> bool:

@@ -147,3 +147,19 @@ def test_engines_without_a_config_read_auto_as_16_bit() -> None:
         arch, split_parameters(arch), EngineRequest(engine="vllm", card="L4", quantization="none")
     )
     assert auto.weights_bytes == none.weights_bytes
+
+
+def test_engines_count_the_checkpoints_group_size_too() -> None:
+    config = LLAMA | {"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 32}}
+    arch = describe(LLAMA)
+    linears = sum(i * o * n for _, i, o, n in block_linears(LLAMA))
+    rest = arch.total_parameters - linears
+    for name in ("vllm", "sglang", "tgi", "transformers"):
+        engine = plan(config, SERVE, engine=EngineRequest(engine=name)).engine
+        assert engine is not None
+        # 4 bits + a 16-bit scale and a 4-bit zero per 32 inputs.
+        assert engine.weights_bytes == int(linears * (0.5 + 2.5 / 32) + rest * 2), name
+    asked = EngineRequest(engine="vllm", group_size=128)
+    engine = plan(config, SERVE, engine=asked).engine
+    assert engine is not None
+    assert engine.weights_bytes == int(linears * (0.5 + 2.5 / 128) + rest * 2)

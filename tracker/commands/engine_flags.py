@@ -75,6 +75,7 @@ def engine_request_from(args: argparse.Namespace) -> EngineRequest | None:
             block_size=args.block_size,
             kv_cache_dtype=args.kv_cache_dtype,
             quantization=args.quantization,
+            group_size=getattr(args, "quant_group_size", None),
             tensor_parallel=args.tensor_parallel,
             max_num_seqs=args.max_num_seqs,
             max_num_batched_tokens=args.max_num_batched_tokens,
