@@ -26,6 +26,9 @@ from estimator.errors import WorkloadError
 from estimator.workload import ServeWeights, Workload
 
 DEFAULT_GROUP_SIZE: Final = 128
+MAX_NOT_CONVERTED: Final = 4096
+MAX_PREFIXES: Final = 64
+MAX_PREFIX_CHARS: Final = 128
 
 
 @dataclass(frozen=True)
@@ -103,17 +106,22 @@ def _unquantized(value: object) -> tuple[str, ...]:
     """Layer-relative prefixes from patterns such as ``model.layers.*.self_attn``.
 
     Patterns outside the layers (``lm_head``, ``model.embed_tokens``) need no
-    entry: embeddings and head are 16-bit in every format anyway.
+    entry: embeddings and head are 16-bit in every format anyway. The list is
+    upstream data: only its first ``MAX_NOT_CONVERTED`` entries are read, and
+    at most ``MAX_PREFIXES`` prefixes of up to ``MAX_PREFIX_CHARS`` are kept
+    (gpt-oss lists four patterns), so a hostile list costs linear time.
     """
     if not isinstance(value, list):
         return ()
-    prefixes = []
-    for pattern in value:
+    prefixes: dict[str, None] = {}
+    for pattern in value[:MAX_NOT_CONVERTED]:
         if not isinstance(pattern, str) or "*." not in pattern:
             continue
         inner = pattern.rsplit("*.", 1)[1]
-        if inner and inner not in prefixes:
-            prefixes.append(inner)
+        if inner and len(inner) <= MAX_PREFIX_CHARS:
+            prefixes[inner] = None
+            if len(prefixes) == MAX_PREFIXES:
+                break
     return tuple(prefixes)
 
 

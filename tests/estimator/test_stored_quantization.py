@@ -163,3 +163,13 @@ def test_engines_count_the_checkpoints_group_size_too() -> None:
     engine = plan(config, SERVE, engine=asked).engine
     assert engine is not None
     assert engine.weights_bytes == int(linears * (0.5 + 2.5 / 128) + rest * 2)
+
+
+def test_a_hostile_modules_to_not_convert_list_is_read_in_bounded_time() -> None:
+    patterns = [f"model.layers.*.m{i}" for i in range(200_000)] + ["model.layers.*." + "x" * 500]
+    config = LLAMA | {"quantization_config": {"quant_method": "awq", "bits": 4}}
+    config["quantization_config"]["modules_to_not_convert"] = patterns
+    stored = stored_quantization(config)
+    assert stored is not None
+    assert stored.unquantized == tuple(f"m{i}" for i in range(64))
+    assert plan(config, SERVE).workload.serve_unquantized == stored.unquantized
