@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, NamedTuple, overload
+from typing import Final, Literal, NamedTuple, overload
 
 HeadKind = Literal[
     "base",
@@ -23,6 +23,8 @@ HeadKind = Literal[
     "pretraining",
     "conditional-generation",
 ]
+# Heads whose output is one logit per vocabulary entry (and the LM head's weight).
+VOCAB_HEADS: Final = frozenset({"causal-lm", "masked-lm", "pretraining", "conditional-generation"})
 TensorRole = Literal[
     "embedding",
     "position",

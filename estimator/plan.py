@@ -250,7 +250,7 @@ def plan(
         if manifest is None
         else compare(manifest, split.total, arch.tie_word_embeddings, arch.declared_dtype, head)
     )
-    findings = verify(Context(config, arch, manifest, target, w.precision, w.seq_len))
+    findings = verify(Context(config, arch, manifest, target, w.precision, w.seq_len, stored))
     findings += _target_findings(arch, w)
     assumptions = _assumptions(models[w.method].assumptions, cost.assumptions, w)
     return Plan(

@@ -23,9 +23,9 @@ from typing import Final
 
 from estimator.engines.request import EngineRequest, Quantization
 from estimator.errors import WorkloadError
+from estimator.memory.quantized import GROUP_SIZE
 from estimator.workload import ServeWeights, Workload
 
-DEFAULT_GROUP_SIZE: Final = 128
 MAX_NOT_CONVERTED: Final = 4096
 MAX_PREFIXES: Final = 64
 MAX_PREFIX_CHARS: Final = 128
@@ -38,9 +38,11 @@ class StoredQuantization:
     ``serve_weights`` and ``engine`` are None when the method is not modelled.
     ``group_size`` 0 is one scale per output channel (GPTQ/AWQ ``group_size: -1``).
     ``unquantized`` are module-name prefixes inside a layer that stay 16-bit.
+    ``bits`` is the config's ``bits`` where it is an integer.
     """
 
     method: str
+    bits: int | None
     serve_weights: ServeWeights | None
     engine: Quantization | None
     group_size: int
@@ -59,9 +61,11 @@ def stored_quantization(config: Mapping[str, object]) -> StoredQuantization | No
         method = "bitsandbytes" if _flag(raw, "load_in_4bit") or _flag(raw, "load_in_8bit") else ""
     if not method:
         return None
-    serve, engine = _formats(method.lower(), raw)
+    declared = raw.get("bits")
+    serve, engine = _formats(method.lower(), raw.get("bits", raw.get("w_bit", 4)), raw)
     return StoredQuantization(
         method=method,
+        bits=declared if isinstance(declared, int) and not isinstance(declared, bool) else None,
         serve_weights=serve,
         engine=engine,
         group_size=_group_size(raw),
@@ -70,9 +74,8 @@ def stored_quantization(config: Mapping[str, object]) -> StoredQuantization | No
 
 
 def _formats(
-    method: str, raw: Mapping[str, object]
+    method: str, bits: object, raw: Mapping[str, object]
 ) -> tuple[ServeWeights | None, Quantization | None]:
-    bits = raw.get("bits", raw.get("w_bit", 4))
     if method == "awq" and bits == 4:
         return "awq", "awq"
     if method == "gptq" and bits == 4:
@@ -94,12 +97,12 @@ def _flag(raw: Mapping[str, object], key: str) -> bool:
 
 
 def _group_size(raw: Mapping[str, object]) -> int:
-    value = raw.get("group_size", raw.get("q_group_size", DEFAULT_GROUP_SIZE))
+    value = raw.get("group_size", raw.get("q_group_size", GROUP_SIZE))
     if isinstance(value, bool) or not isinstance(value, int):
-        return DEFAULT_GROUP_SIZE
+        return GROUP_SIZE
     if value == -1:
         return 0
-    return value if 1 <= value <= 1 << 16 else DEFAULT_GROUP_SIZE
+    return value if 1 <= value <= 1 << 16 else GROUP_SIZE
 
 
 def _unquantized(value: object) -> tuple[str, ...]:
@@ -132,7 +135,7 @@ def serving_workload(w: Workload, stored: StoredQuantization | None) -> Workload
         return w
     changes: dict[str, object] = {}
     if w.quant_group_size is None:
-        changes["quant_group_size"] = DEFAULT_GROUP_SIZE if stored is None else stored.group_size
+        changes["quant_group_size"] = GROUP_SIZE if stored is None else stored.group_size
     if w.serve_weights == "auto":
         if stored is None or stored.serve_weights is None:
             changes["serve_weights"] = "bf16"

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from estimator.architecture import Architecture, Block, Tensor
+from estimator.architecture import VOCAB_HEADS, Architecture, Block, Tensor
 from estimator.errors import WorkloadError
 
 NodeKind = Literal[
@@ -256,7 +256,7 @@ def _head_rows(arch: Architecture) -> int | None:
 
 
 def _output_shape(arch: Architecture, seq_len: int) -> tuple[int, ...]:
-    if arch.head in ("causal-lm", "masked-lm", "conditional-generation", "pretraining"):
+    if arch.head in VOCAB_HEADS:
         return (seq_len, arch.vocab_size)
     if arch.head == "sequence-classification":
         return (_head_rows(arch) or 2,)

@@ -19,7 +19,7 @@ from estimator.cards import Card
 from estimator.config import Config
 from estimator.families import generic
 from estimator.manifest import WeightManifest
-from estimator.stored_quantization import stored_quantization
+from estimator.stored_quantization import StoredQuantization
 
 Values = dict[str, object]
 
@@ -32,6 +32,8 @@ class Context:
     card: Card
     precision: str
     seq_len: int
+    # The checkpoint's declared quantization (plan() reads it once for the estimate too).
+    stored: StoredQuantization | None = None
 
 
 @dataclass(frozen=True)
@@ -212,12 +214,10 @@ def _no_bf16(c: Context) -> Values | None:
 
 
 def _stored_quantization(c: Context) -> Values | None:
-    stored = stored_quantization(c.config)
+    stored = c.stored
     if stored is None or stored.serve_weights is not None:
         return None
-    raw = c.config.get("quantization_config")
-    bits = raw.get("bits") if isinstance(raw, Mapping) else None
-    shown = f", {bits} bits" if isinstance(bits, int) and not isinstance(bits, bool) else ""
+    shown = "" if stored.bits is None else f", {stored.bits} bits"
     return {"method": stored.method[:64], "bits": shown}
 
 

@@ -32,7 +32,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from estimator.architecture import Architecture, AttentionSpec, Block, FeedForwardSpec, Linear
+from estimator.architecture import (
+    VOCAB_HEADS,
+    Architecture,
+    AttentionSpec,
+    Block,
+    FeedForwardSpec,
+    Linear,
+)
 from estimator.memory.layers import Placed
 from estimator.memory.numerics import Numerics
 
@@ -76,7 +83,6 @@ SIXTEEN_BIT_AUTOCAST_FORWARD_BYTES: Final = 12
 # Last name component of a cross-attention query projection (T5 ``EncDecAttention.q``,
 # BART and Whisper ``encoder_attn.q_proj``).
 CROSS_QUERY_NAMES: Final = frozenset({"q", "q_proj", "query"})
-VOCAB_HEADS: Final = frozenset({"causal-lm", "masked-lm", "pretraining", "conditional-generation"})
 INDEX_BYTES: Final = 8
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from estimator.architecture import Architecture
+from estimator.architecture import VOCAB_HEADS, Architecture
 from estimator.memory.phases import MethodModel, Phase, Term
 from estimator.memory.quantized import (
     DEQUANT_FROM_TOKENS,
@@ -128,7 +128,7 @@ def _awq_fused_layer_per_sequence(arch: Architecture, s: int, compute: int) -> f
 
 def _logits_per_sequence(arch: Architecture, w: Workload, compute: int) -> float:
     """The head's output beside the final hidden states: 16-bit logits and their fp32 copy."""
-    if arch.head not in ("causal-lm", "masked-lm", "conditional-generation", "pretraining"):
+    if arch.head not in VOCAB_HEADS:
         return 0.0
     if arch.head == "masked-lm" or w.prompt_logits:
         tokens = w.seq_len
@@ -166,6 +166,7 @@ def _group_size(w: Workload) -> int:
 def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> MethodModel:
     compute = 2 if w.precision != "fp32" else 4
     fmt = FORMATS.get(w.serve_weights) if w.precision != "fp32" else None
+    group = _group_size(w)
     scratch: float = 0.0
     scratch_per_token: float = 0.0
     if fmt is None:
@@ -177,7 +178,7 @@ def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> Met
             w.double_quant,
             w.seq_len,
             compute,
-            _group_size(w),
+            group,
             w.serve_unquantized,
         )
         weights = (q.quantised_bytes + q.unquantised_parameters * compute) / w.gpus
@@ -188,12 +189,12 @@ def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> Met
         scratch = scratch_per_token = 0.0  # its kernels' scratch is in the layer's moments
     cached = kv_cache_bytes_per_sequence(arch, w.seq_len, w.kv_cache_bytes, windowed=fused is None)
     kv = cached / w.gpus
-    rope = _rope_tables(arch, w) / w.gpus if fused else 0.0
+    rope = _rope_tables(arch, w) / w.gpus if fused is not None else 0.0
     # The fused model's 16-bit causal mask of the prompt, one for the whole batch.
-    buffers = rope + (2 * w.seq_len * w.seq_len / w.gpus if fused else 0.0)
+    buffers = rope + (2 * w.seq_len * w.seq_len / w.gpus if fused is not None else 0.0)
     layer = (
         _awq_fused_layer_per_sequence(arch, w.seq_len, compute)
-        if fused
+        if fused is not None
         else _layer_per_sequence(arch, w, compute)
     )
     layer = layer / w.gpus + scratch_per_token * w.seq_len
@@ -226,7 +227,7 @@ def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> Met
                     *resident,
                     Term(
                         "quantization_overhead",
-                        _separate_qkv_bytes(arch, fused, _group_size(w)) / w.gpus,
+                        _separate_qkv_bytes(arch, fused, group) / w.gpus,
                     ),
                     Term("framework_overhead", rope),
                 ),
@@ -235,7 +236,7 @@ def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> Met
     assumptions = [
         f"serving: block linears in {w.serve_weights}"
         + (
-            f" (group size {fmt.fixed_group or _group_size(w) or 'per channel'}: scales per group"
+            f" (group size {fmt.fixed_group or group or 'per channel'}: scales per group"
             if fmt is not None and fmt.group_bytes
             else ""
         )
@@ -255,7 +256,7 @@ def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> Met
         assumptions.append("encoder: no KV cache; memory is weights plus one layer's transient")
     if w.gpus > 1:
         assumptions.append(f"tensor parallel over {w.gpus} GPUs: weights and KV cache split evenly")
-    if fused:
+    if fused is not None:
         assumptions.append(
             "AutoAWQ fused modules: per-layer KV cache and RoPE table for "
             f"{w.seq_len} tokens; q/k/v held twice while the fuser builds qkv_proj; "

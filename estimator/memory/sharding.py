@@ -44,8 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Final
 
-from estimator.architecture import Architecture, Block
-from estimator.memory.activations import VOCAB_HEADS
+from estimator.architecture import VOCAB_HEADS, Architecture, Block
 from estimator.memory.numerics import Numerics
 from estimator.memory.states import base_4bit_bytes
 from estimator.workload import Workload

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from estimator.architecture import Architecture
+from estimator.architecture import VOCAB_HEADS, Architecture
 from estimator.architecture import shape_numel as numel
 from estimator.memory.quantized import FORMATS, GROUP_SIZE
 
@@ -104,7 +104,7 @@ def split_parameters(arch: Architecture) -> ParameterSplit:
 
 
 def _has_vocab_head(arch: Architecture) -> bool:
-    return arch.head in ("causal-lm", "masked-lm", "pretraining", "conditional-generation")
+    return arch.head in VOCAB_HEADS
 
 
 def lora_parameters(placed_linears: list[tuple[int, int, int]], rank: int) -> int:
