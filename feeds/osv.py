@@ -36,9 +36,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from feeds.delta import EstimateDelta
 from packageurl import PackageURL
 
+from feeds.delta import EstimateDelta
 from storage.records import Advisory, Change, Severity, StoredRevision
 
 SCHEMA_VERSION = "1.7.5"
@@ -283,8 +283,8 @@ def _one_line(text: str) -> str:
 
 __all__ = [
     "SCHEMA_VERSION",
-    "affected_events",
     "advisory_id",
+    "affected_events",
     "build_advisory",
     "details",
     "noteworthy",

@@ -19,8 +19,8 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request, Response
-from packageurl import PackageURL
 from fastapi.responses import JSONResponse
+from packageurl import PackageURL
 from pydantic import BaseModel, ConfigDict, Field
 
 from feeds.errors import OsvError
