@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -274,7 +275,14 @@ def _change_json(change: Change) -> dict[str, Any]:
 
 
 def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    """``text`` within ``limit`` characters, cut between words (a word longer than the
+    limit alone is cut inside it, as nothing else fits)."""
+    if len(text) <= limit:
+        return text
+    shortened = textwrap.shorten(text, width=limit, placeholder=" …")
+    if shortened != "…" and shortened.strip() != "…":
+        return shortened
+    return text[: limit - 1].rstrip() + "…"
 
 
 def _one_line(text: str) -> str:
