@@ -7,9 +7,16 @@ Choices, within what the OSV schema allows (see feeds/README.md):
   the same transition always gets the same id and a retried revision never
   publishes twice.
 - the package ecosystem is ``GIT`` with the repo URL as name and the purl
-  ``pkg:huggingface/ORG/NAME`` beside it; the range is a GIT range on the repo
-  URL introduced at the new sha, with the enumerated ``versions: [new_sha]``
-  because GIT ranges cannot be evaluated without the commit graph.
+  ``pkg:huggingface/ORG/NAME`` beside it (the purl type's required namespace:
+  a legacy id without one gets no purl rather than a wrong one).
+- one meaning, said three ways: an advisory is about the commit that made the
+  change, ``new_sha``, and no other. The GIT range is ``introduced: new_sha``
+  with ``last_affected: new_sha`` (under OSV's range rules exactly that commit),
+  ``versions`` is ``[new_sha]``, and ``/v1/query`` by commit answers the
+  advisories whose range holds the commit. A range with ``introduced`` alone
+  would mark every later commit affected, which a version-matching consumer
+  reading ``versions`` would not; an audit asks "which transitions start at or
+  after my pin", which this meaning answers exactly.
 - our severity is not CVSS, so it goes in ``database_specific.severity``.
 - what counts as noteworthy is data (feeds/data/noteworthy.json): a change
   whose severity reaches its artifact's threshold.
@@ -22,12 +29,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from packageurl import PackageURL
 
 from feeds.delta import EstimateDelta
 from storage.records import Advisory, Change, Severity, StoredRevision
@@ -69,8 +79,31 @@ def repo_url(repo_id: str) -> str:
     return f"{HUB}/{repo_id}"
 
 
-def purl(repo_id: str) -> str:
-    return f"pkg:huggingface/{repo_id}"
+def purl(repo_id: str, sha: str | None = None) -> str | None:
+    """The package URL of ``repo_id`` (at ``sha``), per the purl spec's ``huggingface`` type.
+
+    The type requires a namespace (the user or organisation) and, for a version,
+    the full commit sha lowercased; a legacy id without a namespace (``gpt2``)
+    has no purl until it is mapped to its canonical ``ORG/NAME``.
+    """
+    namespace, _, name = repo_id.partition("/")
+    if not name or "/" in name:
+        return None
+    version = sha.lower() if sha else None
+    return str(PackageURL(type="huggingface", namespace=namespace, name=name, version=version))
+
+
+def affected_events(new_sha: str) -> list[dict[str, str]]:
+    """The GIT range events of an advisory about ``new_sha`` alone (see the module docstring)."""
+    return [{"introduced": new_sha}, {"last_affected": new_sha}]
+
+
+def _package(repo_id: str) -> dict[str, str]:
+    package = {"ecosystem": "GIT", "name": repo_url(repo_id)}
+    identifier = purl(repo_id)
+    if identifier is not None:
+        package["purl"] = identifier
+    return package
 
 
 def timestamp(moment: datetime) -> str:
@@ -108,12 +141,12 @@ def build_advisory(
         "details": details(repo_id, old_sha, new, kept, delta),
         "affected": [
             {
-                "package": {"ecosystem": "GIT", "name": repo_url(repo_id), "purl": purl(repo_id)},
+                "package": _package(repo_id),
                 "ranges": [
                     {
                         "type": "GIT",
                         "repo": repo_url(repo_id),
-                        "events": [{"introduced": new_sha}],
+                        "events": affected_events(new_sha),
                     }
                 ],
                 "versions": [new_sha],
@@ -148,12 +181,25 @@ def withdraw(advisory: Advisory, at: datetime) -> Advisory:
 
 
 def osv_document(advisory: Advisory) -> dict[str, Any]:
-    """The OSV JSON to serve: the stored document with the record's modified/withdrawn laid over."""
+    """The OSV JSON to serve: the stored document with the record's modified/withdrawn laid over.
+
+    Documents stored before ranges named their ``last_affected`` commit are
+    served with it, so every advisory carries the same meaning.
+    """
     document = dict(advisory.osv)
+    document["affected"] = [_bounded(entry, advisory.new_sha) for entry in document["affected"]]
     document["modified"] = timestamp(advisory.modified)
     if advisory.withdrawn is not None:
         document["withdrawn"] = timestamp(advisory.withdrawn)
     return document
+
+
+def _bounded(entry: dict[str, Any], new_sha: str) -> dict[str, Any]:
+    ranges = entry.get("ranges", [])
+    if all(any("last_affected" in e for e in r.get("events", [])) for r in ranges):
+        return entry
+    bounded = [{**r, "events": affected_events(new_sha)} for r in ranges]
+    return {**entry, "ranges": bounded}
 
 
 def summary_line(kept: Sequence[Change], delta: EstimateDelta) -> str:
@@ -229,7 +275,14 @@ def _change_json(change: Change) -> dict[str, Any]:
 
 
 def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    """``text`` within ``limit`` characters, cut between words (a word longer than the
+    limit alone is cut inside it, as nothing else fits)."""
+    if len(text) <= limit:
+        return text
+    shortened = textwrap.shorten(text, width=limit, placeholder=" …")
+    if shortened != "…" and shortened.strip() != "…":
+        return shortened
+    return text[: limit - 1].rstrip() + "…"
 
 
 def _one_line(text: str) -> str:
@@ -239,6 +292,7 @@ def _one_line(text: str) -> str:
 __all__ = [
     "SCHEMA_VERSION",
     "advisory_id",
+    "affected_events",
     "build_advisory",
     "details",
     "noteworthy",

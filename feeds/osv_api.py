@@ -5,8 +5,9 @@ query with no hits is ``{}`` (pip-audit and the Go client rely on it).
 Errors are gRPC statuses: ``{"code": 3, "message": "invalid query"}`` on 400,
 ``{"code": 5, ...}`` on 404. A query matches our advisories by package (the
 GIT ecosystem with the repo URL as name, or the purl
-``pkg:huggingface/ORG/NAME``), by commit (the sha an advisory was introduced
-at, its ``versions`` entry), or both.
+``pkg:huggingface/ORG/NAME``), by commit, or both. A query by commit answers,
+as OSV.dev does, every record whose range holds the commit: under this
+database's meaning (feeds/osv.py) the advisories about that very commit.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request, Response
 from fastapi.responses import JSONResponse
+from packageurl import PackageURL
 from pydantic import BaseModel, ConfigDict, Field
 
 from feeds.errors import OsvError
@@ -29,8 +31,6 @@ from feeds.zipstream import stream_zip
 from storage.advisory_refs import AdvisoryRefPage, RefQuery, advisory_refs_for_many
 from storage.dumps import advisories_by_id, modified_batches
 from storage.publishing import InvalidCursor, advisories_for, advisory_by_id
-
-PURL_PREFIX = "pkg:huggingface/"
 
 
 class Package(BaseModel):
@@ -139,6 +139,7 @@ def _target(query: Query) -> tuple[str | None, str | None] | None:
     if query.commit is not None and version is not None:
         raise OsvError("invalid query")
     commit = query.commit if query.commit is not None else version
+    commit = commit.lower() if commit else commit
     if repo_id is None and commit is None:
         raise OsvError("invalid query")
     return None if repo_id == "" else (repo_id, commit)
@@ -215,17 +216,24 @@ def _package(query: Query) -> tuple[str | None, str | None]:
     return package.name.removeprefix(f"{HUB}/"), query.version
 
 
-def _from_purl(purl: str, version: str | None) -> tuple[str, str | None]:
-    if not purl.startswith("pkg:"):
-        raise OsvError("invalid purl")
-    if not purl.startswith(PURL_PREFIX):
+def _from_purl(text: str, version: str | None) -> tuple[str, str | None]:
+    """(repo id or "" for another purl type, version) of a purl, parsed by packageurl-python.
+
+    The ``huggingface`` type needs a namespace; its version is a commit sha,
+    lowercased as the type defines, so a query in capitals still matches.
+    """
+    try:
+        parsed = PackageURL.from_string(text)
+    except ValueError:
+        raise OsvError("invalid purl") from None
+    if parsed.type != "huggingface":
         return "", version
-    name, _, at = purl.removeprefix(PURL_PREFIX).partition("@")
-    if at and version is not None:
+    if parsed.version and version is not None:
         raise OsvError("version specified in params and PURL query")
-    if name.count("/") != 1 or not all(name.split("/")):
+    if not parsed.namespace or "/" in parsed.namespace or not parsed.name:
         raise OsvError("invalid purl")
-    return name, at or version
+    at = parsed.version or version
+    return f"{parsed.namespace}/{parsed.name}", at.lower() if at else at
 
 
 __all__ = ["OsvError", "error_response", "router"]

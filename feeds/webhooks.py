@@ -1,8 +1,9 @@
 """``POST /webhooks/huggingface``: Hub webhook deliveries into the inbox table, nothing more.
 
-The Hub sends its secret verbatim in ``X-Webhook-Secret`` (no signature);
-it is compared in constant time, and a missing or wrong secret gets 401
-with nothing stored. An accepted delivery is written to ``webhook_events``
+The Hub sends its secret verbatim in ``X-Webhook-Secret`` (no signature), or,
+as its documentation allows, in the URL's query (``?secret=``) for a webhook
+whose URL carries it; the header wins when both are present. It is compared
+in constant time, and a missing or wrong secret gets 401 with nothing stored. An accepted delivery is written to ``webhook_events``
 under a key derived from what it says (event, repo, head sha, updated refs),
 so a redelivery or a replay from the Hub's activity tab stores nothing new;
 then the endpoint answers 202 at once. The tracker drains the inbox: a
@@ -129,9 +130,12 @@ def create_webhook_router(
     ) -> dict[str, Any] | JSONResponse:
         if expected is None:
             return _error(401, "webhooks are disabled: no server.webhook_secret is configured")
-        if x_webhook_secret is None:
-            return _error(401, "X-Webhook-Secret header not set")
-        given = x_webhook_secret.encode("utf-8", "surrogateescape")
+        sent = x_webhook_secret
+        if sent is None:
+            sent = request.query_params.get("secret")
+        if sent is None:
+            return _error(401, "X-Webhook-Secret header (or ?secret=) not set")
+        given = sent.encode("utf-8", "surrogateescape")
         if not hmac.compare_digest(given, expected):
             return _error(401, "invalid webhook secret")
         try:

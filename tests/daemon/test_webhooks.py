@@ -87,6 +87,18 @@ def test_missing_or_wrong_secret_is_401_and_stores_nothing(
     assert stored(database) == 0
 
 
+def test_the_secret_in_the_webhook_urls_query_is_accepted(database: Database, server: str) -> None:
+    """The Hub's docs let a webhook URL carry its secret as ``?secret=``."""
+    wrong = httpx.post(server, params={"secret": "wrong"}, json=payload())
+    assert wrong.status_code == 401 and stored(database) == 0
+    right = httpx.post(server, params={"secret": SECRET}, json=payload())
+    assert right.status_code == 202 and stored(database) == 1
+    header_wins = httpx.post(
+        server, params={"secret": SECRET}, json=payload("c" * 40), headers={"X-Webhook-Secret": "x"}
+    )
+    assert header_wins.status_code == 401 and stored(database) == 1
+
+
 def test_redelivery_is_stored_once(database: Database, server: str) -> None:
     first = httpx.post(server, json=payload(), headers={"X-Webhook-Secret": SECRET})
     again = httpx.post(server, json=payload(), headers={"X-Webhook-Secret": SECRET})

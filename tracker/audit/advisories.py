@@ -47,9 +47,18 @@ class AdvisoryServerError(TrackerError):
     """The advisory server cannot be reached or answered something that is not OSV."""
 
 
+SECURITY_CHANGES = frozenset(
+    {("code", "*"), ("remote_code", "*"), ("weights", "pickle_added"), ("repo", "unsafe_path")}
+)
+"""(artifact, change kind) pairs that are about what runs on the user's machine, not what a
+model computes: code ``trust_remote_code`` would run (the repo's own or another repo's),
+pickles that unpickle arbitrary code when loaded, names that could escape a directory."""
+
+
 @dataclass(frozen=True)
 class Published:
-    """One advisory as an audit needs it: which transition of which repo, how severe."""
+    """One advisory as an audit needs it: which transition of which repo, how severe, and
+    which (artifact, kind) changes it reports."""
 
     id: str
     repo_id: str
@@ -57,6 +66,15 @@ class Published:
     new_sha: str
     severity: Severity
     summary: str
+    changes: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def security_relevant(self) -> bool:
+        """Whether any change it reports can run code or write files on a user's machine."""
+        return any(
+            (artifact, kind) in SECURITY_CHANGES or (artifact, "*") in SECURITY_CHANGES
+            for artifact, kind in self.changes
+        )
 
 
 class AdvisorySource(Protocol):
@@ -197,6 +215,7 @@ def _published(advisory: Advisory) -> Published:
         advisory.new_sha,
         advisory.severity,
         advisory.summary,
+        _changes(advisory.osv),
     )
 
 
@@ -221,6 +240,18 @@ def _from_osv(document: Mapping[str, Any], repo_id: str) -> Published | None:
         new_sha,
         severity,
         str(document.get("summary", "")),
+        _changes(document),
+    )
+
+
+def _changes(document: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(artifact, kind) of each change ``database_specific`` lists; none from other databases."""
+    specific = document.get("database_specific")
+    listed = specific.get("changes") if isinstance(specific, dict) else None
+    if not isinstance(listed, list):
+        return ()
+    return tuple(
+        (str(c.get("artifact", "")), str(c.get("kind", ""))) for c in listed if isinstance(c, dict)
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from estimator import Plan, Workload, plan
 from estimator.errors import EstimateError
@@ -24,8 +25,11 @@ from storage.records import Severity
 from tracker.audit.advisories import AdvisorySource, Published
 from tracker.audit.history import MainHistory, locate
 from tracker.audit.pins import Pin
-from tracker.errors import TrackerError
+from tracker.errors import RevisionGone, TrackerError
 from tracker.hub_source import HubRef, PlanInputs
+
+if TYPE_CHECKING:
+    from tracker.audit.ignore import IgnoredFinding
 
 Resolve = Callable[[str, str], str]
 """(repo id, branch or tag) -> the sha it points at now."""
@@ -36,7 +40,7 @@ FetchInputs = Callable[[HubRef], PlanInputs]
 class Finding:
     """One thing the audit found about a pin, with a severity ``--min-severity`` compares."""
 
-    kind: str  # advisory, no-longer-fits, not-on-main, unpinned, error
+    kind: str  # advisory, no-longer-fits, not-on-main, vanished, unpinned, error
     severity: Severity
     message: str
     advisory: Published | None = None
@@ -61,6 +65,8 @@ class PinReport:
     behind: int | None
     findings: tuple[Finding, ...] = ()
     cards: tuple[CardVerdict, ...] = field(default=())
+    ignored: tuple[IgnoredFinding, ...] = ()
+    """Findings an ignore rule accepted (tracker.audit.ignore): reported, never counted."""
 
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
@@ -101,9 +107,13 @@ class Auditor:
                 Severity.INFO,
                 f"{pin.repo_id} is not pinned: every upstream change reaches it unreviewed",
             )
-            return PinReport(pin, newest, newest, 0, (note,), self._cards(pin, newest, newest))
+            return PinReport(
+                pin, newest, newest, 0, (note,), self.card_verdicts(pin, newest, newest)
+            )
         try:
             sha, position = self._place(pin, history)
+        except RevisionGone:
+            return PinReport(pin, None, newest, None, (_vanished(pin, newest),))
         except TrackerError as exc:
             return PinReport(pin, None, newest, None, (Finding("error", Severity.HIGH, str(exc)),))
         if position is None:
@@ -113,13 +123,13 @@ class Auditor:
                 f"{pin.label} is not on main (a PR ref, or removed by a force-push); "
                 f"main is at {newest[:12] if newest else 'nothing'}",
             )
-            return PinReport(pin, sha, newest, None, (gone,), self._cards(pin, sha, newest))
+            return PinReport(pin, sha, newest, None, (gone,), self.card_verdicts(pin, sha, newest))
         after = {s: i for i, s in enumerate(history) if i >= position}
         affecting = sorted(
             (a for a in published if a.old_sha in after), key=lambda a: after[a.old_sha or ""]
         )
         findings = [Finding("advisory", a.severity, a.summary, a) for a in affecting]
-        cards = self._cards(pin, sha, newest)
+        cards = self.card_verdicts(pin, sha, newest)
         findings.extend(
             Finding(
                 "no-longer-fits",
@@ -140,7 +150,10 @@ class Auditor:
         sha = self._resolve(pin.repo_id, pin.revision)
         return sha, locate(history, sha)
 
-    def _cards(self, pin: Pin, sha: str | None, newest: str | None) -> tuple[CardVerdict, ...]:
+    def card_verdicts(
+        self, pin: Pin, sha: str | None, newest: str | None
+    ) -> tuple[CardVerdict, ...]:
+        """Per card of the pin, whether its workload fits at ``sha`` and at ``newest``."""
         if pin.workload is None or not pin.cards or sha is None:
             return ()
         at_pin = self._plan(pin.repo_id, sha, pin.workload)
@@ -159,6 +172,18 @@ class Auditor:
             except (TrackerError, EstimateError) as exc:
                 self._plans[key] = str(exc)
         return self._plans[key]
+
+
+def _vanished(pin: Pin, newest: str | None) -> Finding:
+    """A pinned revision the Hub no longer has: history was rewritten under the pin."""
+    return Finding(
+        "vanished",
+        Severity.HIGH,
+        f"{pin.label} is not on the Hub: history was rewritten under it "
+        "(super_squash_history, or a force-push the Hub has collected), or it never existed; "
+        f"the pinned files cannot be downloaded again. Main is at "
+        f"{newest[:12] if newest else 'nothing'}",
+    )
 
 
 def _fits(result: Plan | str | None, card: str, workload: Workload) -> bool | None:

@@ -12,6 +12,10 @@ the code would see it:
   (first argument or ``repo_id=``),
 - ``pipeline(task, model="org/name", revision=...)`` (second argument or ``model=``).
 
+``revision=`` pins the model; ``code_revision=`` and ``tokenizer_revision=``
+literals are pins of their own on the same repo (the code or tokenizer is
+loaded at that revision, whatever ``revision`` says).
+
 A literal that is not ``ORG/NAME`` (a local path, a bare name) is not a Hub
 pin and is passed over; so is every call built from variables.
 """
@@ -38,6 +42,9 @@ REPO_ARGUMENT = {
     "pipeline": (1, "model"),
 }
 """Callee name -> (position, keyword) of its repo id argument."""
+EXTRA_REVISIONS = ("code_revision", "tokenizer_revision")
+"""Keywords that pin another part of the same repo: transformers' ``code_revision``
+(the revision its remote code is loaded at) and pipeline()'s ``tokenizer_revision``."""
 
 
 def pins_from_hf_cache(cache_dir: Path | None) -> list[Pin]:
@@ -77,26 +84,31 @@ def pins_in_file(path: Path) -> list[Pin]:
     pins = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            pin = _pin_of_call(node, path)
-            if pin is not None:
-                pins.append(pin)
+            pins.extend(_pins_of_call(node, path))
     return sorted(pins, key=lambda p: p.origin.line or 0)
 
 
-def _pin_of_call(call: ast.Call, path: Path) -> Pin | None:
+def _pins_of_call(call: ast.Call, path: Path) -> list[Pin]:
+    """The model pin of a call, plus one per ``code_revision=`` / ``tokenizer_revision=``
+    literal: transformers loads the repo's code (and pipeline() its tokenizer) at those."""
     name = _callee(call.func)
     if name not in REPO_ARGUMENT:
-        return None
+        return []
     position, keyword = REPO_ARGUMENT[name]
     repo = _literal(_argument(call, position, keyword))
     if repo is None:
-        return None
+        return []
     try:
         repo_id = validate_repo_id(repo)
     except RepoIdError:
-        return None
+        return []
     revision = _literal(_argument(call, None, "revision"))
-    return Pin(repo_id, revision, Origin(f"{name}()", path, call.lineno))
+    pins = [Pin(repo_id, revision, Origin(f"{name}()", path, call.lineno))]
+    for extra in EXTRA_REVISIONS:
+        pinned = _literal(_argument(call, None, extra))
+        if pinned is not None and pinned != revision:
+            pins.append(Pin(repo_id, pinned, Origin(f"{name}() {extra}", path, call.lineno)))
+    return pins
 
 
 def _callee(func: ast.expr) -> str | None:

@@ -68,11 +68,16 @@ class Pin:
 def pin_from_argument(text: str) -> Pin:
     """``ORG/NAME`` or ``ORG/NAME@REV`` as typed on the command line."""
     repo_id, _, revision = text.partition("@")
-    return Pin(_repo_id(repo_id, text), revision or None, Origin("command line"))
+    return Pin(repo_pin_id(repo_id, text), revision or None, Origin("command line"))
 
 
 def pins_from_lock_file(path: Path) -> list[Pin]:
-    """Every ``[[model]]`` of a lock file, in file order."""
+    """Every model of a lock file, in file order: the audit's own TOML, or Hermeto's
+    ``huggingface.lock.yaml`` (tracker.audit.hermeto) when the file is YAML."""
+    from tracker.audit.hermeto import is_hermeto_lock, pins_from_hermeto_lock
+
+    if is_hermeto_lock(path):
+        return pins_from_hermeto_lock(path)
     document = _toml(path)
     models = document.get("model", [])
     if not isinstance(models, list):
@@ -125,7 +130,7 @@ def _lock_entry(entry: Any, origin: Origin) -> Pin:
     if not isinstance(cards, list) or not all(isinstance(c, str) for c in cards):
         raise AuditInputError(f"{origin}: 'cards' must be a list of card names")
     return Pin(
-        _repo_id(repo, str(origin)),
+        repo_pin_id(repo, str(origin)),
         revision,
         origin,
         workload_of(workload, str(origin)) if workload is not None else None,
@@ -165,7 +170,8 @@ def _model_lines(path: Path) -> Sequence[int]:
     return [n for n, line in enumerate(text, start=1) if line.strip().startswith("[[model]]")]
 
 
-def _repo_id(repo_id: str, where: str) -> str:
+def repo_pin_id(repo_id: str, where: str) -> str:
+    """A lock file's repo id, checked against the Hub's naming rule; names where it was."""
     try:
         return validate_repo_id(repo_id)
     except RepoIdError as exc:
@@ -179,5 +185,6 @@ __all__ = [
     "card_names",
     "pin_from_argument",
     "pins_from_lock_file",
+    "repo_pin_id",
     "workload_of",
 ]

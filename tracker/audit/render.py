@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracker.audit.check import Finding, PinReport
+from tracker.audit.ignore import IgnoreRule, rule_id
 
 SHORT = 12
 
@@ -27,13 +28,19 @@ def to_table(reports: Sequence[PinReport]) -> str:
         lines.append(f"  {_position(report)}")
         for finding in _ordered(report.findings):
             lines.append(f"  [{finding.severity.label}] {_finding_line(finding)}")
+        for accepted in report.ignored:
+            lines.append(
+                f"  [ignored] {_finding_line(accepted.finding)} — {_accepted(accepted.rule)}"
+            )
         for verdict in report.cards:
             lines.append(
                 f"  {verdict.card}: {_fit(verdict.fits_pinned)} pinned, "
                 f"{_fit(verdict.fits_newest)} newest"
             )
     found = sum(len(r.findings) for r in reports)
-    lines.append(f"{len(reports)} pins audited, {found} findings")
+    ignored = sum(len(r.ignored) for r in reports)
+    tail = f", {ignored} ignored" if ignored else ""
+    lines.append(f"{len(reports)} pins audited, {found} findings{tail}")
     return "\n".join(lines) + "\n"
 
 
@@ -48,6 +55,9 @@ def to_markdown(reports: Sequence[PinReport]) -> str:
             rows.append(_row(report, "", "no findings"))
         for finding in findings:
             rows.append(_row(report, finding.severity.label, _finding_line(finding)))
+        for accepted in report.ignored:
+            text = f"{_finding_line(accepted.finding)} — {_accepted(accepted.rule)}"
+            rows.append(_row(report, "ignored", text))
     return "\n".join(rows) + "\n"
 
 
@@ -82,6 +92,11 @@ def _finding_line(finding: Finding) -> str:
         return finding.message
     a = finding.advisory
     return f"{a.id} ({(a.old_sha or '')[:SHORT]} -> {a.new_sha[:SHORT]}): {finding.message}"
+
+
+def _accepted(rule: IgnoreRule) -> str:
+    until = f" until {rule.until}" if rule.until else ""
+    return f"accepted{until}: {rule.reason} ({rule.where})"
 
 
 def _position(report: PinReport) -> str:
@@ -129,6 +144,18 @@ def _report_json(report: PinReport) -> dict[str, Any]:
         "cards": [
             {"card": c.card, "fits_pinned": c.fits_pinned, "fits_newest": c.fits_newest}
             for c in report.cards
+        ],
+        "ignored": [
+            {
+                "kind": i.finding.kind,
+                "severity": i.finding.severity.label,
+                "message": i.finding.message,
+                "id": rule_id(i.finding),
+                "reason": i.rule.reason,
+                "until": i.rule.until.isoformat() if i.rule.until else None,
+                "rule": i.rule.where,
+            }
+            for i in report.ignored
         ],
     }
 

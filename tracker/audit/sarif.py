@@ -6,8 +6,15 @@ model, a repo that cannot be read), one result per finding. A pin found in a
 file (the lock file, a Python source) points at its line, relative to
 ``root`` so code scanning shows it in place; a pin from the command line or
 the HF cache has a logical location (the repo and revision) instead.
-``security-severity`` follows GitHub's bands (critical >= 9.0, high >= 7.0,
-medium >= 4.0, low > 0), as code scanning ranks alerts by it.
+Only findings about what runs on the user's machine carry
+``security-severity`` (an advisory reporting code, remote code, pickles or
+unsafe names: ``Published.security_relevant``), following GitHub's bands
+(critical >= 9.0, high >= 7.0, medium >= 4.0, low > 0); GitHub files a rule
+with that property as a security alert. Every other finding (a config,
+tokenizer or template change, a fit, a pin) is a quality finding with a
+``level`` alone. An ignored finding is kept as a result with an external
+suppression and its reason, as code scanning expects. Texts are cut between
+words.
 """
 
 from __future__ import annotations
@@ -20,8 +27,11 @@ from typing import Any
 
 from storage.records import Severity
 from tracker.audit.check import Finding, PinReport
+from tracker.audit.text import words_within
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+SHORT_DESCRIPTION_CHARS = 1000
+"""GitHub shows at most 1,024 characters of a rule's short description."""
 INFORMATION_URI = "https://huggingface.co/docs/hub/models"
 LEVEL = {
     Severity.CRITICAL: "error",
@@ -40,6 +50,7 @@ SECURITY_SEVERITY = {
 KIND_TEXT = {
     "no-longer-fits": "The newest revision no longer fits a card the pinned one fits",
     "not-on-main": "The pinned revision is not on main",
+    "vanished": "The pinned revision no longer exists: history was rewritten under it",
     "unpinned": "The model is not pinned to a revision",
     "error": "The model's repo could not be audited",
 }
@@ -49,11 +60,15 @@ def to_sarif(reports: Sequence[PinReport], root: Path) -> str:
     rules: dict[str, dict[str, Any]] = {}
     results = []
     for report in reports:
-        for finding in report.findings:
+        accepted = [(i.finding, i.rule.reason) for i in report.ignored]
+        for finding, reason in [(f, None) for f in report.findings] + accepted:
             rule_id = _rule_id(finding)
             if rule_id not in rules:
                 rules[rule_id] = _rule(rule_id, finding)
-            results.append(_result(report, finding, rule_id, list(rules).index(rule_id), root))
+            result = _result(report, finding, rule_id, list(rules).index(rule_id), root)
+            if reason is not None:
+                result["suppressions"] = [{"kind": "external", "justification": reason}]
+            results.append(result)
     log = {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
@@ -80,14 +95,15 @@ def _rule_id(finding: Finding) -> str:
 
 def _rule(rule_id: str, finding: Finding) -> dict[str, Any]:
     text = finding.message if finding.advisory else KIND_TEXT.get(finding.kind, finding.kind)
+    properties: dict[str, Any] = {"tags": ["model", "supply-chain"]}
+    if finding.advisory is not None and finding.advisory.security_relevant:
+        properties["tags"].append("security")
+        properties["security-severity"] = SECURITY_SEVERITY[finding.severity]
     return {
         "id": rule_id,
-        "shortDescription": {"text": text[:1000]},
+        "shortDescription": {"text": words_within(text, SHORT_DESCRIPTION_CHARS)},
         "defaultConfiguration": {"level": LEVEL[finding.severity]},
-        "properties": {
-            "tags": ["model", "supply-chain"],
-            "security-severity": SECURITY_SEVERITY[finding.severity],
-        },
+        "properties": properties,
     }
 
 

@@ -2,7 +2,7 @@
 
 Pins come from any mix of: REPO[@REV] arguments, a lock file (--lock, TOML:
 one [[model]] table per model with repo, revision, and optionally workload and
-cards; see README.md), the local Hugging Face cache (--hf-cache, every
+cards; see README.md; or Hermeto's huggingface.lock.yaml), the local Hugging Face cache (--hf-cache, every
 cached repo and revision) and Python sources (--scan-src DIR: literal
 from_pretrained, hf_hub_download, snapshot_download and pipeline(model=...)
 calls, read with ast). For each pin it reports the advisories published for
@@ -27,6 +27,7 @@ from tracker.settings import Settings
 
 if TYPE_CHECKING:
     from tracker.audit.check import PinReport
+    from tracker.audit.ignore import IgnoreRule
     from tracker.audit.pins import Pin
 
 NAME = "audit"
@@ -89,6 +90,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="card to check the workload on; repeatable",
     )
     parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="accept this advisory (or finding rule id) for this run; repeatable",
+    )
+    parser.add_argument(
+        "--ignore-file",
+        type=Path,
+        metavar="FILE",
+        help="TOML [[ignore]] tables: id or kind, reason, optional repo glob and until date",
+    )
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="move each lock-file pin to the newest revision on main that crosses no advisory "
+        "at or above --min-severity and still fits its cards; rewrite the lock files, "
+        "print what moved and why others did not, then audit the moved pins",
+    )
+    parser.add_argument(
         "--root",
         type=Path,
         default=Path("."),
@@ -104,6 +125,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     with user_errors():
         if not (args.pins or args.lock or args.scan_src or args.hf_cache is not None):
             raise UsageError("nothing to audit: give REPO[@REV], --lock, --hf-cache or --scan-src")
+        if args.fix and not args.lock:
+            raise UsageError("--fix rewrites lock files: give --lock FILE")
         pins = collect_pins(args)
         reports = audit(pins, args, settings)
     text = render(reports, args)
@@ -142,9 +165,15 @@ def collect_pins(args: argparse.Namespace) -> list[Pin]:
 
 def audit(pins: list[Pin], args: argparse.Namespace, settings: Settings) -> list[PinReport]:
     """The reports, with advisories from --server or the local database."""
+    from dataclasses import replace
+    from datetime import date
+
+    from storage.records import Severity
     from tracker.audit.advisories import AdvisorySource, DatabaseAdvisories, OsvServerAdvisories
     from tracker.audit.check import Auditor
+    from tracker.audit.fix import choose_moves, rewrite_locks
     from tracker.audit.history import DatabaseHistory, FirstKnown, HubHistory, MainHistory
+    from tracker.audit.ignore import apply_ignores
     from tracker.hub import Hub
     from tracker.local_database import existing_database
     from tracker.plan_fetch import fetch_inputs
@@ -163,13 +192,28 @@ def audit(pins: list[Pin], args: argparse.Namespace, settings: Settings) -> list
             )
         histories: list[MainHistory] = [DatabaseHistory(database)] if database else []
         histories.append(HubHistory(hub))
-        auditor = Auditor(
-            source,
-            FirstKnown(histories),
-            hub.head_sha,
-            lambda ref: fetch_inputs(ref, settings),
-        )
-        return auditor.audit(pins)
+        history = FirstKnown(histories)
+        auditor = Auditor(source, history, hub.head_sha, lambda ref: fetch_inputs(ref, settings))
+        rules = ignore_rules_of(args)
+        reports = apply_ignores(auditor.audit(pins), rules, date.today())
+        if not args.fix:
+            return reports
+        minimum = Severity.parse(args.min_severity)
+        moves = choose_moves(reports, history, auditor, minimum)
+        rewrite_locks(moves)
+        for move in moves:
+            print(move.line(), file=sys.stderr)
+        moved = {m.pin: replace(m.pin, revision=m.new) for m in moves if m.new is not None}
+        again = auditor.audit([moved.get(p, p) for p in pins])
+        return apply_ignores(again, rules, date.today())
+
+
+def ignore_rules_of(args: argparse.Namespace) -> list[IgnoreRule]:
+    """--ignore-file's rules, then each --ignore."""
+    from tracker.audit.ignore import ignore_argument, ignore_rules
+
+    rules = ignore_rules(args.ignore_file) if args.ignore_file is not None else []
+    return rules + [ignore_argument(text) for text in args.ignore]
 
 
 def render(reports: list[PinReport], args: argparse.Namespace) -> str:
