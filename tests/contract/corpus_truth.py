@@ -9,6 +9,7 @@ deleted twice was deleted on main the second time (the first was the pull reques
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,8 @@ class RepoTruth:
         return len(self.main) + 1  # the Hub's "initial commit"
 
     def index(self) -> dict[str, Any]:
-        return json.loads(self.files["model.safetensors.index.json"])
+        document: dict[str, Any] = json.loads(self.files["model.safetensors.index.json"])
+        return document
 
     def listed_files(self) -> set[str]:
         """Committed files, the Hub's .gitattributes, and every shard an index names."""
@@ -57,9 +59,7 @@ def truth(corpus_dir: Path, repo_id: str) -> RepoTruth:
     manifest = json.loads((corpus_dir / "MANIFEST.json").read_text(encoding="utf-8"))
     events = json.loads((corpus_dir / "EVENTS.json").read_text(encoding="utf-8"))
     entries = [e for e in manifest if e["repo_id"] == repo_id]
-    deletions = [
-        e for e in events if e["repo_id"] == repo_id and e["notes"].startswith("DELETED")
-    ]
+    deletions = [e for e in events if e["repo_id"] == repo_id and e["notes"].startswith("DELETED")]
     last_deletion = {e["file"]: e for e in deletions}  # the later one is main's
     steps: list[tuple[str, int, str, str, str | None]] = []  # date, order, sha, kind, path
     for order, entry in enumerate(entries):
@@ -85,6 +85,6 @@ def truth(corpus_dir: Path, repo_id: str) -> RepoTruth:
     return RepoTruth(repo_id, list(reversed(shas)), files, prs)
 
 
-def parameter_bytes(counts: dict[str, int]) -> int:
+def parameter_bytes(counts: Mapping[str, int]) -> int:
     """Bytes the parameters take at their dtypes: an index's ``metadata.total_size``."""
     return sum(DTYPE_BYTES[dtype] * n for dtype, n in counts.items())

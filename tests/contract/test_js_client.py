@@ -22,6 +22,7 @@ from tests.contract.conftest import GATED, REPOS, TOKEN
 from tests.contract.corpus_truth import RepoTruth, parameter_bytes
 from tracker.hubsim import HubEmulator, git_blob_id
 
+Results = dict[str, dict[str, Any]]
 JS_DIR = Path(__file__).resolve().parent / "js"
 SCRIPT = JS_DIR / "contract.mjs"
 
@@ -31,16 +32,14 @@ def _node() -> str:
     installed = (JS_DIR / "node_modules" / "@huggingface" / "hub" / "package.json").is_file()
     if node and installed:
         return node
-    reason = (
-        "node is not installed" if not node else "run `npm ci` in tests/contract/js first"
-    )
+    reason = "node is not installed" if not node else "run `npm ci` in tests/contract/js first"
     if os.environ.get("NEURARCH_REQUIRE_NODE") == "1":
         pytest.fail(f"the JavaScript contract cannot run: {reason}")
     pytest.skip(f"the JavaScript contract cannot run: {reason}")
 
 
 @pytest.fixture(scope="module")
-def js_results(contract_hub: HubEmulator) -> dict[str, dict[str, Any]]:
+def js_results(contract_hub: HubEmulator) -> Results:
     node = _node()
     results = {}
     for repo in REPOS:
@@ -57,14 +56,14 @@ def js_results(contract_hub: HubEmulator) -> dict[str, dict[str, Any]]:
     return results
 
 
-def value(results: dict[str, dict[str, Any]], repo: str, call: str) -> Any:
+def value(results: Results, repo: str, call: str) -> Any:
     answer = results[repo][call]
     assert "error" not in answer, f"{call} on {repo}: {answer['error']}"
     return answer["value"]
 
 
 @pytest.mark.parametrize("repo", REPOS)
-def test_model_info(js_results: dict, truths: dict[str, RepoTruth], repo: str) -> None:
+def test_model_info(js_results: Results, truths: dict[str, RepoTruth], repo: str) -> None:
     info = value(js_results, repo, "modelInfo")
     assert (info["name"], info["sha"]) == (repo, truths[repo].head)
     assert set(info["filePaths"]) == truths[repo].listed_files()
@@ -72,19 +71,19 @@ def test_model_info(js_results: dict, truths: dict[str, RepoTruth], repo: str) -
 
 
 @pytest.mark.parametrize("repo", REPOS)
-def test_count_commits(js_results: dict, truths: dict[str, RepoTruth], repo: str) -> None:
+def test_count_commits(js_results: Results, truths: dict[str, RepoTruth], repo: str) -> None:
     assert value(js_results, repo, "countCommits") == truths[repo].commit_count
 
 
 @pytest.mark.parametrize("repo", REPOS)
-def test_list_commits(js_results: dict, truths: dict[str, RepoTruth], repo: str) -> None:
+def test_list_commits(js_results: Results, truths: dict[str, RepoTruth], repo: str) -> None:
     commits = value(js_results, repo, "listCommits")  # pages of 5, through Link
     assert [c["oid"] for c in commits[:-1]] == truths[repo].main
     assert commits[-1]["title"] == "initial commit"
 
 
 @pytest.mark.parametrize("repo", REPOS)
-def test_list_files(js_results: dict, truths: dict[str, RepoTruth], repo: str) -> None:
+def test_list_files(js_results: Results, truths: dict[str, RepoTruth], repo: str) -> None:
     files = {f["path"]: f for f in value(js_results, repo, "listFiles") if f["type"] == "file"}
     assert set(files) == truths[repo].listed_files()
     for path, content in truths[repo].files.items():
@@ -95,18 +94,18 @@ def test_list_files(js_results: dict, truths: dict[str, RepoTruth], repo: str) -
 
 
 @pytest.mark.parametrize("repo", REPOS)
-def test_file_exists(js_results: dict, repo: str) -> None:
+def test_file_exists(js_results: Results, repo: str) -> None:
     assert value(js_results, repo, "fileExists") == {"config": True, "missing": False}
 
 
 @pytest.mark.parametrize("repo", REPOS)
-def test_download_file(js_results: dict, truths: dict[str, RepoTruth], repo: str) -> None:
+def test_download_file(js_results: Results, truths: dict[str, RepoTruth], repo: str) -> None:
     text = value(js_results, repo, "downloadFile")
     assert text.encode() == truths[repo].files["config.json"]
 
 
 @pytest.mark.parametrize("repo", REPOS)
-def test_file_download_info(js_results: dict, truths: dict[str, RepoTruth], repo: str) -> None:
+def test_file_download_info(js_results: Results, truths: dict[str, RepoTruth], repo: str) -> None:
     info = value(js_results, repo, "fileDownloadInfo")
     config = truths[repo].files["config.json"]
     assert info["config"] == {"size": len(config), "etag": f'"{git_blob_id(config)}"'}
@@ -116,7 +115,7 @@ def test_file_download_info(js_results: dict, truths: dict[str, RepoTruth], repo
 
 
 @pytest.mark.parametrize("repo", REPOS)
-def test_paths_info(js_results: dict, truths: dict[str, RepoTruth], repo: str) -> None:
+def test_paths_info(js_results: Results, truths: dict[str, RepoTruth], repo: str) -> None:
     rows = value(js_results, repo, "pathsInfo")  # a JSON body, expand: true
     config, index = (truths[repo].files[p] for p in ("config.json", "model.safetensors.index.json"))
     assert [(r["path"], r["oid"], r["size"]) for r in rows] == [
@@ -128,7 +127,7 @@ def test_paths_info(js_results: dict, truths: dict[str, RepoTruth], repo: str) -
 
 @pytest.mark.parametrize("repo", REPOS)
 def test_parse_safetensors_metadata(
-    js_results: dict, truths: dict[str, RepoTruth], repo: str
+    js_results: Results, truths: dict[str, RepoTruth], repo: str
 ) -> None:
     meta = value(js_results, repo, "parseSafetensorsMetadata")
     index = truths[repo].index()
@@ -145,5 +144,7 @@ def test_gated_repo_refuses_the_anonymous_client(contract_hub: HubEmulator) -> N
     )  # fmt: skip
     results = json.loads(done.stdout)
     assert results["modelInfo"]["value"]["gated"] == "manual"  # metadata stays public
-    assert "Access to model meta-llama/Llama-2-7b-hf is restricted" in results["downloadFile"]["error"]
+    assert (
+        "Access to model meta-llama/Llama-2-7b-hf is restricted" in results["downloadFile"]["error"]
+    )
     assert "error" in results["fileExists"]

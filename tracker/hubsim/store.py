@@ -155,6 +155,7 @@ class HubStore:
     # -- scripting -------------------------------------------------------------------
     def publish(self, repo_id: str, change: Change, branch: str = MAIN) -> Commit:
         """Commit ``change`` on ``branch``, creating the repo if it does not exist."""
+        _check_paths(repo_id, change)
         with self.lock:
             date = change.date or datetime.now(UTC)
             if repo_id not in self.repos:
@@ -185,9 +186,7 @@ class HubStore:
             return head
 
     def _commit(self, repo: Repo, parent: Commit, change: Change, date: datetime) -> Commit:
-        unsafe = [p for p in change.files if not is_safe_path(p)]
-        if unsafe:
-            raise ScriptError(f"{repo.repo_id}: refusing paths outside the repo: {unsafe}")
+        _check_paths(repo.repo_id, change)
         missing = [p for p in change.deletions if p not in parent.files]
         if missing:
             raise ScriptError(f"{repo.repo_id}: cannot delete {missing}: not in {parent.sha[:12]}")
@@ -254,3 +253,9 @@ class HubStore:
             repo.repo_id = new
             self.repos[new] = self.repos.pop(old)
             self.moved[old] = new
+
+
+def _check_paths(repo_id: str, change: Change) -> None:
+    unsafe = [p for p in change.files if not is_safe_path(p)]
+    if unsafe:
+        raise ScriptError(f"{repo_id}: refusing paths outside the repo: {unsafe}")
