@@ -34,8 +34,8 @@ date=, branch=) -> sha``, ``force_push(repo, drop=1, replace=[Change(...)]) -> s
 ``delete_repo``, ``set_gated(repo, "auto"|"manual"|False, approved=[tokens])``,
 ``set_private(repo, True, tokens=[...])``, ``set_disabled``, ``move_repo(old, new)``,
 ``create_branch(repo, name, revision=)``, ``create_tag(repo, name, revision=)``. Corpus
-entries and scripted files whose path would leave the repo (``..``, absolute) are refused
-(CorpusError, ScriptError).
+entries whose path would leave the corpus directory (``..``, absolute) are refused
+(CorpusError): they would read, then serve, a file from outside it.
 Faults: ``emu.faults`` (``FaultPlan``: error_rate, errors, rate_limit, latency, reset,
 truncate, hang, add(Fault), clear, and ``transient_mix(rate, seed=)`` -> ``TransientMix``,
 a seeded share of every request failing as a flaky network does). Counters: ``emu.stats`` (``Stats``: requests(kind),

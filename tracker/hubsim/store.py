@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tracker.hubsim.blobs import Blob
-from tracker.hubsim.corpus import MAIN, is_safe_path, load_corpus
+from tracker.hubsim.corpus import MAIN, load_corpus
 from tracker.hubsim.errors import ScriptError
 from tracker.hubsim.history import Commit, GatedMode, Repo, build_repo, initial_commit, make_commit
 from tracker.hubsim.parameters import safetensors_field
@@ -155,7 +155,6 @@ class HubStore:
     # -- scripting -------------------------------------------------------------------
     def publish(self, repo_id: str, change: Change, branch: str = MAIN) -> Commit:
         """Commit ``change`` on ``branch``, creating the repo if it does not exist."""
-        _check_paths(repo_id, change)
         with self.lock:
             date = change.date or datetime.now(UTC)
             if repo_id not in self.repos:
@@ -186,7 +185,6 @@ class HubStore:
             return head
 
     def _commit(self, repo: Repo, parent: Commit, change: Change, date: datetime) -> Commit:
-        _check_paths(repo.repo_id, change)
         missing = [p for p in change.deletions if p not in parent.files]
         if missing:
             raise ScriptError(f"{repo.repo_id}: cannot delete {missing}: not in {parent.sha[:12]}")
@@ -253,9 +251,3 @@ class HubStore:
             repo.repo_id = new
             self.repos[new] = self.repos.pop(old)
             self.moved[old] = new
-
-
-def _check_paths(repo_id: str, change: Change) -> None:
-    unsafe = [p for p in change.files if not is_safe_path(p)]
-    if unsafe:
-        raise ScriptError(f"{repo_id}: refusing paths outside the repo: {unsafe}")
