@@ -84,6 +84,12 @@ class Router:
             raise ErrorAnswer(307, None, f"Repository moved to {new}", Location=location)
         repo = self.store.repos.get(repo_id)
         allowed = repo is not None and (not repo.private or request.token in repo.tokens)
+        # The clients read a refusal differently (huggingface_hub maps any 401 on a repo
+        # URL to RepositoryNotFoundError, @huggingface/hub reports the status and the
+        # body's "error"); the Hub answers one way for both, so this does: 401 to an
+        # anonymous caller and 404 to a token without access, the same for a private repo
+        # as for none, so a repo's existence is not revealed (Hub docs, "Repository not
+        # found"; ../shared HUB-NOTES section B, Errors).
         if repo is None or not allowed:
             status = 401 if request.token is None else 404
             raise ErrorAnswer(status, "RepoNotFound", "Repository not found")
@@ -326,6 +332,9 @@ def _expand(request: Request) -> list[str]:
 
 
 def _file_headers(commit: Commit, path: str, etag: str, *, lfs: bool) -> dict[str, str]:
+    """The headers of a file answer. ETags are quoted, as HTTP (RFC 9110 8.8.3) and the Hub
+    write them: huggingface_hub strips the quotes, @huggingface/hub's fileDownloadInfo
+    returns the header as sent; the emulator follows the Hub rather than either client."""
     return {
         "X-Repo-Commit": commit.sha,
         "ETag": f'"{etag}"',
