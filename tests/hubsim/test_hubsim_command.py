@@ -70,3 +70,19 @@ def test_demo_histories_expose_readme_front_matter() -> None:
     assert body["cardData"]["license"] == "llama2"  # from the README front matter
     assert body["pipeline_tag"] == "text-generation"
     assert "license:llama2" in body["tags"]
+
+
+def test_a_manifest_path_outside_the_corpus_is_refused_before_serving(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "org" / "name" / "abc").mkdir(parents=True)
+    (tmp_path / "secret.txt").write_text("not for the Hub")
+    entry = (
+        '[{"repo_id": "org/name", "revision": "abc", "date": "2024-01-01T00:00:00+00:00", '
+        '"file": "../../../../secret.txt", "notes": "commit \'x\' by y (main)"}]'
+    )
+    (corpus / "MANIFEST.json").write_text(entry)
+    assert main(["hubsim", "--corpus", str(corpus), "--port", "0"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "'../../../../secret.txt' leaves the repo" in error

@@ -60,6 +60,29 @@ class RecordedCommit:
     """Position of its first entry in the manifest, to order commits with equal dates."""
 
 
+def is_safe_path(path: str) -> bool:
+    """A relative path that stays inside its folder: no ``..``, ``.``, empty or absolute part.
+
+    Manifest entries and scripted commits are untrusted: a ``../`` path would read (and
+    then serve) a file outside the corpus, and ``--host`` can expose the server.
+    """
+    parts = path.replace("\\", "/").split("/")
+    return bool(path) and "\0" not in path and all(p not in ("", ".", "..") for p in parts)
+
+
+def _checked_source(root: Path, repo_id: str, folder: str, path: str, where: str) -> Path:
+    if repo_id.count("/") != 1 or not is_safe_path(repo_id):
+        raise CorpusError(f"{where}: repo_id {repo_id!r} is not ORG/NAME")
+    if "/" in folder or not is_safe_path(folder):
+        raise CorpusError(f"{where}: revision {folder!r} is not a single folder name")
+    if not is_safe_path(path):
+        raise CorpusError(f"{where}: file {path!r} leaves the repo (absolute, '..' or empty part)")
+    source = root / repo_id / folder / path
+    if not source.resolve().is_relative_to(root.resolve()):
+        raise CorpusError(f"{where}: {repo_id}/{folder}/{path} resolves outside the corpus")
+    return source
+
+
 def load_corpus(root: Path) -> dict[str, list[RecordedCommit]]:
     """Every repo's recorded commits, oldest first."""
     manifest = _read_json_list(root / "MANIFEST.json")
@@ -147,7 +170,7 @@ def _add_file(
     path = _field(entry, "file", where)
     sha = entry.get("revision")
     folder = sha if isinstance(sha, str) else UNKNOWN_REVISION_DIR
-    source = root / repo_id / folder / path
+    source = _checked_source(root, repo_id, folder, path, where)
     try:
         content = source.read_bytes()
     except FileNotFoundError:
@@ -170,12 +193,15 @@ def _add_deletion(
     where = f"EVENTS.json entry {index}"
     repo_id = _field(entry, "repo_id", where)
     sha = _field(entry, "revision", where)
+    path = _field(entry, "file", where)
+    if not is_safe_path(path):
+        raise CorpusError(f"{where}: file {path!r} leaves the repo (absolute, '..' or empty part)")
     fresh = (repo_id, sha) not in commits
     commit = _new_commit(commits, repo_id, sha, entry, index, where)
     match = _DELETION_NOTE.match(str(entry["notes"]))
     if fresh and match:
         commit.title, commit.author = match["title"], match["author"]
-    commit.deletions.append(_field(entry, "file", where))
+    commit.deletions.append(path)
 
 
 def _place_repeated_deletions(history: list[RecordedCommit]) -> None:

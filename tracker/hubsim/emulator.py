@@ -133,6 +133,14 @@ class HubEmulator:
         """Drop the newest ``drop`` commits of ``branch``, commit ``replace``; returns the head."""
         return self.store.force_push(repo_id, drop=drop, replace=replace, branch=branch).sha
 
+    def create_branch(self, repo_id: str, branch: str, *, revision: str = MAIN) -> str:
+        """A new branch at ``revision`` (listed by refs, served by name); returns its sha."""
+        return self.store.create_ref(repo_id, "branch", branch, revision).sha
+
+    def create_tag(self, repo_id: str, tag: str, *, revision: str = MAIN) -> str:
+        """A new tag at ``revision`` (``refs/tags/T`` or ``T``); returns its sha."""
+        return self.store.create_ref(repo_id, "tag", tag, revision).sha
+
     def delete_repo(self, repo_id: str) -> None:
         self.store.delete_repo(repo_id)
 

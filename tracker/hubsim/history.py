@@ -49,6 +49,7 @@ class Repo:
     commits: dict[str, Commit] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
     pull_requests: dict[int, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
     gated: GatedMode = False
     private: bool = False
     disabled: bool = False
@@ -73,10 +74,20 @@ class Repo:
         return self.history(self.branches[MAIN])
 
     def resolve(self, revision: str) -> Commit | None:
-        """A branch, ``refs/heads/B``, ``refs/pr/N``, a full sha or a unique prefix of 7+."""
+        """``HEAD``, a branch, ``refs/heads/B``, a tag, ``refs/tags/T``, ``refs/pr/N``, a full
+        sha or a unique prefix of 7+.
+
+        ``HEAD`` is the default branch: @huggingface/hub's modelInfo asks
+        ``/revision/HEAD`` when no revision is given, and the Hub answers it as main.
+        """
+        if revision == "HEAD":
+            revision = MAIN
         name = revision.removeprefix("refs/heads/")
         if name in self.branches:
             return self.commits[self.branches[name]]
+        tag = revision.removeprefix("refs/tags/")
+        if tag in self.tags:
+            return self.commits[self.tags[tag]]
         if revision.startswith("refs/pr/") and revision[8:].isdigit():
             sha = self.pull_requests.get(int(revision[8:]))
             return self.commits[sha] if sha else None

@@ -9,71 +9,26 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
-from tracker.hubsim import views
-from tracker.hubsim.blobs import Blob, Body, InlineBody
-from tracker.hubsim.errors import HubSimError
+from tracker.hubsim import compare, views
+from tracker.hubsim.blobs import Blob, InlineBody, lfs_pointer
 from tracker.hubsim.history import Commit, Repo
+from tracker.hubsim.messages import ErrorAnswer, Request, Response
 from tracker.hubsim.store import HubStore
 
 DEFAULT_PAGES = {"commits": 50, "tree": 1000, "tree_expand": 50, "list_models": 1000}
+MAX_COMMITS_PAGE = 1000
+"""The largest ``limit`` the Hub takes on the commits listing (huggingface.js list-commits.ts)."""
+API_KINDS = {
+    "revision": "model_info", "commits": "commits", "refs": "refs", "tree": "tree",
+    "paths-info": "paths_info", "safetensors-metadata": "safetensors_metadata",
+    "compare": "compare",
+}  # fmt: skip
+FILE_KINDS = {"resolve": "resolve", "raw": "raw"}
 
-
-@dataclass
-class Request:
-    method: str
-    raw_path: str
-    query: dict[str, list[str]]
-    headers: Mapping[str, str]
-    form: dict[str, list[str]] = field(default_factory=dict)
-    base_url: str = ""
-
-    @property
-    def token(self) -> str | None:
-        auth = self.headers.get("Authorization") or self.headers.get("authorization") or ""
-        return auth.removeprefix("Bearer ").strip() or None
-
-    def flag(self, name: str) -> bool:
-        return any(v.lower() in ("1", "true") for v in self.query.get(name, []))
-
-    def values(self, name: str) -> list[str]:
-        return self.query.get(name, []) + self.query.get(name + "[]", [])
-
-
-@dataclass
-class Response:
-    status: int
-    headers: dict[str, str]
-    body: Body
-
-    @classmethod
-    def json(
-        cls, data: Any, status: int = 200, headers: Mapping[str, str] | None = None
-    ) -> Response:
-        payload = json.dumps(data).encode()
-        return cls(
-            status,
-            {"Content-Type": "application/json; charset=utf-8", **(headers or {})},
-            InlineBody(payload),
-        )
-
-
-class ErrorAnswer(HubSimError):
-    """An error answer, raised inside a route and rendered as the Hub renders it.
-
-    Not the tracker's HubError (what a client concludes from such an answer):
-    this is the emulator's side, carrying the Response it sends.
-    """
-
-    def __init__(self, status: int, code: str | None, message: str, **headers: str) -> None:
-        super().__init__(message)
-        self.response = Response.json({"error": message}, status, headers)
-        self.response.headers["X-Error-Message"] = message
-        if code:
-            self.response.headers["X-Error-Code"] = code
+__all__ = ["ErrorAnswer", "Request", "Response", "Router", "classify"]
 
 
 def classify(raw_path: str) -> tuple[str, list[str]]:
@@ -83,13 +38,11 @@ def classify(raw_path: str) -> tuple[str, list[str]]:
         rest = parts[2:]
         if not rest:
             return "list_models", rest
-        kinds = {"revision": "model_info", "commits": "commits", "refs": "refs", "tree": "tree",
-                 "paths-info": "paths_info", "safetensors-metadata": "safetensors_metadata"}  # fmt: skip
         if len(rest) == 2:
             return "model_info", rest
-        return (kinds.get(rest[2], "other"), rest) if len(rest) > 2 else ("other", rest)
-    if len(parts) >= 5 and parts[2] == "resolve":
-        return "resolve", parts
+        return (API_KINDS.get(rest[2], "other"), rest) if len(rest) > 2 else ("other", rest)
+    if len(parts) >= 5 and parts[2] in FILE_KINDS:
+        return FILE_KINDS[parts[2]], parts
     return "other", parts
 
 
@@ -104,6 +57,8 @@ class Router:
             "tree": self._tree,
             "paths_info": self._paths_info,
             "resolve": self._resolve,
+            "raw": self._raw,
+            "compare": self._compare,
             "list_models": self._list_models,
             "safetensors_metadata": self._safetensors_metadata,
         }
@@ -129,6 +84,12 @@ class Router:
             raise ErrorAnswer(307, None, f"Repository moved to {new}", Location=location)
         repo = self.store.repos.get(repo_id)
         allowed = repo is not None and (not repo.private or request.token in repo.tokens)
+        # The clients read a refusal differently (huggingface_hub maps any 401 on a repo
+        # URL to RepositoryNotFoundError, @huggingface/hub reports the status and the
+        # body's "error"); the Hub answers one way for both, so this does: 401 to an
+        # anonymous caller and 404 to a token without access, the same for a private repo
+        # as for none, so a repo's existence is not revealed (Hub docs, "Repository not
+        # found"; ../shared HUB-NOTES section B, Errors).
         if repo is None or not allowed:
             status = 401 if request.token is None else 404
             raise ErrorAnswer(status, "RepoNotFound", "Repository not found")
@@ -166,14 +127,21 @@ class Router:
         items: Sequence[Any],
         size: int,
         render: Callable[[Any], Any] | None = None,
+        *,
+        page_param: str = "cursor",
     ) -> Response:
-        """One page of ``items`` from the cursor; only the page's rows are rendered."""
-        start = int((request.query.get("cursor") or ["0"])[0] or 0)
+        """One page of ``items``; only the page's rows are rendered.
+
+        ``cursor`` is an offset (tree, models); ``p`` a page number (commits, as the Hub's
+        own Link header writes it). Clients follow ``Link: <...>; rel="next"`` verbatim.
+        """
+        number = request.number(page_param, 0)
+        start = number * size if page_param == "p" else number
         page = [render(i) if render else i for i in items[start : start + size]]
         headers: dict[str, str] = {}
         if start + size < len(items):
-            query = {k: v for k, v in request.query.items() if k != "cursor"}
-            query["cursor"] = [str(start + size)]
+            query = {k: v for k, v in request.query.items() if k != page_param}
+            query[page_param] = [str(number + 1 if page_param == "p" else start + size)]
             path = request.raw_path.split("?", 1)[0]
             headers["Link"] = (
                 f'<{request.base_url}{path}?{urlencode(query, doseq=True)}>; rel="next"'
@@ -187,7 +155,12 @@ class Router:
         assert commit is not None
         tree = functools.partial(self.store.tree, commit)
         body = views.model_info(
-            repo, commit, tree, blobs=request.flag("blobs"), expand=request.values("expand")
+            repo,
+            commit,
+            tree,
+            blobs=request.flag("blobs"),
+            expand=_expand(request),
+            safetensors=functools.partial(self.store.parameters, commit),
         )
         if request.flag("securityStatus"):
             body["securityRepoStatus"] = {"scansDone": True, "filesWithIssues": []}
@@ -197,8 +170,14 @@ class Router:
         repo = self._repo(request, parts[0], parts[1])
         commit = self._commit(repo, parts[3] if len(parts) > 3 else "main")
         formatted = "formatted" in request.values("expand")
-        items = [views.commit_item(c, formatted) for c in repo.history(commit.sha)]
-        return self._paged(request, items, self._page("commits"))
+        history = repo.history(commit.sha)
+        size = min(request.number("limit", 0), MAX_COMMITS_PAGE) or self._page("commits")
+        response = self._paged(
+            request, history, size, lambda c: views.commit_item(c, formatted), page_param="p"
+        )
+        # @huggingface/hub's countCommits reads the total from here (count-commits.ts).
+        response.headers["X-Total-Count"] = str(len(history))
+        return response
 
     def _refs(self, request: Request, parts: list[str]) -> Response:
         repo = self._repo(request, parts[0], parts[1])
@@ -243,9 +222,10 @@ class Router:
         repo = self._repo(request, parts[0], parts[1])
         commit = self._commit(repo, parts[3] if len(parts) > 3 else "main")
         tree = self.store.tree(commit)
-        expand = any(v.lower() in ("1", "true") for v in request.form.get("expand", []))
+        fields = request.fields()
+        expand = any(v.lower() in ("1", "true") for v in fields.get("expand", []))
         items = []
-        for path in request.form.get("paths", []):
+        for path in fields.get("paths", []):
             path = path.strip("/")
             if path in tree or self.store.entry_id(commit, path) is not None:
                 items.append(self._entry(repo, commit, tree, path, expand))
@@ -261,7 +241,7 @@ class Router:
         limit = int((request.query.get("limit") or ["0"])[0] or 0)
         size = min(limit, self._page("list_models")) if limit else self._page("list_models")
         full = request.flag("full")
-        expand = request.values("expand")
+        expand = _expand(request)
 
         def item(row: tuple[Repo, Commit]) -> dict[str, Any]:
             repo, head = row
@@ -290,7 +270,7 @@ class Router:
                 headers[shard] = json.loads(b"".join(blob.body.chunks(8, 8 + length)))
         return Response.json({"index": {"metadata": document.get("metadata")}, "headers": headers})
 
-    def _resolve(self, request: Request, parts: list[str]) -> Response:
+    def _file(self, request: Request, parts: list[str]) -> tuple[Commit, str, Blob]:
         repo = self._repo(request, parts[0], parts[1], files=True)
         commit = self._commit(repo, parts[3])
         path = unquote("/".join(parts[4:]))
@@ -299,14 +279,78 @@ class Router:
             raise ErrorAnswer(
                 404, "EntryNotFound", "Entry not found", **{"X-Repo-Commit": commit.sha}
             )
-        headers = {
-            "X-Repo-Commit": commit.sha,
-            "ETag": f'"{blob.etag}"',
-            "Accept-Ranges": "bytes",
-            "Content-Type": "application/octet-stream" if blob.lfs else "text/plain; charset=utf-8",
-            "Content-Disposition": f"inline; filename*=UTF-8''{quote(path.rsplit('/', 1)[-1])}",
-        }
+        return commit, path, blob
+
+    def _resolve(self, request: Request, parts: list[str]) -> Response:
+        """The file's content; LFS files also say their pointer's target (X-Linked-*).
+
+        The Hub redirects an LFS resolve to its CDN; the emulator serves it in place,
+        which huggingface_hub accepts (it reads X-Linked-Etag/-Size on either answer).
+        """
+        commit, path, blob = self._file(request, parts)
+        headers = _file_headers(commit, path, blob.etag, lfs=blob.lfs is not None)
         if blob.lfs:
             headers["X-Linked-Etag"] = f'"{blob.lfs.sha256}"'
             headers["X-Linked-Size"] = str(blob.size)
-        return Response(200, headers, blob.body)
+        return _conditional(request, Response(200, headers, blob.body))
+
+    def _raw(self, request: Request, parts: list[str]) -> Response:
+        """The file as git stores it: an LFS file's pointer, any other file's content.
+
+        @huggingface/hub's fileExists sends HEAD here (file-exists.ts); downloadFile with
+        ``raw`` reads the pointer.
+        """
+        commit, path, blob = self._file(request, parts)
+        if blob.lfs is None:
+            body = blob.body
+        else:
+            body = InlineBody(lfs_pointer(blob.lfs.sha256, blob.lfs.size))
+        headers = _file_headers(commit, path, blob.oid, lfs=False)
+        return _conditional(request, Response(200, headers, body))
+
+    def _compare(self, request: Request, parts: list[str]) -> Response:
+        repo = self._repo(request, parts[0], parts[1], files=True)
+        spec = unquote("/".join(parts[3:]))
+        first, dots, second = spec.partition("..")
+        if not dots or not first or not second:
+            raise ErrorAnswer(400, None, f"Invalid compare spec {spec!r}: expected A..B")
+        old = self.store.tree(self._commit(repo, first))
+        new = self.store.tree(self._commit(repo, second))
+        if request.flag("raw"):
+            return Response.text(compare.raw_diff(old, new))
+        return Response.text(compare.unified_diff(old, new))
+
+
+def _expand(request: Request) -> list[str]:
+    """The ``expand`` keys asked for; an unknown one is refused with 400 as the Hub does."""
+    keys = request.values("expand")
+    unknown = [key for key in keys if key not in views.EXPANDABLE]
+    if unknown:
+        allowed = ", ".join(sorted(views.EXPANDABLE))
+        raise ErrorAnswer(400, None, f'"expand" must be one of [{allowed}] (got {unknown[0]!r})')
+    return keys
+
+
+def _file_headers(commit: Commit, path: str, etag: str, *, lfs: bool) -> dict[str, str]:
+    """The headers of a file answer. ETags are quoted, as HTTP (RFC 9110 8.8.3) and the Hub
+    write them: huggingface_hub strips the quotes, @huggingface/hub's fileDownloadInfo
+    returns the header as sent; the emulator follows the Hub rather than either client."""
+    return {
+        "X-Repo-Commit": commit.sha,
+        "ETag": f'"{etag}"',
+        "Accept-Ranges": "bytes",
+        "Content-Type": "application/octet-stream" if lfs else "text/plain; charset=utf-8",
+        "Content-Disposition": f"inline; filename*=UTF-8''{quote(path.rsplit('/', 1)[-1])}",
+    }
+
+
+def _conditional(request: Request, response: Response) -> Response:
+    """304 with no body when ``If-None-Match`` names the file's ETag (or ``*``)."""
+    wanted = request.header("If-None-Match")
+    if not wanted:
+        return response
+    tags = {t.strip().removeprefix("W/") for t in wanted.split(",")}
+    current = {response.headers["ETag"], response.headers.get("X-Linked-Etag", "")}
+    if "*" in tags or tags & current:
+        return Response(304, dict(response.headers), InlineBody(b""))
+    return response

@@ -21,6 +21,9 @@ from tracker.hubsim.faults import Fault, FaultPlan
 from tracker.hubsim.routes import ErrorAnswer, Request, Response, Router, classify
 from tracker.hubsim.stats import RequestRecord, Stats
 
+MAX_BODY = 10 * 1024 * 1024
+"""The largest request body read (a paths-info list of thousands of paths is ~100 kB)."""
+
 
 def parse_range(header: str, size: int) -> tuple[int, int] | None:
     """``bytes=a-b`` / ``a-`` / ``-n`` -> [start, end); None when unsatisfiable."""
@@ -93,14 +96,14 @@ class HubHandler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         path, _, query = self.path.partition("?")
         length = int(self.headers.get("Content-Length") or 0)
-        form_text = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+        body = self.rfile.read(min(length, MAX_BODY)) if length else b""
         request = Request(
             method=self.command,
             raw_path=self.path,
             query=parse_qs(query, keep_blank_values=True),
             headers=dict(self.headers.items()),
-            form=parse_qs(form_text, keep_blank_values=True),
             base_url=f"http://{self.headers.get('Host') or self._address()}",
+            body=body,
         )
         kind, parts = classify(path)
         exact = f"{self.command} {self.path} {self.headers.get('Range') or ''}"
@@ -127,7 +130,7 @@ class HubHandler(BaseHTTPRequestHandler):
         if fault is not None and fault.action == "status":
             return ErrorAnswer(fault.status, None, f"Injected error {fault.status}").response
         response = self.server.router.handle(kind, parts, request)
-        if response.status == 200 and kind == "resolve":
+        if response.status == 200 and kind in ("resolve", "raw"):
             response = self._ranged(
                 response, request.headers.get("Range") or request.headers.get("range")
             )

@@ -14,11 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Literal
 
 from tracker.hubsim.blobs import Blob
 from tracker.hubsim.corpus import MAIN, load_corpus
 from tracker.hubsim.errors import ScriptError
 from tracker.hubsim.history import Commit, GatedMode, Repo, build_repo, initial_commit, make_commit
+from tracker.hubsim.parameters import safetensors_field
 from tracker.hubsim.weights import IndexShards, TensorShapes, WeightFiles, shard_files
 
 DEFAULT_TITLE = "Upload folder using huggingface_hub"
@@ -46,6 +48,7 @@ class HubStore:
         self.moved: dict[str, str] = {}
         self._weights = WeightFiles(tensor_shapes)
         self._trees: dict[str, dict[str, Blob]] = {}
+        self._parameters: dict[str, dict[str, Any] | None] = {}
         self._shards: dict[str, IndexShards] = {}
         self._commits: dict[str, Commit] = {}
         self._repo_of: dict[str, Repo] = {}
@@ -62,6 +65,13 @@ class HubStore:
                 files.update(shard_files(commit.files, self._index_shards(commit)))
                 self._trees[commit.sha] = dict(sorted(files.items()))
             return self._trees[commit.sha]
+
+    def parameters(self, commit: Commit) -> dict[str, Any] | None:
+        """model_info's ``safetensors`` field at ``commit``, read once per commit."""
+        with self.lock:
+            if commit.sha not in self._parameters:
+                self._parameters[commit.sha] = safetensors_field(self.tree(commit))
+            return self._parameters[commit.sha]
 
     def _index_shards(self, commit: Commit) -> IndexShards:
         """The commit's shards, carried down its first-parent line from the last upload.
@@ -191,6 +201,21 @@ class HubStore:
         repo.commits[commit.sha] = commit
         self._register(repo, commit)
         return commit
+
+    def create_ref(
+        self, repo_id: str, kind: Literal["branch", "tag"], name: str, revision: str
+    ) -> Commit:
+        """Point a new branch or tag at ``revision``, as the Hub's create_branch/create_tag do."""
+        with self.lock:
+            repo = self.repo(repo_id)
+            commit = repo.resolve(revision)
+            if commit is None:
+                raise ScriptError(f"{repo_id}: no revision {revision!r}")
+            refs = repo.branches if kind == "branch" else repo.tags
+            if not name or name in repo.branches or name in repo.tags or name == "HEAD":
+                raise ScriptError(f"{repo_id}: cannot create {kind} {name!r}: the name is taken")
+            refs[name] = commit.sha
+            return commit
 
     def delete_repo(self, repo_id: str) -> None:
         with self.lock:

@@ -1,4 +1,4 @@
-"""The JSON bodies the Hub answers with, shaped as huggingface_hub 2.4 parses them."""
+"""The JSON bodies the Hub answers with, as huggingface_hub 2.4 and @huggingface/hub 2.x parse them."""
 
 from __future__ import annotations
 
@@ -20,6 +20,14 @@ MODEL_INFO_FIELDS = (
     "downloads", "likes", "library_name", "tags", "pipeline_tag", "cardData", "config",
     "siblings", "spaces", "safetensors", "usedStorage",
 )  # fmt: skip
+EXPANDABLE = frozenset(MODEL_INFO_FIELDS) | {
+    "baseModels", "childrenModelCount", "downloadsAllTime", "evalResults", "gguf", "gitalyUid",
+    "inference", "inferenceProviderMapping", "mask_token", "model-index", "resourceGroup",
+    "transformersInfo", "trendingScore", "widgetData", "xetEnabled",
+}  # fmt: skip
+"""Every ``expand`` key either client sends for a model (huggingface_hub's
+ExpandModelProperty_T, @huggingface/hub's MODEL_EXPANDABLE_KEYS). The Hub answers an
+unknown key with 400; a known key with no value for this repo is left out of the body."""
 
 
 def iso(date: datetime) -> str:
@@ -77,6 +85,7 @@ def model_info(
     *,
     blobs: bool,
     expand: list[str],
+    safetensors: Callable[[], dict[str, Any] | None] = lambda: None,
 ) -> dict[str, Any]:
     """The model_info body; ``tree`` is read only for the fields that need it.
 
@@ -106,15 +115,35 @@ def model_info(
         "siblings": lambda: [sibling(p, b, blobs) for p, b in files().items()],
         "spaces": lambda: [],
         "usedStorage": lambda: sum(b.size for b in files().values()),
+        "safetensors": safetensors,
+        "downloadsAllTime": lambda: 0,
+        "trendingScore": lambda: 0,
+        "childrenModelCount": lambda: 0,
+        "inferenceProviderMapping": lambda: [],
+        "xetEnabled": lambda: False,
+        "model-index": lambda: (card() or {}).get("model-index"),
+        "baseModels": lambda: _base_models(card()),
     }
-    wanted = expand or [k for k in MODEL_INFO_FIELDS if k in full and full[k]() is not None]
+    if not expand:
+        expand = [k for k in MODEL_INFO_FIELDS if k in full]
     body: dict[str, Any] = {
         "_id": object_id(repo.repo_id),
         "id": repo.repo_id,
         "modelId": repo.repo_id,
     }
-    body.update({k: full[k]() for k in wanted if k in full})
+    for key in expand:
+        value = full[key]() if key in full else None
+        if value is not None:
+            body[key] = value
     return body
+
+
+def _base_models(card: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    base = (card or {}).get("base_model")
+    if not base:
+        return None
+    models = [base] if isinstance(base, str) else [str(b) for b in base if b]
+    return {"relation": "finetune", "models": [{"id": m} for m in models]}
 
 
 def _tags(card: Mapping[str, Any] | None, config: Mapping[str, Any] | None) -> list[str]:
@@ -175,7 +204,10 @@ def refs(repo: Repo, include_prs: bool) -> dict[str, Any]:
             for name, sha in sorted(repo.branches.items())
         ],
         "converts": [],
-        "tags": [],
+        "tags": [
+            {"name": name, "ref": f"refs/tags/{name}", "targetCommit": sha}
+            for name, sha in sorted(repo.tags.items())
+        ],
     }
     if include_prs:
         body["pullRequests"] = [
