@@ -9,10 +9,17 @@ unit (``"90s"``, ``"30m"``, ``"1h"``, ``"1d"``), so an interval reads the way
 people say it. ``[[subscriptions]]`` tables have the document shape of
 tracker.alerts.spec; they are stored at start (added or replaced, never
 deleted) by tracker.alerts.registry.sync_configured.
+
+Every table and key the file may hold is listed once, in ``FILE_KEYS``;
+``check_known_keys`` refuses anything else before a value is read, so a typo
+(``[server] prot``, a ``[sever]`` table, a misspelt ``database_url`` that would
+silently fall back to SQLite) is one line naming the file, the table and the
+key, never a default used in silence.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from collections.abc import Mapping
@@ -31,6 +38,28 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)\s*$")
+
+FILE_KEYS: Mapping[str, tuple[str, ...]] = {
+    "storage": ("database_url",),
+    "hub": ("endpoint",),
+    "daemon": (
+        "interval",
+        "max_backoff",
+        "workers",
+        "tick",
+        "discovery",
+        "requests_per_second",
+        "lease",
+        "hub_timeout",
+        "instance",
+    ),
+    "server": ("host", "port", "public_url", "webhook_secret", "api_token"),
+    "alerts": ("tick", "retry_base", "retry_max_delay", "give_up_after", "allow"),
+    "repos": ("id", "interval"),
+}
+"""Every table of the file and its keys; ``[[subscriptions]]`` tables are checked by
+tracker.alerts.spec, which knows their fields."""
+SUBSCRIPTIONS = "subscriptions"
 
 
 @dataclass(frozen=True)
@@ -110,6 +139,35 @@ def read_document(path: Path) -> dict[str, Any]:
         raise ConfigFileError(f"{path}: not valid TOML: {exc}") from None
 
 
+def check_known_keys(document: Mapping[str, Any], source: str) -> None:
+    """Refuse a table or key the file does not define (one line: file, table, key)."""
+    for table, value in document.items():
+        if table == SUBSCRIPTIONS:
+            continue
+        known = FILE_KEYS.get(table)
+        if known is None:
+            raise ConfigFileError(
+                f"{source}: [{table}] is not a table of the configuration file"
+                f"{_suggestion(table, [*FILE_KEYS, SUBSCRIPTIONS])}"
+            )
+        entries = value if isinstance(value, list) else [value]
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, Mapping):
+                continue  # the table's own reader says what shape it needs
+            unknown = sorted(set(entry) - set(known))
+            if unknown:
+                where = f"{table}[{index}]" if isinstance(value, list) else f"[{table}]"
+                raise ConfigFileError(
+                    f"{source}: {where} has no setting {unknown[0]!r}"
+                    f"{_suggestion(unknown[0], known)}"
+                )
+
+
+def _suggestion(word: str, choices: list[str] | tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(choices)})"
+
+
 def load_daemon_config(path: Path | None) -> DaemonConfig:
     """Read ``path`` (None: an empty configuration with the defaults)."""
     if path is None:
@@ -118,7 +176,8 @@ def load_daemon_config(path: Path | None) -> DaemonConfig:
 
 
 def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> DaemonConfig:
-    """Build a DaemonConfig from parsed TOML, checking every value it reads."""
+    """Build a DaemonConfig from parsed TOML, checking every table, key and value."""
+    check_known_keys(document, source)
     daemon = _table(document, "daemon", source)
     server = _table(document, "server", source)
     interval = parse_duration(
@@ -165,10 +224,7 @@ def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> 
 def parse_alerts(table: Mapping[str, Any], source: str) -> AlertsConfig:
     """The ``[alerts]`` table, every duration checked."""
     default = AlertsConfig()
-    known = {"tick", "retry_base", "retry_max_delay", "give_up_after", "allow"}
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise ConfigFileError(f"{source}: alerts.{unknown[0]} is not a setting")
+    check_known_keys({"alerts": table}, source)
     return AlertsConfig(
         tick_s=parse_duration(table.get("tick", default.tick_s), f"{source}: alerts.tick"),
         retry_base_s=parse_duration(
@@ -290,10 +346,12 @@ def _port(value: Any, where: str) -> int:
 
 
 __all__ = [
+    "FILE_KEYS",
     "AlertsConfig",
     "ConfigFileError",
     "DaemonConfig",
     "RepoConfig",
+    "check_known_keys",
     "load_daemon_config",
     "parse_alerts",
     "parse_daemon_config",

@@ -27,7 +27,7 @@ from pathlib import Path
 import platformdirs
 
 from tracker.alerts.egress import AllowList, AllowListError
-from tracker.config_file import DaemonConfig, parse_daemon_config, read_document
+from tracker.config_file import FILE_KEYS, DaemonConfig, parse_daemon_config, read_document
 from tracker.errors import SettingsError
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
@@ -43,31 +43,7 @@ ENVIRONMENT = (
 )
 """Every environment variable ``Settings.load`` reads (the docs test checks each is documented)."""
 
-FILE_SETTINGS = (
-    "storage.database_url",
-    "hub.endpoint",
-    "daemon.interval",
-    "daemon.max_backoff",
-    "daemon.workers",
-    "daemon.tick",
-    "daemon.discovery",
-    "daemon.requests_per_second",
-    "daemon.lease",
-    "daemon.hub_timeout",
-    "daemon.instance",
-    "server.host",
-    "server.port",
-    "server.public_url",
-    "server.webhook_secret",
-    "server.api_token",
-    "alerts.tick",
-    "alerts.retry_base",
-    "alerts.retry_max_delay",
-    "alerts.give_up_after",
-    "alerts.allow",
-    "repos.id",
-    "repos.interval",
-)
+FILE_SETTINGS = tuple(f"{table}.{key}" for table, keys in FILE_KEYS.items() for key in keys)
 """Every key of the TOML file (``[[subscriptions]]`` tables have tracker.alerts.spec's fields);
 deploy/neurarch-trace.example.toml shows each, and the docs test checks README names each."""
 
@@ -127,6 +103,7 @@ class Settings:
         self, document: Mapping[str, object], source: str, path: Path | None = None
     ) -> Settings:
         """These settings under a parsed TOML document (errors name ``source``)."""
+        daemon = parse_daemon_config(document, source)  # checks every table and key first
         storage = _table(document, "storage", source)
         hub = _table(document, "hub", source)
         return replace(
@@ -136,7 +113,7 @@ class Settings:
                 database_url=str(storage.get("database_url", self.storage.database_url)),
             ),
             hub=replace(self.hub, endpoint=str(hub.get("endpoint", self.hub.endpoint))),
-            daemon=parse_daemon_config(document, source),
+            daemon=daemon,
             config_file=path,
         )
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from huggingface_hub import HfApi, hf_hub_download
-from huggingface_hub.errors import RepositoryNotFoundError
+from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 
 from tracker.hubsim import Change, HubEmulator, ScriptError
 
@@ -99,6 +99,26 @@ def test_moved_repo_redirects_to_its_new_name(hub_emulator: HubEmulator) -> None
     hub_emulator.move_repo(REPO, "meta-llama/Renamed-1B")
     info = api(hub_emulator).model_info(REPO)
     assert (info.id, info.sha) == ("meta-llama/Renamed-1B", head)
+
+
+def test_legacy_id_redirects_to_its_org_name_as_the_hub_does(
+    hub_emulator: HubEmulator, tmp_path: Path
+) -> None:
+    repo = "google-bert/bert-base-uncased"
+    with pytest.raises(HfHubHTTPError):
+        api(hub_emulator).model_info("bert-base-uncased")
+    hub_emulator.alias_repo("bert-base-uncased", repo)
+    info = api(hub_emulator).model_info("bert-base-uncased", revision="main")
+    assert (info.id, info.sha) == (repo, hub_emulator.head(repo))
+    path = hf_hub_download(
+        "bert-base-uncased",
+        "config.json",
+        endpoint=hub_emulator.endpoint,
+        cache_dir=tmp_path,
+        token=False,
+    )
+    assert json.loads(Path(path).read_bytes())["model_type"] == "bert"
+    assert hub_emulator.repo_ids().count(repo) == 1  # an alias, not a second repo
 
 
 def test_publish_creates_a_repo_with_an_initial_commit(hub_emulator: HubEmulator) -> None:

@@ -97,6 +97,46 @@ def test_every_command_exits_2_in_one_line_on_a_bad_configuration_file(
     assert err == f"neurarch-trace: {config}: daemon.workers: expected a positive integer, got 0\n"
 
 
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("[server]\nprot = 9000\n", "[server] has no setting 'prot' (did you mean 'port'?)"),
+        (
+            "[sever]\nport = 9000\n",
+            "[sever] is not a table of the configuration file (did you mean 'server'?)",
+        ),
+        (
+            '[storage]\ndatabase_ulr = "postgresql://db/x"\n',
+            "[storage] has no setting 'database_ulr' (did you mean 'database_url'?)",
+        ),
+        (
+            '[server]\napi_tokn = "0123456789abcdef"\n',
+            "[server] has no setting 'api_tokn' (did you mean 'api_token'?)",
+        ),
+        (
+            '[[repos]]\nid = "org/model"\nintrval = "1h"\n',
+            "repos[0] has no setting 'intrval' (did you mean 'interval'?)",
+        ),
+        (
+            '[alerts]\ngive_up = "1h"\n',
+            "[alerts] has no setting 'give_up' (did you mean 'give_up_after'?)",
+        ),
+        ('[hub]\ntoken = "hf_x"\n', "[hub] has no setting 'token' (known: endpoint)"),
+    ],
+)
+def test_a_typo_in_the_file_is_one_line_naming_file_table_and_key(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+    line: str,
+) -> None:
+    config = write(tmp_path / "c.toml", text)
+    monkeypatch.setenv("NEURARCH_DATA_DIR", str(tmp_path))
+    assert main(["--config", str(config), "history", "org/model"]) == 2
+    assert capsys.readouterr().err == f"neurarch-trace: {config}: {line}\n"
+
+
 FILE_VALUES: dict[str, tuple[object, object]] = {
     # setting: (value in the file, what Settings then holds where the accessor below looks)
     "storage.database_url": ("sqlite:///elsewhere.db", "sqlite:///elsewhere.db"),

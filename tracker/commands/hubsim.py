@@ -36,6 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seed", type=int, default=0, metavar="S", help="seed of the --synthetic repos (default 0)"
     )
     parser.add_argument(
+        "--alias",
+        action="append",
+        default=[],
+        metavar="LEGACY=ORG/NAME",
+        help="answer a legacy id (gpt2) with a 307 to ORG/NAME, as the Hub does; repeatable",
+    )
+    parser.add_argument(
         "--latency",
         type=float,
         default=0.0,
@@ -64,6 +71,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             emulator = HubEmulator(None, store=store)
     except HubSimError as exc:
         raise UsageError(str(exc)) from None
+    for alias in args.alias:
+        legacy, _, repo_id = alias.partition("=")
+        try:
+            emulator.alias_repo(legacy, repo_id)
+        except HubSimError as exc:
+            raise UsageError(f"--alias {alias}: {exc}") from None
     if args.latency:
         emulator.faults.latency(args.latency)
     count = len(emulator.store.repos)

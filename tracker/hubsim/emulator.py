@@ -159,3 +159,6 @@ class HubEmulator:
 
     def move_repo(self, old: str, new: str) -> None:
         self.store.move_repo(old, new)
+
+    def alias_repo(self, legacy: str, repo_id: str) -> None:
+        self.store.alias_repo(legacy, repo_id)

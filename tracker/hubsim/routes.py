@@ -65,6 +65,8 @@ class Router:
 
     def handle(self, kind: str, parts: list[str], request: Request) -> Response:
         route = self._routes.get(kind)
+        if route is None and (legacy := self._legacy_redirect(request.raw_path)) is not None:
+            return legacy
         if route is None:
             return Response.json(
                 {"error": "Sorry, we can't find the page you are looking for."}, 404
@@ -74,6 +76,24 @@ class Router:
                 return route(request, parts)
         except ErrorAnswer as error:
             return error.response
+
+    def _legacy_redirect(self, raw_path: str) -> Response | None:
+        """A legacy one-part id (``gpt2``) that names an alias answers 307 to ORG/NAME, as the Hub."""
+        path, _, query = raw_path.partition("?")
+        parts = path.strip("/").split("/")
+        at = 2 if parts[:2] == ["api", "models"] else 0
+        if len(parts) <= at or (at == 0 and parts[1:2] != ["resolve"]):
+            return None
+        new = self.store.moved.get(unquote(parts[at]))
+        if new is None or "/" in unquote(parts[at]):
+            return None
+        location = "/" + "/".join([*parts[:at], quote(new), *parts[at + 1 :]])
+        return ErrorAnswer(
+            307,
+            None,
+            f"Repository moved to {new}",
+            Location=location + (f"?{query}" if query else ""),
+        ).response
 
     # -- access ----------------------------------------------------------------------
     def _repo(self, request: Request, org: str, name: str, *, files: bool = False) -> Repo:

@@ -242,6 +242,12 @@ class HubStore:
             if tokens is not None:
                 repo.tokens = frozenset(tokens)
 
+    def alias_repo(self, legacy: str, repo_id: str) -> None:
+        """A legacy id the Hub still answers for (``gpt2``): it redirects (307) to ``repo_id``."""
+        with self.lock:
+            self.repo(repo_id)
+            self.moved[legacy] = repo_id
+
     def move_repo(self, old: str, new: str) -> None:
         """Rename: the old id redirects (307) to the new one, as the Hub does."""
         with self.lock:
