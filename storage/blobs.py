@@ -59,10 +59,15 @@ def get_blob(session: Session, content_key: str) -> bytes:
     row = session.get(BlobRow, content_key)
     if row is None:
         raise BlobNotFound(f"no blob is stored under content key {content_key!r}")
+    return blob_bytes(row)
+
+
+def blob_bytes(row: BlobRow) -> bytes:
+    """The bytes of a blob row already read (by a join, say), checked against its size."""
     data = zlib.decompress(row.data) if row.compression == "zlib" else bytes(row.data)
     if len(data) != row.size:
         raise BlobCorrupt(
-            f"blob {content_key} holds {len(data):,} bytes but was stored with {row.size:,}"
+            f"blob {row.content_key} holds {len(data):,} bytes but was stored with {row.size:,}"
         )
     return data
 

@@ -29,6 +29,7 @@ from storage.errors import (
     StorageError,
 )
 from storage.json_text import dumps, dumps_for_sqlite
+from storage.values import loads_storable
 
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 POSTGRES_CONNECT_TIMEOUT_S = 10
@@ -193,6 +194,7 @@ def _sqlite_engine(url: URL) -> Engine:
     options: dict[str, Any] = {
         "connect_args": {"check_same_thread": False},
         "json_serializer": dumps_for_sqlite,  # storage.json_text: bare numbers as BLOBs
+        "json_deserializer": loads_storable,  # storage.values: rows from before the repair
     }
     if in_memory:
         # One shared connection, or every session would see its own empty database.
@@ -230,6 +232,7 @@ def _pg_engine(url: URL) -> Engine:
         pool_recycle=1800,
         connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
         json_serializer=dumps,  # storage.json_text: standard JSON, as SQLite gets it
+        json_deserializer=loads_storable,  # storage.values: rows from before the repair
     )
 
 

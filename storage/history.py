@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Text, cast, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from storage.blobs import known_content_keys
 from storage.dialect import insert_returning_id
 from storage.errors import InvalidRecord, RepoNotFound, RevisionNotFound
+from storage.manifests import manifest_of, put_manifest, snapshot_extras
 from storage.models import (
     ChangeRow,
     EstimateRow,
@@ -35,7 +36,12 @@ from storage.records import (
     StoredRevision,
 )
 from storage.repos import ensure_repo, repo_row
+from storage.storable import storable_revision
 from storage.values import require_aware, require_text, storable_text
+
+NEWEST_FIRST: Final = (RevisionRow.position.desc(), RevisionRow.id.desc())
+"""Main's order is its parent chain, never ``date``: the pusher's clock wrote that."""
+OLDEST_FIRST: Final = (RevisionRow.position, RevisionRow.id)
 
 PLAN_SCHEMA_VERSION = 1
 """Version of the estimator's plan JSON stored when the caller names none."""
@@ -53,11 +59,18 @@ def record_revision(
     """Write one revision with its files, snapshot data, changes and estimate; True if new.
 
     Every text in ``snapshot.texts`` must already be in the blob store
-    (``put_blob`` it first, in the same transaction). The repo is tracked if
-    is added if storage did not know it; an untracked repo stays untracked.
+    (``put_blob`` it first, in the same transaction). The repo is added if
+    storage did not know it; an untracked repo stays untracked. Upstream text
+    no backend can hold is repaired and the revision gets a finding saying so
+    (``storage.storable``), so a hostile commit is recorded rather than refused
+    forever; the manifest is stored once per content (``storage.manifests``);
+    the revision is placed one past its parent on main's chain.
     """
+    snapshot, plan_json, repaired = storable_revision(snapshot, plan_json)
+    if repaired is not None:
+        changes = [*changes, repaired]
     revision = snapshot.revision
-    _validate(snapshot, changes, plan_json)
+    _validate(snapshot, changes)
     missing = set(snapshot.texts.values()) - known_content_keys(session, snapshot.texts.values())
     if missing:
         paths = sorted(path for path, key in snapshot.texts.items() if key in missing)
@@ -65,16 +78,18 @@ def record_revision(
             f"{revision.repo_id}@{revision.sha}: texts {', '.join(paths)} name content keys "
             "that are not in the blob store; put_blob them first"
         )
+    repo_pk = _repo_pk_for_recording(session, revision.repo_id)
     revision_pk = insert_returning_id(
         session,
         RevisionRow,
         {
-            "repo_pk": _repo_pk_for_recording(session, revision.repo_id),
+            "repo_pk": repo_pk,
             "sha": revision.sha,
             "parents": list(revision.parents),
             "date": revision.date,
             "title": revision.title,
             "author": revision.author,
+            "position": _position(session, repo_pk, revision),
             "processed_at": processed_at or datetime.now(UTC),
             "on_main": True,
         },
@@ -95,7 +110,10 @@ def record_revision(
             revision_pk=revision_pk,
             texts=dict(snapshot.texts),
             oversized=list(snapshot.oversized),
-            manifest=None if snapshot.manifest is None else dict(snapshot.manifest),
+            manifest=None,
+            manifest_key=None
+            if snapshot.manifest is None
+            else put_manifest(session, snapshot.manifest),
             card=dict(snapshot.card),
         )
     )
@@ -126,7 +144,7 @@ def latest_revision(session: Session, repo_id: str) -> Revision | None:
 def latest_revision_row(session: Session, repo_id: str) -> RevisionRow | None:
     """The row of the newest revision on main, for queries inside storage."""
     return session.scalars(
-        _on_main(session, repo_id).order_by(RevisionRow.date.desc(), RevisionRow.id.desc()).limit(1)
+        _on_main(session, repo_id).order_by(*NEWEST_FIRST).limit(1)
     ).one_or_none()
 
 
@@ -137,7 +155,7 @@ def revisions(session: Session, repo_id: str, *, include_off_main: bool = False)
         if include_off_main
         else _on_main(session, repo_id)
     )
-    rows = session.scalars(query.order_by(RevisionRow.date.desc(), RevisionRow.id.desc()))
+    rows = session.scalars(query.order_by(*NEWEST_FIRST))
     return [to_revision(repo_id, row) for row in rows]
 
 
@@ -146,7 +164,7 @@ def revision_log(session: Session, repo_id: str) -> list[StoredRevision]:
     rows = session.scalars(
         select(RevisionRow)
         .where(RevisionRow.repo_pk == repo_row(session, repo_id).id)
-        .order_by(RevisionRow.date.desc(), RevisionRow.id.desc())
+        .order_by(*NEWEST_FIRST)
     )
     return [
         StoredRevision(
@@ -171,7 +189,8 @@ def snapshot_of(session: Session, repo_id: str, row: RevisionRow) -> Snapshot:
         .where(RevisionFileRow.revision_pk == row.id)
         .order_by(RevisionFileRow.ordinal)
     )
-    extra = session.get(SnapshotRow, row.id)
+    extras = snapshot_extras(session, row.id)
+    extra = None if extras is None else extras[0]
     return Snapshot(
         revision=to_revision(repo_id, row),
         files=tuple(
@@ -180,7 +199,7 @@ def snapshot_of(session: Session, repo_id: str, row: RevisionRow) -> Snapshot:
         ),
         texts=dict(extra.texts) if extra else {},
         oversized=tuple(extra.oversized) if extra else (),
-        manifest=None if extra is None or extra.manifest is None else dict(extra.manifest),
+        manifest=None if extras is None else manifest_of(*extras),
         card=dict(extra.card) if extra else {},
     )
 
@@ -198,8 +217,8 @@ def changes_between(
     new = revision_row(session, repo_id, new_sha)
     rows = session.scalars(
         _on_main(session, repo_id)
-        .where(RevisionRow.date > old.date, RevisionRow.date <= new.date)
-        .order_by(RevisionRow.date, RevisionRow.id)
+        .where(RevisionRow.position > old.position, RevisionRow.position <= new.position)
+        .order_by(*OLDEST_FIRST)
     )
     return [(to_revision(repo_id, row), _changes(session, row.id)) for row in rows]
 
@@ -223,10 +242,10 @@ def mark_missing_revisions(
     repo_pk = repo_row(session, repo_id).id
     keep = set(main_shas)
     rows = session.scalars(
-        select(RevisionRow)
-        .where(RevisionRow.repo_pk == repo_pk)
-        .order_by(RevisionRow.date.desc(), RevisionRow.id.desc())
+        select(RevisionRow).where(RevisionRow.repo_pk == repo_pk).order_by(*NEWEST_FIRST)
     ).all()
+    if isinstance(main_shas, Sequence):
+        rows = _renumbered(session, rows, main_shas)
     gone = [row.sha for row in rows if row.on_main and row.sha not in keep]
     back = [row.sha for row in rows if not row.on_main and row.sha in keep]
     if gone:
@@ -279,6 +298,64 @@ def _repo_pk_for_recording(session: Session, repo_id: str) -> int:
         return repo_row(session, repo_id).id
 
 
+def _position(session: Session, repo_pk: int, revision: Revision) -> int:
+    """Its place on main's chain: one past its parent's, before a child recorded earlier (a
+    backfill out of order), else one past the newest; later places shift to make room."""
+    place: int | None = None
+    if revision.parents:
+        above = session.scalars(
+            select(func.max(RevisionRow.position)).where(
+                RevisionRow.repo_pk == repo_pk, RevisionRow.sha.in_(list(revision.parents))
+            )
+        ).one()
+        place = None if above is None else int(above) + 1
+    # Rarely true, and cheap to ask: parents is a short JSON list of hex shas.
+    child = session.scalars(
+        select(func.min(RevisionRow.position)).where(
+            RevisionRow.repo_pk == repo_pk,
+            cast(RevisionRow.parents, Text).contains(f'"{revision.sha}"'),
+        )
+    ).one()
+    if child is not None and (place is None or place >= child):
+        if _revision_pk(session, repo_pk, revision.sha) is not None:
+            return int(child)  # recorded already: the insert will write nothing
+        session.execute(
+            update(RevisionRow)
+            .where(RevisionRow.repo_pk == repo_pk, RevisionRow.position >= child)
+            .values(position=RevisionRow.position + 1)
+        )
+        return int(child)
+    if place is not None:
+        return place
+    newest = session.scalars(
+        select(func.max(RevisionRow.position)).where(RevisionRow.repo_pk == repo_pk)
+    ).one()
+    return 0 if newest is None else int(newest) + 1
+
+
+def _revision_pk(session: Session, repo_pk: int, sha: str) -> int | None:
+    return session.scalars(
+        select(RevisionRow.id).where(RevisionRow.repo_pk == repo_pk, RevisionRow.sha == sha)
+    ).one_or_none()
+
+
+def _renumbered(
+    session: Session, rows: Sequence[RevisionRow], main_shas: Sequence[str]
+) -> list[RevisionRow]:
+    """Rows placed by their index in main's list (oldest first), newest first again.
+
+    Main's list is the authority on chain order; a row recorded without its
+    parent (the first of a backfill, say) gets its true place here.
+    """
+    index = {sha: place for place, sha in enumerate(main_shas)}
+    for row in rows:
+        place = index.get(row.sha)
+        if place is not None and row.position != place:
+            row.position = place
+    session.flush()
+    return sorted(rows, key=lambda row: (row.position or 0, row.id), reverse=True)
+
+
 def _on_main(session: Session, repo_id: str) -> Any:
     return select(RevisionRow).where(
         RevisionRow.repo_pk == repo_row(session, repo_id).id, RevisionRow.on_main
@@ -329,22 +406,15 @@ def _change_row(revision_pk: int, ordinal: int, change: Change) -> dict[str, Any
     }
 
 
-def _validate(
-    snapshot: Snapshot, changes: Sequence[Change], plan_json: dict[str, JsonValue] | None
-) -> None:
+def _validate(snapshot: Snapshot, changes: Sequence[Change]) -> None:
+    """Refuse what names our own records; upstream text was made storable before this."""
     revision = snapshot.revision
     where = f"{revision.repo_id}@{revision.sha}"
     require_aware(revision.date, f"{where} date")
-    require_text([revision.sha, revision.title, revision.author, *revision.parents], where)
-    require_text([entry.path for entry in snapshot.files], f"{where} files")
-    require_text(dict(snapshot.texts), f"{where} texts")
-    require_text(list(snapshot.oversized), f"{where} oversized")
-    require_text(snapshot.manifest, f"{where} manifest")
-    require_text(dict(snapshot.card), f"{where} card")
+    require_text([revision.sha, *revision.parents], where)
     for index, change in enumerate(changes):
         # path, message and values quote upstream text: _change_row makes them storable
         require_text([change.artifact, change.kind], f"{where} change {index}")
-    require_text(plan_json, f"{where} plan")
     paths = [entry.path for entry in snapshot.files]
     if len(set(paths)) != len(paths):
         raise InvalidRecord(f"{where}: the file list names a path more than once")

@@ -28,16 +28,25 @@ import math
 from decimal import Decimal
 from typing import Any, Final
 
+from storage.values import holds_unstorable_escape, storable_text
+
 NON_FINITE: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 def dumps(value: Any) -> str:
-    """``value`` as standard JSON (RFC 8259), as both backends store it."""
+    """``value`` as standard JSON (RFC 8259), as both backends store it.
+
+    NUL and lone surrogates (which PostgreSQL refuses in ``json`` and no
+    reader can print) are written as U+FFFD (``storage.values``).
+    """
     try:
         # The common case costs one dumps: only a value JSON cannot carry is rewritten.
-        return json.dumps(value, allow_nan=False)
+        text = json.dumps(value, allow_nan=False)
     except ValueError:
-        return json.dumps(standard(value), allow_nan=False)
+        text = json.dumps(standard(value), allow_nan=False)
+    if holds_unstorable_escape(text):
+        return json.dumps(standard(storable_text(value)), allow_nan=False)
+    return text
 
 
 def dumps_for_sqlite(value: Any) -> str | bytes:

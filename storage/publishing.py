@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from storage.advisories import advisory_from_row, advisory_query
 from storage.cursors import InvalidCursor, after_cursor, encode_cursor
-from storage.history import changes_of, revision_log
+from storage.history import NEWEST_FIRST, changes_of, revision_log
 from storage.models import (
     AdvisoryRow,
     ChangeRow,
@@ -202,7 +202,7 @@ def _summary(session: Session, row: RepoRow) -> ModelSummary:
     latest_row = session.scalars(
         select(RevisionRow)
         .where(RevisionRow.repo_pk == row.id, RevisionRow.on_main)
-        .order_by(RevisionRow.date.desc(), RevisionRow.id.desc())
+        .order_by(*NEWEST_FIRST)
         .limit(1)
     ).one_or_none()
     count = len(session.scalars(select(AdvisoryRow.id).where(AdvisoryRow.repo_pk == row.id)).all())

@@ -1,14 +1,20 @@
-"""Checks a value must pass before it is written, so both backends store it the same way.
+"""Checks and repairs a value gets before it is written, so both backends store it the same way.
 
-PostgreSQL refuses NUL characters in text and JSONB while SQLite keeps them,
-and SQLite drops time zones: rather than let one backend fail late with a
-driver message and the other succeed, both refuse early with a message that
-names the field.
+PostgreSQL refuses NUL characters in text and JSON while SQLite keeps them;
+neither driver can encode a lone surrogate (``"\\ud800"`` in a JSON or YAML
+file is valid and parses to one); SQLite drops time zones. What names our own
+records (ids, keys, times) is refused early with a message naming the field.
+What quotes upstream (commit titles, paths, cards, configs, manifests, change
+values) is made storable instead, each such character shown as U+FFFD: one
+hostile character must never keep a revision, and so every later one, from
+being recorded. The same repair runs on every JSON value read back, so rows
+stored before it existed read without failing.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -23,21 +29,75 @@ def require_aware(value: datetime | None, where: str) -> None:
 
 
 NUL_STAND_IN = "\ufffd"
+"""What stands in for a character no backend can store: NUL, or half of a surrogate pair."""
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""NUL (PostgreSQL refuses it) and surrogates: a Python str holds one only where JSON or YAML
+spelled a lone ``\\ud800``, and neither UTF-8 driver can encode it."""
+
+_ESCAPED_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+"""How json writes those characters with ``ensure_ascii``: ``\\u0000``, ``\\ud800``.
+A valid pair (``\\ud83d\\ude00``) matches too, which only costs the walk that finds nothing."""
 
 
 def storable_text(value: Any) -> Any:
-    """``value`` (a string or JSON structure, keys included) with each NUL shown as U+FFFD.
+    """``value`` (a string or JSON structure, keys included) with NUL and lone surrogates as U+FFFD.
 
-    For text that quotes upstream files (change messages and values, advisory
-    summaries, alert payloads): a hostile file is recorded as what it says,
-    with the one character PostgreSQL cannot hold replaced, on both backends.
+    Everything upstream can commit must be recordable: a hostile file is
+    recorded as what it says, with the characters no backend can hold
+    replaced, on both backends. The common case costs one C-speed check and
+    returns ``value`` itself.
     """
     if isinstance(value, str):
-        return value.replace("\x00", NUL_STAND_IN)
+        return _UNSTORABLE.sub(NUL_STAND_IN, value) if _UNSTORABLE.search(value) else value
+    if not isinstance(value, Mapping | list | tuple):
+        return value
+    return _walk(value) if holds_unstorable(value) else value
+
+
+def holds_unstorable(value: Any) -> bool:
+    """Whether ``value`` holds, anywhere below it, a character ``storable_text`` would replace."""
+    if isinstance(value, str):
+        return _UNSTORABLE.search(value) is not None
+    if not isinstance(value, Mapping | list | tuple):
+        return False
+    try:
+        encoded = json.dumps(value, check_circular=False)
+    except (TypeError, ValueError, RecursionError):
+        return True  # the walk decides
+    return _ESCAPED_UNSTORABLE.search(encoded) is not None and _found(value)
+
+
+def holds_unstorable_escape(encoded: str) -> bool:
+    """Whether JSON text written with ``ensure_ascii`` may spell NUL or a lone surrogate."""
+    return _ESCAPED_UNSTORABLE.search(encoded) is not None
+
+
+def loads_storable(text: str | bytes) -> Any:
+    """``json.loads`` for rows already stored: a lone surrogate written before storage replaced
+    them (SQLite keeps the escape) comes back as U+FFFD, so no reader fails on it."""
+    value = json.loads(text)
+    raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    return _walk(value) if _ESCAPED_UNSTORABLE.search(raw) else value
+
+
+def _found(value: Any) -> bool:
+    if isinstance(value, str):
+        return _UNSTORABLE.search(value) is not None
     if isinstance(value, Mapping):
-        return {storable_text(k): storable_text(v) for k, v in value.items()}
+        return any(_found(k) or _found(v) for k, v in value.items())
     if isinstance(value, list | tuple):
-        return [storable_text(v) for v in value]
+        return any(_found(v) for v in value)
+    return False
+
+
+def _walk(value: Any) -> Any:
+    if isinstance(value, str):
+        return _UNSTORABLE.sub(NUL_STAND_IN, value)
+    if isinstance(value, Mapping):
+        return {_walk(k) if isinstance(k, str) else k: _walk(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_walk(v) for v in value]
     return value
 
 

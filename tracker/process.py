@@ -139,15 +139,23 @@ def prepare(
     hub: Hub,
     revision: Revision,
     cache: dict[tuple[str, str], Parsed],
+    *,
+    deadline: float | None = None,
 ) -> Prepared | None:
-    """Snapshot, diff and estimate ``revision``; None if it is already recorded."""
+    """Snapshot, diff and estimate ``revision``; None if it is already recorded.
+
+    ``deadline`` (``time.monotonic()``) bounds the fetching: what is not read
+    by then is left out with a finding (``tracker.snapshot.take_snapshot``).
+    """
     with database.read_session() as session:
         base = diff_base(session, revision)
         if base.recorded:
             return None
         blobs = SessionBlobs(session)
         previous = base.previous
-        result = take_snapshot(hub, revision, previous, blobs, parse_cache=cache)
+        result = take_snapshot(
+            hub, revision, previous, blobs, parse_cache=cache, deadline=deadline
+        )
         new = result.content(blobs)
         old = content_of(previous, blobs, cache) if previous else None
         found = diff_revisions(old, new) + list(result.problems)

@@ -5,27 +5,29 @@ path the artifact table reads) is downloaded only if its content key is not
 in the blob store, and only up to its kind's size limit; larger files are
 recorded as oversized. Safetensors headers are read by range, and only for
 weight files whose content key differs from the previous snapshot's (their
-tensors are copied over otherwise). A header that declares an absurd size
-is refused before anything is allocated and recorded in the manifest.
+tensors are copied over otherwise), within the manifest's caps
+(``tracker.weights_manifest``). A header that declares an absurd size is
+refused before anything is allocated and recorded in the manifest.
 Unsafe file names are listed but never fetched. Nothing is written to disk,
 executed or unpickled.
 """
 
 from __future__ import annotations
 
-import posixpath
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from storage.records import Change, FileEntry, Revision, Severity, Snapshot
-from tracker.artifacts import ArtifactParseError, Parsed, parse_json
+from tracker.artifacts import Parsed
 from tracker.diff.card import parse_front_matter
-from tracker.diff.files import is_unsafe_path, suffix
-from tracker.diff.registry import artifact_for, rule_for
+from tracker.diff.files import is_unsafe_path
+from tracker.diff.registry import rule_for
 from tracker.diff.revision import RevisionContent
-from tracker.errors import ArtifactError, FileGone, OversizedFile
+from tracker.errors import FileGone, OversizedFile
 from tracker.hub import MAX_HEADER_BYTES, Hub
+from tracker.weights_manifest import DEFAULT_CAPS, HeaderCaps, build_manifest
 
 MAX_FILE_SIZE = 2**63 - 1
 """The largest size a database BIGINT holds; no real file comes near it."""
@@ -86,9 +88,21 @@ def take_snapshot(
     blobs: BlobSource,
     *,
     header_limit: int = MAX_HEADER_BYTES,
+    caps: HeaderCaps = DEFAULT_CAPS,
     parse_cache: dict[tuple[str, str], Parsed] | None = None,
+    deadline: float | None = None,
 ) -> SnapshotResult:
-    """Snapshot ``revision``; ``previous`` is the last recorded snapshot of the repo, if any."""
+    """Snapshot ``revision``; ``previous`` is the last recorded snapshot of the repo, if any.
+
+    ``deadline`` (``time.monotonic()``) is the revision's time budget: a text
+    or header not fetched by then is left out and named in one ``incomplete``
+    finding, so a revision too big to fetch in time is recorded partial
+    instead of losing its lease and starting over forever.
+    """
+
+    def out_of_time() -> bool:
+        return deadline is not None and time.monotonic() > deadline
+
     listing = hub.files(revision.repo_id, revision.sha)
     files = tuple(_plausible(f) for f in listing.files)
     problems = _implausible(listing.files, previous)
@@ -96,9 +110,13 @@ def take_snapshot(
     known = blobs.known(f.content_key for f in wanted)
     fetched: dict[str, bytes] = {}
     texts: dict[str, str] = {}
+    late: list[str] = []
     for entry in wanted:
         key = entry.content_key
         if key not in known and key not in fetched:
+            if out_of_time():
+                late.append(entry.path)
+                continue
             rule = rule_for(entry.path)
             assert rule is not None  # _text_candidates kept only table paths
             try:
@@ -116,7 +134,19 @@ def take_snapshot(
 
     card = _card(texts, previous, load)
     card["gated"] = listing.gated
-    manifest = _manifest(hub, revision, files, texts, previous, load, header_limit)
+    manifest, late_headers = build_manifest(
+        hub,
+        revision,
+        files,
+        texts,
+        previous,
+        load,
+        header_limit=header_limit,
+        caps=caps,
+        out_of_time=out_of_time,
+    )
+    if late or late_headers:
+        problems.append(_incomplete(late, late_headers))
     snapshot = Snapshot(
         revision=revision,
         files=files,
@@ -180,6 +210,21 @@ def _text_candidates(files: Iterable[FileEntry]) -> tuple[list[FileEntry], list[
     return wanted, oversized
 
 
+def _incomplete(texts: list[str], headers: list[str]) -> Change:
+    paths = texts + headers
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    return Change(
+        "repo",
+        paths[0],
+        "incomplete",
+        None,
+        {"texts": texts, "headers": headers},
+        Severity.MODERATE,
+        f"the revision's time budget ran out before {len(texts)} file(s) and {len(headers)} "
+        f"safetensors header(s) were read, so changes inside them are not seen: {shown}",
+    )
+
+
 def _unreadable(path: str, exc: Exception) -> Change:
     return Change(
         "repo",
@@ -204,79 +249,6 @@ def _card(
         return parse_front_matter(load(key))
     except ValueError:
         return {}  # the differ reports README.md's parse_error from the text itself
-
-
-def _manifest(
-    hub: Hub,
-    revision: Revision,
-    files: tuple[FileEntry, ...],
-    texts: Mapping[str, str],
-    previous: Snapshot | None,
-    load: Callable[[str], bytes],
-    header_limit: int,
-) -> dict[str, Any] | None:
-    weight_map = _weight_map(texts, load)
-    shards = [f for f in files if suffix(f.path) == ".safetensors" and not is_unsafe_path(f.path)]
-    if not weight_map and not shards:
-        return None
-    old = dict(previous.manifest) if previous is not None and previous.manifest else {}
-    old_headers: Mapping[str, Any] = old.get("headers", {})
-    old_tensors: Mapping[str, Any] = old.get("tensors", {})
-    old_by_file: dict[str, dict[str, Any]] = {}
-    for name, tensor in old_tensors.items():
-        old_by_file.setdefault(tensor["file"], {})[name] = tensor
-    tensors: dict[str, Any] = {}
-    headers: dict[str, Any] = {}
-    for shard in shards:
-        before = old_headers.get(shard.path, {})
-        if before.get("content_key") == shard.content_key and not before.get("error"):
-            tensors.update(old_by_file.get(shard.path, {}))
-            headers[shard.path] = dict(before)
-            continue
-        try:
-            header = hub.safetensors_header(revision.repo_id, revision.sha, shard, header_limit)
-            tensors.update(_tensor_entries(shard.path, header))
-            headers[shard.path] = {"content_key": shard.content_key, "error": None}
-        except ArtifactError as exc:
-            headers[shard.path] = {"content_key": shard.content_key, "error": str(exc)}
-    return {"tensors": tensors, "weight_map": weight_map, "headers": headers}
-
-
-def _weight_map(texts: Mapping[str, str], load: Callable[[str], bytes]) -> dict[str, str]:
-    """tensor -> repo path of its shard, over every index file (shards relative to the index)."""
-    out: dict[str, str] = {}
-    for path, key in sorted(texts.items()):
-        kind = artifact_for(path)
-        if kind is None or kind.name != "weight_index":
-            continue
-        try:
-            document = parse_json(load(key))
-        except ArtifactParseError:
-            continue  # reported as the index file's parse_error
-        mapping = document.get("weight_map") if isinstance(document, dict) else None
-        if not isinstance(mapping, dict):
-            continue
-        folder = posixpath.dirname(path)
-        for tensor, shard in mapping.items():
-            if isinstance(shard, str):
-                out[str(tensor)] = posixpath.join(folder, shard) if folder else shard
-    return out
-
-
-def _tensor_entries(path: str, header: Mapping[str, Any]) -> dict[str, Any]:
-    entries: dict[str, Any] = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        dtype = info.get("dtype") if isinstance(info, dict) else None
-        shape = info.get("shape") if isinstance(info, dict) else None
-        valid_shape = isinstance(shape, list) and all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
-        )
-        if not isinstance(dtype, str) or not valid_shape:
-            raise ArtifactError(f"{path}: tensor {name!r} has no valid dtype and shape")
-        entries[name] = {"dtype": dtype, "shape": shape, "file": path}
-    return entries
 
 
 __all__ = ["BlobSource", "LazyBlobs", "SnapshotResult", "take_snapshot"]

@@ -4,7 +4,10 @@ A check costs one request when nothing moved (the head probe). When the head
 moved, the commit list is read, revisions the database lacks are processed
 oldest first, each committed in one transaction with its published rows and
 a renewal of the lease (the fence: a worker that lost its lease writes
-nothing). A failure stops the repo at the revision that failed, so later
+nothing). While a revision is prepared a heartbeat renews the lease
+(``tracker.heartbeat``); what is not fetched within the revision's budget
+is left out with a finding, so a huge revision is recorded partial instead
+of losing its lease and starting over forever. A failure stops the repo at the revision that failed, so later
 revisions are never diffed against the wrong predecessor, and the repo is
 retried with backoff. On shutdown a worker finishes the revision in hand and
 releases what it has not started.
@@ -28,6 +31,7 @@ from tracker.diff.revision import Parsed
 from tracker.discovery import HeadInfo, HeadProbe
 from tracker.errors import Gated, HubError, RepoGone
 from tracker.events import RepoEvent, history_checked, report, status_changed
+from tracker.heartbeat import Heartbeat
 from tracker.hub import Hub
 from tracker.metrics import DaemonMetrics
 from tracker.pollstate import (
@@ -52,6 +56,13 @@ class WorkerPolicy:
     interval_s: float = 3600.0
     max_backoff_s: float = 6 * 3600.0
     lease_s: float = 300.0
+    revision_budget_s: float | None = None
+    """How long one revision may take to fetch before what is left is skipped with a finding
+    (recorded partial rather than retried forever); None: four leases (20 minutes by default)."""
+
+    @property
+    def budget_s(self) -> float:
+        return 4 * self.lease_s if self.revision_budget_s is None else self.revision_budget_s
 
 
 class Stopping(Exception):
@@ -183,7 +194,15 @@ class Worker:
     def _record(
         self, claim: Claim, revision: Revision, cache: dict[tuple[str, str], Parsed]
     ) -> None:
-        prepared = prepare(self.database, self.hub, revision, cache)
+        deadline = time.monotonic() + self.policy.budget_s
+        with Heartbeat(
+            self.database,
+            claim,
+            lease_s=self.policy.lease_s,
+            until=deadline + self.policy.lease_s,
+            clock=self.clock,
+        ):
+            prepared = prepare(self.database, self.hub, revision, cache, deadline=deadline)
         if prepared is None:
             return
 

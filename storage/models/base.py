@@ -1,4 +1,4 @@
-"""Declarative base and the two column types that behave the same on SQLite and PostgreSQL.
+"""Declarative base and the column types that behave the same on SQLite and PostgreSQL.
 
 Why custom types: SQLite has no time zones. ``UTCDateTime`` stores UTC and
 always hands back an aware UTC datetime, so a value read back compares equal
@@ -6,6 +6,7 @@ to the value written on either backend. ``Json`` is PostgreSQL's ``json``,
 not ``jsonb``, on purpose: jsonb reorders object keys, and the order of a
 manifest's tensors or a plan's cards is part of what the tracker recorded.
 Nothing queries inside these columns, so jsonb's indexing would buy nothing.
+``StorableText`` holds text quoted from upstream whatever characters it has.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, MetaData
+from sqlalchemy import JSON, DateTime, MetaData, Text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from storage.values import storable_text
 
 # Deterministic constraint names, so migrations can name what they drop on both backends.
 NAMING_CONVENTION = {
@@ -29,6 +32,21 @@ NAMING_CONVENTION = {
 
 Json: TypeEngine[Any] = JSON()
 """A JSON column that keeps key order on both backends."""
+
+
+class StorableText(TypeDecorator[str]):
+    """Text that quotes upstream (a commit title, a path, a message): NUL and lone surrogates
+    are written, and read back from older rows, as U+FFFD (``storage.values``), so one hostile
+    character can neither fail a write nor a reader."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return None if value is None else storable_text(value)
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> str | None:
+        return None if value is None else storable_text(value)
 
 
 class UTCDateTime(TypeDecorator[datetime]):

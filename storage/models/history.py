@@ -19,16 +19,14 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
-    Text,
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from storage.models.base import Base, Json, UTCDateTime
+from storage.models.base import Base, Json, StorableText, UTCDateTime
 
 REPO_ID_LENGTH = 200
 SHA_LENGTH = 64
-PATH_LENGTH = 1024
 
 
 class RepoRow(Base):
@@ -53,6 +51,7 @@ class RevisionRow(Base):
     __table_args__ = (
         UniqueConstraint("repo_pk", "sha"),
         Index("ix_revisions_repo_pk_date", "repo_pk", "date"),
+        Index("ix_revisions_repo_pk_position", "repo_pk", "position"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -60,8 +59,11 @@ class RevisionRow(Base):
     sha: Mapped[str] = mapped_column(String(SHA_LENGTH))
     parents: Mapped[list[str]] = mapped_column(Json)
     date: Mapped[datetime] = mapped_column(UTCDateTime)
-    title: Mapped[str] = mapped_column(Text)
-    author: Mapped[str | None] = mapped_column(String(REPO_ID_LENGTH))
+    title: Mapped[str] = mapped_column(StorableText)
+    author: Mapped[str | None] = mapped_column(StorableText)
+    position: Mapped[int | None] = mapped_column(Integer)
+    """Place on main's parent chain (its parent's plus one): what "newest" means, not ``date``,
+    which the pusher's clock wrote. None only for rows from before migration 0004."""
     processed_at: Mapped[datetime] = mapped_column(UTCDateTime)
     on_main: Mapped[bool] = mapped_column(Boolean, default=True)
     off_main_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -69,12 +71,14 @@ class RevisionRow(Base):
 
 class RevisionFileRow(Base):
     __tablename__ = "revision_files"
-    __table_args__ = (UniqueConstraint("revision_pk", "path"),)
+    # Paths have any length (git sets none), too long for a btree key: storage keeps them
+    # distinct per revision itself (history._validate), the database keeps the order unique.
+    __table_args__ = (UniqueConstraint("revision_pk", "ordinal"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     revision_pk: Mapped[int] = mapped_column(ForeignKey("revisions.id", ondelete="CASCADE"))
     ordinal: Mapped[int] = mapped_column(Integer)
-    path: Mapped[str] = mapped_column(String(PATH_LENGTH))
+    path: Mapped[str] = mapped_column(StorableText)
     size: Mapped[int] = mapped_column(BigInteger)
     blob_id: Mapped[str] = mapped_column(String(SHA_LENGTH))
     lfs_sha256: Mapped[str | None] = mapped_column(String(SHA_LENGTH))
@@ -104,6 +108,9 @@ class SnapshotRow(Base):
     texts: Mapped[dict[str, str]] = mapped_column(Json)
     oversized: Mapped[list[str]] = mapped_column(Json)
     manifest: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    """The weight manifest inline: rows from before migration 0004 only."""
+    manifest_key: Mapped[str | None] = mapped_column(String(SHA_LENGTH), index=True)
+    """The manifest's blob (sha256 of its JSON): stored once however many revisions share it."""
     card: Mapped[dict[str, Any]] = mapped_column(Json)
 
 
@@ -115,12 +122,12 @@ class ChangeRow(Base):
     revision_pk: Mapped[int] = mapped_column(ForeignKey("revisions.id", ondelete="CASCADE"))
     ordinal: Mapped[int] = mapped_column(Integer)
     artifact: Mapped[str] = mapped_column(String(64), index=True)
-    path: Mapped[str] = mapped_column(String(PATH_LENGTH))
+    path: Mapped[str] = mapped_column(StorableText)
     kind: Mapped[str] = mapped_column(String(64))
     old: Mapped[Any] = mapped_column(Json)
     new: Mapped[Any] = mapped_column(Json)
     severity: Mapped[int] = mapped_column(Integer, index=True)
-    message: Mapped[str] = mapped_column(Text)
+    message: Mapped[str] = mapped_column(StorableText)
 
 
 class EstimateRow(Base):

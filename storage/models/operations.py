@@ -10,10 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text
+from sqlalchemy import ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from storage.models.base import Base, Json, UTCDateTime
+from storage.models.base import Base, Json, StorableText, UTCDateTime
 from storage.models.history import REPO_ID_LENGTH, SHA_LENGTH
 
 
@@ -26,7 +26,7 @@ class PollStateRow(Base):
     )
     next_check_at: Mapped[datetime] = mapped_column(UTCDateTime)
     failures: Mapped[int] = mapped_column(Integer, default=0)
-    last_error: Mapped[str | None] = mapped_column(Text)
+    last_error: Mapped[str | None] = mapped_column(StorableText)
     last_checked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_seen_sha: Mapped[str | None] = mapped_column(String(SHA_LENGTH))
     last_modified: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from storage.models.base import Base, Json, UTCDateTime
+from storage.models.base import Base, Json, StorableText, UTCDateTime
 from storage.models.history import REPO_ID_LENGTH, SHA_LENGTH
 
 ADVISORY_ID_LENGTH = 128
@@ -50,7 +50,7 @@ class AdvisoryRow(Base):
     published: Mapped[datetime] = mapped_column(UTCDateTime)
     modified: Mapped[datetime] = mapped_column(UTCDateTime)
     withdrawn: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    summary: Mapped[str] = mapped_column(Text)
+    summary: Mapped[str] = mapped_column(StorableText)
     severity: Mapped[int] = mapped_column(Integer)
     osv: Mapped[dict[str, Any]] = mapped_column(Json)
 

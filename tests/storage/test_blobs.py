@@ -17,7 +17,7 @@ from storage import (
     put_blob,
     record_revision,
 )
-from storage.models import BlobRow
+from storage.models import BlobRow, SnapshotRow
 from tests.storage.builders import git_blob_id, revision, snapshot
 
 REPO = "Qwen/Qwen2.5-0.5B"
@@ -38,13 +38,15 @@ def test_a_file_shared_by_ten_revisions_is_stored_once(database: Database) -> No
                 put_blob(session, git_blob_id(data), data)
             assert record_revision(session, snap, [], None)
     with database.read_session() as session:
-        rows = session.scalar(select(func.count()).select_from(BlobRow))
+        manifest_keys = set(session.scalars(select(SnapshotRow.manifest_key)))
+        texts = BlobRow.content_key.not_in([k for k in manifest_keys if k is not None])
+        rows = session.scalar(select(func.count()).select_from(BlobRow).where(texts))
         config_rows = session.scalar(
             select(func.count()).where(BlobRow.content_key == git_blob_id(config))
         )
-        total = session.scalar(select(func.sum(BlobRow.size)))
-    # one config blob plus ten distinct generation configs
-    assert (rows, config_rows) == (11, 1)
+        total = session.scalar(select(func.sum(BlobRow.size)).where(texts))
+    # one config blob plus ten distinct generation configs; the one manifest they share
+    assert (rows, config_rows, len(manifest_keys)) == (11, 1, 1)
     generation_bytes = sum(
         len(json.dumps({"eos_token_id": 151643 + i}).encode()) for i in range(10)
     )

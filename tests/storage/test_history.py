@@ -136,11 +136,17 @@ def test_nul_in_a_change_is_stored_as_replacement_character_on_every_backend(
     )
 
 
-def test_nul_character_in_a_snapshot_is_refused_on_every_backend(database: Database) -> None:
+def test_nul_character_in_a_snapshot_is_recorded_as_the_replacement_character(
+    database: Database,
+) -> None:
     bad = snapshot(revision(REPO, 0), {}, card={"license": "a\x00b"})
-    with pytest.raises(InvalidRecord, match="NUL"), database.session() as session:
-        record_revision(session, bad, [], None)
-    assert _count(database, RevisionRow) == 0
+    with database.session() as session:
+        assert record_revision(session, bad, [], None)
+    with database.read_session() as session:
+        assert snapshot_at(session, REPO, bad.revision.sha).card["license"] == "a\ufffdb"
+        [finding] = changes_of(session, REPO, bad.revision.sha)
+    assert (finding.artifact, finding.kind) == ("repo", "unstorable_text")
+    assert finding.new == {"repaired": ["model card"], "dropped_paths": []}
 
 
 def test_text_missing_from_the_blob_store_is_refused(database: Database) -> None:

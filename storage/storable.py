@@ -1,0 +1,105 @@
+"""A revision made storable whole: what upstream wrote that no backend holds is repaired, and said.
+
+Upstream may commit any text JSON, YAML and git accept: a lone surrogate
+escape (``"\\ud800"``) as a config key or a card's license, a NUL in front
+matter or a commit title. Refusing such a revision refused it on every retry,
+and the worker (rightly) never diffs a later revision against the wrong
+predecessor, so one commit hid every later one. Here every text that enters
+storage with a revision is repaired (``storage.values.storable_text``: each
+such character becomes U+FFFD), and the revision carries one finding naming
+what was repaired, so a reader knows the record is not byte-for-byte
+upstream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from storage.records import Change, FileEntry, JsonValue, Severity, Snapshot
+from storage.values import holds_unstorable, storable_text
+
+UNSTORABLE_KIND = "unstorable_text"
+"""The ``Change.kind`` of the finding a repaired revision carries (artifact ``repo``)."""
+
+
+def storable_revision(
+    snapshot: Snapshot, plan_json: Mapping[str, JsonValue] | None
+) -> tuple[Snapshot, dict[str, JsonValue] | None, Change | None]:
+    """``snapshot`` and ``plan_json`` with every unstorable character replaced; the finding, if any.
+
+    Clean revisions (all but hostile ones) come back as they were: the check
+    is one C-speed pass per field.
+    """
+    revision = snapshot.revision
+    repaired: list[str] = []
+
+    def clean(value: Any, what: str) -> Any:
+        if not holds_unstorable(value):
+            return value
+        repaired.append(what)
+        return storable_text(value)
+
+    title = clean(revision.title, "commit title")
+    author = clean(revision.author, "commit author")
+    files, dropped = _storable_files(snapshot.files, clean)
+    texts = clean(dict(snapshot.texts), "text file names")
+    oversized = clean(list(snapshot.oversized), "oversized file names")
+    manifest = clean(snapshot.manifest, "weight manifest")
+    card = clean(dict(snapshot.card), "model card")
+    plan = clean(None if plan_json is None else dict(plan_json), "estimate")
+    if not repaired:
+        return snapshot, None if plan_json is None else dict(plan_json), None
+    stored = Snapshot(
+        revision=replace(revision, title=title, author=author),
+        files=files,
+        texts=texts,
+        oversized=tuple(oversized),
+        manifest=manifest,
+        card=card,
+    )
+    return stored, plan, _finding(repaired, dropped)
+
+
+def _storable_files(
+    files: Sequence[FileEntry], clean: Any
+) -> tuple[tuple[FileEntry, ...], list[str]]:
+    """The file list with paths repaired; paths that became another's twin are dropped."""
+    paths = clean([entry.path for entry in files], "file paths")
+    if paths == [entry.path for entry in files]:
+        return tuple(files), []
+    kept: list[FileEntry] = []
+    seen: set[str] = set()
+    dropped: list[str] = []
+    for entry, path in zip(files, paths, strict=True):
+        if path in seen:
+            dropped.append(path)
+            continue
+        seen.add(path)
+        kept.append(replace(entry, path=path))
+    return tuple(kept), dropped
+
+
+def _finding(repaired: list[str], dropped: list[str]) -> Change:
+    message = (
+        f"upstream text no database can store (NUL or a lone surrogate escape such as "
+        f'"\\ud800") was recorded with each such character as U+FFFD, in: {", ".join(repaired)}'
+    )
+    if dropped:
+        message += (
+            f"; {len(dropped)} file path(s) became identical to another once repaired and are "
+            "not listed"
+        )
+    return Change(
+        "repo",
+        "",
+        UNSTORABLE_KIND,
+        None,
+        {"repaired": repaired, "dropped_paths": dropped},
+        Severity.LOW,
+        message,
+    )
+
+
+__all__ = ["UNSTORABLE_KIND", "storable_revision"]
