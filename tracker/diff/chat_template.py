@@ -10,7 +10,13 @@ off and on), and each change is classified by what a user of the template sees:
 - a shape the new template refuses by design (``raise_exception``, MODERATE:
   callers that pass it now get an error) or accepts again (LOW);
 - a shape that no longer renders at all (HIGH);
-- a reformatted template that renders every probe the same (INFO).
+- a reformatted template that renders every probe the same (INFO); a template
+  whose text is unchanged (only a special token it reads changed) and that
+  renders every probe the same is no change of its own.
+
+The first differing prompt is shown aligned on its first difference
+(``tracker.diff.shapes.excerpt``): what both prompts share just before it,
+what was removed, inserted or replaced there, and what follows.
 
 A template added at a revision says which shapes it refuses, ignores or cannot
 render; refusing a system message on purpose is not a failure to render. A
@@ -23,6 +29,7 @@ import json
 from collections.abc import Mapping
 
 from storage.records import Change, Severity
+from tracker.diff.shapes import MAX_LINE_CHARS, excerpt
 from tracker.diff.template_probes import (
     LIMITED,
     Probe,
@@ -36,7 +43,8 @@ from tracker.diff.template_probes import (
 )
 
 ARTIFACT = "chat_template"
-CONTEXT_CHARS = 60
+MIN_EXCERPT_CHARS = 120
+"""The least of the two prompts a rendering line quotes, however long its lead."""
 ACCEPTED = (Support.RENDERS, Support.IGNORES)
 """Shapes a caller can pass without an error."""
 _BEFORE = {Support.REFUSES: "refused by design", Support.FAILS: "failed to render"}
@@ -144,7 +152,7 @@ def _compared(
     suffix = _generation_prompt_change(path, label, before, after)
     if suffix is not None:
         changes.append(suffix)
-    if not changes:
+    if not changes and old != new:  # same text, other tokens: the token lines say it
         changes.append(
             Change(
                 ARTIFACT,
@@ -227,6 +235,11 @@ def _rendering_change(
         notes += f"; now uses {', '.join(uses)}, which it ignored before"
     if drops:
         notes += f"; now drops {', '.join(drops)}"
+    said = (
+        f"{label} renders {len(differing)} of {len(after)} probe prompts differently "
+        f"({', '.join(touched)}){notes}; first {first}: "
+    )
+    room = max(MIN_EXCERPT_CHARS, MAX_LINE_CHARS - len(said))
     return Change(
         ARTIFACT,
         path,
@@ -234,9 +247,7 @@ def _rendering_change(
         {k: before[k].text for k in differing},
         {k: after[k].text for k in differing},
         Severity.HIGH,
-        f"{label} renders {len(differing)} of {len(after)} probe prompts differently "
-        f"({', '.join(touched)}){notes}; first {first}: "
-        f"{_excerpt(before[first].text or '', after[first].text or '')}",
+        said + excerpt(before[first].text or "", after[first].text or "", room),
     )
 
 
@@ -267,19 +278,6 @@ def _suffixes(rendered: Mapping[str, Rendering]) -> str | None:
     if not on.text.startswith(off.text):
         return None
     return on.text[len(off.text) :]
-
-
-def _excerpt(old: str, new: str) -> str:
-    """Both prompts around their first difference, JSON-quoted so whitespace shows."""
-    start = next(
-        (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
-        min(len(old), len(new)),
-    )
-    lo = max(0, start - CONTEXT_CHARS // 2)
-    return (
-        f"{json.dumps(old[lo : start + CONTEXT_CHARS])} -> "
-        f"{json.dumps(new[lo : start + CONTEXT_CHARS])}"
-    )
 
 
 __all__ = ["LIMITED", "Probe", "Rendering", "diff_chat_templates", "render_probes"]

@@ -17,6 +17,22 @@ from tracker.artifacts import Differ, Side
 
 UNSET = "(unset)"
 MAX_VALUE_CHARS = 120
+PLAUSIBLE_BYTES = 2**50
+"""1 PiB: more than any file or index honestly declares; a size above it (or below 0) is a
+finding about whoever declared it, never a quantity to add or subtract."""
+
+
+def plausible_size(value: object) -> bool:
+    """Whether a declared byte count can be taken as one (an int from 0 to 1 PiB)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= PLAUSIBLE_BYTES
+
+
+def shown_bytes(value: object) -> str:
+    """A declared byte count as a line shows it: grouped digits, or in powers of ten when
+    it is implausibly long (a 72-digit total would fill the line)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}" if abs(value) <= PLAUSIBLE_BYTES else f"{float(value):.3g}"
+    return format_value(value)
 
 
 @dataclass(frozen=True)
@@ -116,6 +132,7 @@ def change_json(change: Change, *, values: bool = True) -> dict[str, Any]:
 
 
 __all__ = [
+    "PLAUSIBLE_BYTES",
     "UNSET",
     "DiffContext",
     "FileDiffer",
@@ -124,4 +141,6 @@ __all__ = [
     "format_value",
     "parse_error",
     "per_file",
+    "plausible_size",
+    "shown_bytes",
 ]

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 
 from storage.records import Change, FileEntry, Severity, Snapshot
 from tracker.artifacts import Side
+from tracker.diff.common import plausible_size, shown_bytes
 
 ARTIFACT_CODE = "code"
 ARTIFACT_WEIGHTS = "weights"
@@ -60,9 +61,9 @@ def diff_files(old: Sequence[FileEntry], new: Sequence[FileEntry]) -> list[Chang
     return changes
 
 
-def _names(paths: Sequence[str]) -> str:
-    shown = ", ".join(paths[:5])
-    return shown + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+def _names(paths: Sequence[str], shown: int = 5) -> str:
+    listed = ", ".join(paths[:shown])
+    return listed + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
 
 
 def _unsafe(before: Mapping[str, FileEntry], after: Mapping[str, FileEntry]) -> list[Change]:
@@ -180,7 +181,6 @@ def _weights_rewritten(
     )
     if not changed:
         return []
-    delta = sum(after[p].size - before[p].size for p in changed)
     return [
         Change(
             ARTIFACT_WEIGHTS,
@@ -189,10 +189,26 @@ def _weights_rewritten(
             {p: before[p].size for p in changed[:MAX_NAMES]},
             {p: after[p].size for p in changed[:MAX_NAMES]},
             Severity.MODERATE,
-            f"{len(changed)} weight files have new content ({_names(changed)}); "
-            f"total size {delta:+,} bytes: outputs may differ from the pinned revision",
+            f"{len(changed)} weight files have new content ({_names(changed, 2)}); "
+            f"{_size_delta(changed, before, after)}: outputs may differ from the pinned revision",
         )
     ]
+
+
+def _size_delta(
+    changed: Sequence[str], before: Mapping[str, FileEntry], after: Mapping[str, FileEntry]
+) -> str:
+    """The files' total size change, unless a side declared a size no file has: then that
+    is what the line says (a delta from it would be a nonsense number of bytes)."""
+    for side, files in (("previous", before), ("new", after)):
+        odd = [p for p in changed if not plausible_size(files[p].size)]
+        if odd:
+            return (
+                f"sizes not compared: the {side} revision lists {len(odd)} at an implausible "
+                f"size ({shown_bytes(files[odd[0]].size)} bytes for {odd[0]})"
+            )
+    delta = sum(after[p].size - before[p].size for p in changed)
+    return f"total size {delta:+,} bytes"
 
 
 def diff_repo(kind: str, old: Side | None, new: Side) -> list[Change]:

@@ -22,14 +22,19 @@ from deepdiff import DeepDiff
 
 from storage.records import Change, Severity
 from tracker.artifacts import Side
-from tracker.diff.common import UNSET, DiffContext, format_value
+from tracker.diff.common import DiffContext, format_value
+from tracker.diff.shapes import MAX_LINE_CHARS, MISSING, describe
 from tracker.diff.special_tokens import token_context
 from tracker.diff.wording import EXPLAINERS
 
 PathKey = tuple[str | int, ...]
-_MISSING = object()
+_MISSING = MISSING
 MAX_ENTRIES_PER_PARENT = 20
 """More untabled changes than this under one parent collapse into one summary change."""
+MIN_VALUE_BUDGET = 40
+FIELD_IN_SUMMARY_CHARS = 120
+"""About how long each field of a file that came or went is, in the file's one line."""
+SHOWN_NAMES = 3
 
 
 @dataclass(frozen=True)
@@ -72,21 +77,35 @@ def _load_table() -> dict[str, Any]:
 
 
 def diff_json(
-    artifact: str, path: str, old: Any, new: Any, context: DiffContext | None = None
+    artifact: str,
+    path: str,
+    old: Any,
+    new: Any,
+    context: DiffContext | None = None,
+    budget: int = MAX_LINE_CHARS,
 ) -> list[Change]:
-    """Changes between two parsed JSON documents of the same artifact kind."""
+    """Changes between two parsed JSON documents of the same artifact kind, each message
+    within ``budget`` characters where its values allow."""
     context = context or DiffContext()
     rules = rules_for(artifact)
     old_doc, new_doc = _without(old, rules.skip), _without(new, rules.skip)
     units = _changed_units(old_doc, new_doc, rules)
     changes: list[Change] = []
+    retyped: list[tuple[PathKey, Change]] = []
     for parent, group in _group_by_parent(units, rules).items():
         if parent is not None and len(group) > MAX_ENTRIES_PER_PARENT:
             changes.append(_summary(artifact, path, parent, group, old_doc, new_doc, rules))
             continue
         for unit in group:
-            changes.append(_change(artifact, path, unit, old_doc, new_doc, rules, context))
-    return changes
+            change = _change(artifact, path, unit, old_doc, new_doc, rules, context, budget)
+            if change.kind == "modified" and _same_number(change.old, change.new):
+                retyped.append((unit, change))
+            else:
+                changes.append(change)
+    # two or more numbers that only changed JSON type are one line
+    if len(retyped) > 1:
+        return [*changes, _retyped(artifact, path, retyped)]
+    return changes + [c for _, c in retyped]
 
 
 def _without(doc: Any, skip: frozenset[str]) -> Any:
@@ -197,6 +216,7 @@ def _change(
     new_doc: Any,
     rules: ArtifactRules,
     context: DiffContext,
+    limit: int,
 ) -> Change:
     old, new = _get(old_doc, unit), _get(new_doc, unit)
     kind = "added" if old is _MISSING else "removed" if new is _MISSING else "modified"
@@ -209,18 +229,54 @@ def _change(
     if old_v is None and new_v is None:  # null <-> unset: loaders read both as the default
         severity, why = Severity.INFO, "written as null instead of unset (or back): no change"
     elif _same_number(old_v, new_v):
-        severity, why = Severity.INFO, "the same number, written as another JSON type"
+        severity, why = Severity.INFO, f"the same value, now {_number_type(new_v)}"
     elif rule and rule.explain:
         wording = EXPLAINERS[rule.explain](old_v, new_v, severity, why, context)
         severity, why, what = wording.severity, wording.why, wording.what
-    if what is None:
-        shown_old = UNSET if old is _MISSING else format_value(old)
-        shown_new = UNSET if new is _MISSING else format_value(new)
-        what = f"{shown_old} -> {shown_new}"
-    message = f"{dotted(unit)} {what}"
-    if why:
-        message += f": {why}"
-    return Change(artifact, path, kind, old_v, new_v, severity, f"{path}: {message}")
+    name = dotted(unit)
+    lead = f"{path}: "
+    tail = f": {why}" if why else ""
+    budget = max(2 * MIN_VALUE_BUDGET, limit - len(lead) - len(tail) - len(name) - 2)
+    text = describe(name, old, new, budget) if what is None else f"{name} {what}"
+    return Change(artifact, path, kind, old_v, new_v, severity, f"{lead}{text}{tail}")
+
+
+def _number_type(value: Any) -> str:
+    return "a float" if isinstance(value, float) else "an integer"
+
+
+def _retyped(artifact: str, path: str, found: list[tuple[PathKey, Change]]) -> Change:
+    """Numbers written as another JSON type (``5`` -> ``5.0``), all in one line: their
+    values are the same, so one line says so; the change holds each at its key path."""
+    old: dict[str, Any] = {}
+    new: dict[str, Any] = {}
+    for unit, change in found:
+        _put(old, unit, change.old)
+        _put(new, unit, change.new)
+    names = [dotted(unit) for unit, _ in found]
+    shown = ", ".join(names[:SHOWN_NAMES])
+    more = f" and {len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else ""
+    kinds = {"floats" if isinstance(c.new, float) else "integers" for _, c in found}
+    now = f"now {kinds.pop()}" if len(kinds) == 1 else "now written as other number types"
+    first = found[0][1]
+    return Change(
+        artifact,
+        path,
+        "retyped",
+        old,
+        new,
+        Severity.INFO,
+        f"{path}: {shown}{more}: the same values, {now} "
+        f"(e.g. {format_value(first.old)} -> {format_value(first.new)})",
+    )
+
+
+def _put(into: dict[str, Any], unit: PathKey, value: Any) -> None:
+    """``value`` at ``unit``'s key path (list indices as keys: a retyped number in a list
+    is rare, and the path still names it)."""
+    for part in unit[:-1]:
+        into = into.setdefault(str(part), {})
+    into[str(unit[-1])] = value
 
 
 def _summary(
@@ -258,8 +314,14 @@ def diff_json_file(
     classes rewrite nested dicts in place), and a change must keep the values as written.
     """
     old, new = copy.deepcopy(old), copy.deepcopy(new)
+    whole = old is None or new is None  # its fields are summed up in one line: keep each short
     found = diff_json(
-        kind, path, {} if old is None else old, {} if new is None else new, token_context(*sides)
+        kind,
+        path,
+        {} if old is None else old,
+        {} if new is None else new,
+        token_context(*sides),
+        FIELD_IN_SUMMARY_CHARS if whole else MAX_LINE_CHARS,
     )
     if old is not None and new is not None:
         return found
@@ -271,11 +333,21 @@ def diff_json_file(
 
 
 def _file_change(artifact: str, path: str, kind: str, found: list[Change]) -> Change:
-    """A file that appeared or vanished: one change, as severe as the fields it brings."""
+    """A file that appeared or vanished: one change, as severe as the fields it brings,
+    naming the most severe of them (up to three, within the line's length)."""
     severity = max((c.severity for c in found), default=Severity.LOW)
     notable = [c for c in found if c.severity >= Severity.MODERATE]
     notable.sort(key=lambda c: -int(c.severity))
-    fields = "; ".join(c.message.removeprefix(f"{path}: ") for c in notable[:3])
+    head = f"{path} {kind}"
+    fields: list[str] = []
+    for change in notable[:SHOWN_NAMES]:
+        field = change.message.removeprefix(f"{path}: ")
+        used = len(head) + 2 + sum(len(f) + 2 for f in fields) + len(field)
+        if used + len("; and 3 more") > MAX_LINE_CHARS:
+            break
+        fields.append(field)
+    left = len(notable[:SHOWN_NAMES]) - len(fields)
+    more = f"; and {left} more" if left and fields else ""
     return Change(
         artifact,
         path,
@@ -283,7 +355,7 @@ def _file_change(artifact: str, path: str, kind: str, found: list[Change]) -> Ch
         None,
         None,
         severity,
-        f"{path} {kind}" + (f": {fields}" if fields else ""),
+        head + (f": {'; '.join(fields)}{more}" if fields else ""),
     )
 
 

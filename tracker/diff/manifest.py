@@ -8,7 +8,11 @@ A manifest is JSON (it is stored as the snapshot's ``manifest``)::
 
 The differ names tensors added, removed, reshaped or recast, the change in
 total scalars, shards the weight map newly names, shards it names that the
-revision does not have, and headers that could not be read. The weight map's
+revision does not have, and headers that could not be read. Tensors are only
+"removed" when every safetensors file of the new revision was read: a header
+that could not be read makes the weights not readable at this revision (one
+line, nothing compared), and a revision with no safetensors file left is one
+line saying so, not three (format, tensors, scalars). The weight map's
 own entries (tensors moved to another shard, names gained or lost) are named
 per index file, as written, by ``tracker.diff.weight_index``.
 """
@@ -38,9 +42,15 @@ def diff_manifests(
 ) -> list[Change]:
     """Changes between two manifests; ``new_paths`` are the files of the new revision."""
     old, new = old or {}, new or {}
-    changes = _header_errors(old, new)
-    changes += _tensors(old.get("tensors", {}), new.get("tensors", {}))
-    changes += _shards(old.get("weight_map", {}), new.get("weight_map", {}), new_paths)
+    unread = {s: i["error"] for s, i in sorted(new.get("headers", {}).items()) if i.get("error")}
+    old_tensors, new_tensors = old.get("tensors", {}), new.get("tensors", {})
+    gone = sorted(set(old_tensors) - set(new_tensors))
+    changes = _shards(old.get("weight_map", {}), new.get("weight_map", {}), new_paths)
+    if gone and (unread or not new.get("headers")):
+        # the old tensors are not known to be removed: either a header could not be read,
+        # or no safetensors file is left to hold them (the file list says which files went)
+        return [_not_compared(old_tensors, gone, unread), *changes]
+    changes = _header_errors(old, new) + _tensors(old_tensors, new_tensors) + changes
     before, after = total_scalars(old), total_scalars(new)
     if old.get("tensors") and before != after:
         changes.append(
@@ -55,6 +65,38 @@ def diff_manifests(
             )
         )
     return changes
+
+
+def _not_compared(
+    old_tensors: Mapping[str, Any], gone: list[str], unread: Mapping[str, str]
+) -> Change:
+    """Tensors of the previous revision that this one cannot be compared on."""
+    files = sorted({old_tensors[n]["file"] for n in gone})
+    scalars = sum(math.prod(old_tensors[n]["shape"]) for n in gone)
+    held = f"{len(gone)} tensors ({scalars:,} scalars) of {_names(files)}"
+    if unread:
+        shard, error = next(iter(unread.items()))
+        more = f" and {len(unread) - 1} more files" if len(unread) > 1 else ""
+        return Change(
+            ARTIFACT,
+            shard,
+            "weights_unreadable",
+            gone[:MAX_NAMES],
+            unread,
+            Severity.HIGH,
+            f"weights not readable at this revision ({shard}{more}: header not read: "
+            f"{error}); the previous revision's {held} are not compared",
+        )
+    return Change(
+        ARTIFACT,
+        files[0],
+        "tensors_removed",
+        gone[:MAX_NAMES],
+        None,
+        Severity.HIGH,
+        f"no safetensors weights at this revision: the previous revision's {held} are gone "
+        "with their files",
+    )
 
 
 def _names(names: list[str]) -> str:

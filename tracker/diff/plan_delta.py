@@ -37,8 +37,17 @@ def diff_plans(
 def change_of(entry: DeltaEntry) -> Change:
     """One delta entry as a stored change (both values, the entry's own sentence)."""
     return Change(
-        ARTIFACT, PATH, entry.kind, entry.old, entry.new, SEVERITIES[entry.severity], entry.message
+        ARTIFACT, PATH, entry.kind, entry.old, entry.new, SEVERITIES[entry.severity], _said(entry)
     )
+
+
+def _said(entry: DeltaEntry) -> str:
+    """The entry's sentence; a byte move too small to show in GiB (``19.92 GiB -> 19.92
+    GiB``) is said in bytes, so the two sides of a line never read the same."""
+    shown = entry.shown(entry.new)
+    if entry.unit != "bytes" or entry.shown(entry.old) != shown:
+        return entry.message
+    return f"{entry.what} {entry.old:,} -> {entry.new:,} bytes ({shown} either way)"
 
 
 __all__ = ["ARTIFACT", "change_of", "diff_plans"]

@@ -21,10 +21,11 @@ stops attribute escapes and mutation. On top of it:
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from types import BuiltinMethodType, FrameType, MethodType
 from typing import Any
@@ -198,8 +199,24 @@ class TemplateRefusal(RenderError, jinja2.exceptions.TemplateError):
     """
 
 
-def _raise_exception(message: str) -> None:
+def raise_exception(message: str) -> None:
+    """The template global of that name (as transformers names it, for its repr too)."""
     raise TemplateRefusal(message)
+
+
+_ADDRESS = re.compile(r"(<[^<>\n]{1,200}?) at 0x[0-9a-fA-F]{4,16}>")
+
+
+def without_addresses(text: str) -> str:
+    """``<function raise_exception at 0x7f...>`` as ``<function raise_exception>``.
+
+    A template that prints an object (a global, a bound method) prints its default
+    repr, which holds the worker's memory address: that would publish a detail of our
+    process and make two renders of one template differ. The address is dropped
+    wherever it appears in a prompt or an error (``{{ x }}``, ``~``, ``|string``, a
+    container printed whole), so the same template renders the same text everywhere.
+    """
+    return _ADDRESS.sub(r"\1>", text)
 
 
 def _finalize(value: Any) -> Any:
@@ -217,7 +234,7 @@ def make_environment(now: datetime) -> jinja2.Environment:
         finalize=_finalize,
     )
     env.filters.update(limited_filters())
-    env.globals["raise_exception"] = _raise_exception
+    env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = now.strftime
     env.globals["lipsum"] = lipsum
     return env
@@ -249,7 +266,8 @@ def render_prompts(
             outcomes.append(timed_out)
             continue
         try:
-            outcomes.append(ProbeOutcome(_render(template, variables, deadline, seconds)))
+            text = _render(template, variables, deadline, seconds)
+            outcomes.append(ProbeOutcome(without_addresses(text)))
         except RenderTimeout as exc:
             timed_out = _failure(exc)
             outcomes.append(timed_out)
@@ -259,6 +277,13 @@ def render_prompts(
 
 
 def _failure(exc: BaseException) -> ProbeOutcome:
+    outcome = _described(exc)
+    if outcome.error is None:
+        return outcome
+    return replace(outcome, error=without_addresses(outcome.error))
+
+
+def _described(exc: BaseException) -> ProbeOutcome:
     if isinstance(exc, RenderLimit):
         return ProbeOutcome(None, str(exc), limited=True)
     if isinstance(exc, RecursionError):
@@ -311,5 +336,7 @@ __all__ = [
     "RenderTimeout",
     "TemplateRefusal",
     "make_environment",
+    "raise_exception",
     "render_prompts",
+    "without_addresses",
 ]

@@ -34,7 +34,6 @@ from tracker.diff.common import DiffContext, format_value
 from tracker.diff.token_listings import (
     FLAGS,
     AddedToken,
-    ids_of,
     listing,
     listings,
     merge_listing,
@@ -94,11 +93,15 @@ def diff_special_tokens(kind: str, old: Side | None, new: Side) -> list[Change]:
     renamed, added, removed = _renames(added, removed)
     changes = shifts
     changes += _capped("special_token_renamed", renamed)
-    changes += _capped("special_token_added", [_added(t) for t in sorted(added, key=_by_id)])
-    changes += _capped("special_token_removed", [_removed(t) for t in sorted(removed, key=_by_id)])
-    changes += _capped("special_token_moved", [_moved(a, b) for a, b in moved])
+    changes += _capped(
+        "special_token_added", [(t.id, _added(t)) for t in sorted(added, key=_by_id)]
+    )
+    changes += _capped(
+        "special_token_removed", [(t.id, _removed(t)) for t in sorted(removed, key=_by_id)]
+    )
+    changes += _capped("special_token_moved", [(b.id, _moved(a, b)) for a, b in moved])
     flagged = [
-        change
+        (after[text].id, change)
         for text in sorted(set(before) & set(after), key=lambda t: after[t].id)
         if (change := _flag_change(before[text], after[text])) is not None
     ]
@@ -159,21 +162,24 @@ def _moved(before: AddedToken, after: AddedToken) -> Change:
 
 def _renames(
     added: list[AddedToken], removed: list[AddedToken]
-) -> tuple[list[Change], list[AddedToken], list[AddedToken]]:
+) -> tuple[list[tuple[int, Change]], list[AddedToken], list[AddedToken]]:
     """A token gone and another come at the same id is one token renamed (Whisper's <|iw|>)."""
     gone = {t.id: t for t in removed}
     renamed = [(gone[t.id], t) for t in sorted(added, key=_by_id) if t.id in gone]
     paired = {t.id for _, t in renamed}
     changes = [
-        Change(
-            ARTIFACT,
-            after.source,
-            "special_token_renamed",
-            listing(before),
-            listing(after),
-            Severity.HIGH,
-            f"{after.source}: {_kind_word(after)} id {after.id} renamed {before.content} -> "
-            f"{after.content}: text that held {before.content} no longer maps to it",
+        (
+            after.id,
+            Change(
+                ARTIFACT,
+                after.source,
+                "special_token_renamed",
+                listing(before),
+                listing(after),
+                Severity.HIGH,
+                f"{after.source}: {_kind_word(after)} id {after.id} renamed {before.content} -> "
+                f"{after.content}: text that held {before.content} no longer maps to it",
+            ),
         )
         for before, after in renamed
     ]
@@ -241,31 +247,46 @@ def _shifts(
     return changes, rest
 
 
-def _capped(kind: str, changes: list[Change]) -> list[Change]:
-    """Up to MAX_LINES changes as they are; more as one change holding every value."""
-    if len(changes) <= MAX_LINES:
-        return changes
-    old: dict[str, Any] = {}
-    new: dict[str, Any] = {}
-    for change in changes:
-        merge_listing(old, change.old)
-        merge_listing(new, change.new)
-    first = changes[0]
-    what = kind.removeprefix("special_token_").replace("_", " ")
-    ids = ids_of(new) or ids_of(old)
-    span = f", ids {min(ids)}..{max(ids)}" if ids else ""
-    return [
-        Change(
-            ARTIFACT,
-            first.path,
-            kind,
-            old or None,
-            new or None,
-            max(c.severity for c in changes),
-            f"{first.path}: {len(changes)} tokens {what}{span}; first: "
-            f"{first.message.removeprefix(f'{first.path}: ')}",
+def _capped(kind: str, found: list[tuple[int, Change]]) -> list[Change]:
+    """Per file, up to MAX_LINES changes as they are; more as one change holding every
+    value, naming how many tokens, the ids they span and the first (all of that file)."""
+    by_file: dict[str, list[tuple[int, Change]]] = {}
+    for token_id, change in found:
+        by_file.setdefault(change.path, []).append((token_id, change))
+    capped: list[Change] = []
+    for path, pairs in by_file.items():
+        if len(pairs) <= MAX_LINES:
+            capped += [change for _, change in pairs]
+            continue
+        old: dict[str, Any] = {}
+        new: dict[str, Any] = {}
+        for _, change in pairs:
+            merge_listing(old, change.old)
+            merge_listing(new, change.new)
+        ids = sorted(token_id for token_id, _ in pairs)
+        first = min(pairs, key=lambda pair: pair[0])[1]
+        what = kind.removeprefix("special_token_").replace("_", " ")
+        capped.append(
+            Change(
+                ARTIFACT,
+                path,
+                kind,
+                old or None,
+                new or None,
+                max(c.severity for _, c in pairs),
+                f"{path}: {len(pairs)} tokens {what}, {_id_span(ids)}; first: "
+                f"{first.message.removeprefix(f'{path}: ')}",
+            )
         )
-    ]
+    return capped
+
+
+def _id_span(ids: list[int]) -> str:
+    """The ids a capped line covers: a range, said to have gaps when it has them, so a
+    range never reads as fewer ids than the line counts."""
+    if len(set(ids)) == len(ids) and ids[-1] - ids[0] + 1 == len(ids):
+        return f"ids {ids[0]}..{ids[-1]}"
+    return f"ids {ids[0]}..{ids[-1]} (not contiguous)"
 
 
 __all__ = [

@@ -185,13 +185,6 @@ def listings(tokens: Iterable[AddedToken]) -> dict[str, Any]:
     return out
 
 
-def ids_of(listed: Mapping[str, Any]) -> list[int]:
-    found = entries(listed)
-    if found is not listed:
-        return [int(k) for k in found if k.isdigit()]
-    return [i for i in listed.values() if isinstance(i, int)]
-
-
 def merge_listing(into: dict[str, Any], value: Any) -> None:
     """Per-token listings into one mapping: decoder entries gather under one key."""
     for key, item in (value if isinstance(value, dict) else {}).items():
@@ -207,7 +200,6 @@ __all__ = [
     "AddedToken",
     "entries",
     "file_listing",
-    "ids_of",
     "listing",
     "listings",
     "merge_listing",

@@ -24,6 +24,7 @@ from typing import Any
 from storage.records import Change, Severity
 from tracker.artifacts import Side
 from tracker.diff.json_diff import diff_json_file
+from tracker.diff.shapes import MAX_LINE_CHARS
 
 MAX_MOVE_LINES = 5
 """Up to this many tensors moved between shards are named one by one; more, by shard pair."""
@@ -105,9 +106,15 @@ def _moves(
         for tensor in moved:
             pairs.setdefault((before[tensor], after[tensor]), []).append(tensor)
         ranked = sorted(pairs.items(), key=lambda item: (-len(item[1]), item[0]))
-        detail = "; ".join(f"{len(ts)} {a} -> {b} (e.g. {ts[0]})" for (a, b), ts in ranked[:3])
-        if len(ranked) > 3:
-            detail += f"; and {len(ranked) - 3} more shard pairs"
+        said = [f"{len(ts)} {a} -> {b} (e.g. {ts[0]})" for (a, b), ts in ranked]
+        kept = said[:1]
+        for part in said[1:3]:  # as many pairs as the line holds
+            if len(path) + sum(len(k) + 2 for k in kept) + len(part) > MAX_LINE_CHARS - 110:
+                break
+            kept.append(part)
+        detail = "; ".join(kept)
+        if len(ranked) > len(kept):
+            detail += f"; and {len(ranked) - len(kept)} more shard pairs"
     return Change(
         artifact,
         path,

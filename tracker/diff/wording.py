@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage.records import Severity
-from tracker.diff.common import UNSET, DiffContext, format_value
+from tracker.diff.common import UNSET, DiffContext, format_value, plausible_size, shown_bytes
 
 SHOWN = 5
 """Tokens or ids a message names before it says "and N more"."""
@@ -185,6 +185,21 @@ def _id(token_id: Any, ctx: DiffContext, *, old: bool = False) -> str:
     return str(token_id) if name == f"token {token_id}" else f"{token_id} ({name})"
 
 
+def _declared_size(old: Any, new: Any, severity: Severity, why: str, ctx: DiffContext) -> Wording:
+    """An index's ``total_size``: an implausible figure is a finding about that index (a
+    loader ignores it), so the line says so instead of a difference in bytes."""
+    shown = " -> ".join(UNSET if v is None else shown_bytes(v) for v in (old, new))
+    for side, value in (("new", new), ("previous", old)):
+        if value is not None and not plausible_size(value):
+            return Wording(
+                Severity.LOW,
+                f"the {side} index declares an implausible total ({shown_bytes(value)} bytes); "
+                "loaders do not read it, but tools that size downloads by it do",
+                shown,
+            )
+    return Wording(severity, why, shown + " bytes")
+
+
 EXPLAINERS: Mapping[str, Explainer] = {
     "stop_tokens": _stop_tokens,
     "token_ids": _token_ids,
@@ -195,6 +210,7 @@ EXPLAINERS: Mapping[str, Explainer] = {
     "token_list": _token_list,
     "id_list": _id_list,
     "system_prompt": _system_prompt,
+    "declared_size": _declared_size,
 }
 
 __all__ = ["EXPLAINERS", "Explainer", "Wording"]
