@@ -7,6 +7,7 @@ before any estimate is attempted.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 from typing import Final, Literal, get_args
 
@@ -40,6 +41,11 @@ MAX_LOSS_CHUNKS: Final = 4096
 # Training recipes with a file in data/recipes/ (estimator/recipes.py reads them).
 RECIPE_NAMES: Final = ("hf-trainer", "peft", "trl-sft", "torchtune", "litgpt", "axolotl", "unsloth")
 ALL_LINEAR: Final = "all-linear"
+# Workload.stack as estimator/stacks/pins.py writes it (Stack.text()), at most 256 pins.
+_STACK: Final = re.compile(
+    r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,127}==[0-9][0-9A-Za-z.+!_-]{0,63}"
+    r"(?: [A-Za-z0-9][A-Za-z0-9._-]{0,127}==[0-9][0-9A-Za-z.+!_-]{0,63}){0,255})?"
+)
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,10 @@ class Workload:
     ``adamw_impl``: torch's foreach AdamW (the ``torch.optim.AdamW`` default
     on CUDA since torch 2.0) briefly holds one more state-sized copy in
     ``step()``; fused and per-parameter-loop implementations do not.
+    ``stack``: the libraries and versions that run the job, as pins
+    (``torch==2.4 transformers==4.44 vllm==0.6.4``; estimator/stacks/): the
+    fields their versions imply are already set here, and a serving engine
+    reads its own version from it (empty: each engine's current release).
     """
 
     method: Method = "full"
@@ -156,6 +166,7 @@ class Workload:
     fused_lora: bool = False
     fused_rmsnorm: bool = False
     recipe: str = ""
+    stack: str = ""
     serve_weights: ServeWeights = "auto"
     quant_group_size: int | None = None
     serve_unquantized: tuple[str, ...] = ()
@@ -214,6 +225,10 @@ class Workload:
         if self.recipe != "" and self.recipe not in RECIPE_NAMES:
             raise WorkloadError(
                 f"workload: recipe must be one of {', '.join(RECIPE_NAMES)}, got {self.recipe!r}"
+            )
+        if not isinstance(self.stack, str) or not _STACK.fullmatch(self.stack):
+            raise WorkloadError(
+                "workload: stack must be space-separated NAME==VERSION pins such as 'torch==2.4'"
             )
         for name in (
             "grad_checkpointing",
