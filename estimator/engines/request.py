@@ -76,7 +76,9 @@ class EngineRequest:
         if self.version is not None and (
             not isinstance(self.version, str) or not _VERSION.fullmatch(self.version)
         ):
-            raise WorkloadError(f"engine: version must be a release such as '0.6.4', got {self.version!r}")
+            raise WorkloadError(
+                f"engine: version must be a release such as '0.6.4', got {self.version!r}"
+            )
         _choice("kv_cache_dtype", self.kv_cache_dtype, KV_CACHE_DTYPES)
         _choice("quantization", self.quantization, QUANTIZATIONS)
         if not isinstance(self.unquantized, tuple) or not all(

@@ -58,7 +58,9 @@ class ServingShape:
     def has_kv_cache(self) -> bool:
         return bool(self.kv_layers)
 
-    def weights_bytes(self, bytes_per_weight: float, tp: int, dtype_bytes: int = COMPUTE_BYTES) -> int:
+    def weights_bytes(
+        self, bytes_per_weight: float, tp: int, dtype_bytes: int = COMPUTE_BYTES
+    ) -> int:
         """Per-GPU weights: block linears at the quantized width, the rest in the serving
         dtype (16-bit unless the engine runs ``--dtype float32``), split by TP."""
         outside = self.total_parameters - self.block_linear_parameters

@@ -192,9 +192,7 @@ def simulate(shape: ServingShape, request: EngineRequest, line: Line) -> EngineV
         max_concurrency=round(at.kv_tokens / length, 2) if shape.has_kv_cache else None,
         starts=at.error is None,
         error=at.error,
-        max_model_len_that_starts=max_model_len_that_starts(
-            shape, request, device, line, derived
-        ),
+        max_model_len_that_starts=max_model_len_that_starts(shape, request, device, line, derived),
         assumptions=(
             quantization_note(s.quantization, bpw),
             f"weights, activations and KV cache in {request.dtype} ({s.dtype_bytes} B)",

@@ -11,11 +11,11 @@ Serving engines read their version from ``Workload.stack`` (``engine_version``).
 
 from __future__ import annotations
 
+from estimator.errors import StackError
 from estimator.recipes import apply_recipe
 from estimator.stacks.mechanisms import Mechanism, holding, known, recipe_for, stack_fields, table
 from estimator.stacks.pins import (
     Stack,
-    StackError,
     canonical_name,
     parse_lock,
     parse_requirements,

@@ -14,7 +14,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from estimator.stacks.pins import Stack, StackError, Version, at_least, release
+from estimator.errors import StackError
+from estimator.stacks.pins import Stack, Version, at_least, release
 
 
 @dataclass(frozen=True)

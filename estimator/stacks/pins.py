@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from estimator.errors import WorkloadError
+from estimator.errors import StackError
 
 MAX_PINS: Final = 4096
 MAX_TEXT: Final = 4 * 2**20
@@ -27,10 +27,6 @@ _REQUIREMENT: Final = re.compile(
 _RELEASE: Final = re.compile(r"^(?:\d+!)?(\d{1,9}(?:\.\d{1,9}){0,7})")
 
 Version = tuple[int, ...]
-
-
-class StackError(WorkloadError):
-    """A stack entry that names no library and version (``torch>=2``, ``torch==latest``)."""
 
 
 def canonical_name(name: str) -> str:
@@ -138,6 +134,8 @@ def parse_lock(text: str) -> Stack:
     pairs = [
         (p["name"], p["version"])
         for p in packages
-        if isinstance(p, dict) and isinstance(p.get("name"), str) and isinstance(p.get("version"), str)
+        if isinstance(p, dict)
+        and isinstance(p.get("name"), str)
+        and isinstance(p.get("version"), str)
     ]
     return stack_of(pairs)

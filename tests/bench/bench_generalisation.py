@@ -23,9 +23,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_estimator as bench  # noqa: E402
+import bench_estimator as bench
 
-from estimator import EstimateError, Workload  # noqa: E402
+from estimator import EstimateError, Workload
 
 try:
     from estimator.stacks import parse_stack, stack_fields

@@ -30,7 +30,9 @@ LLAMA31_8B = {
 
 def verdict(version: str | None, length: int, card: str = "A10G", precision: str = "bf16"):  # type: ignore[no-untyped-def]
     w = Workload(method="serve", card=card, precision=precision)  # type: ignore[arg-type]
-    v = plan(LLAMA31_8B, w, engine=EngineRequest(engine="vllm", max_model_len=length, version=version)).engine
+    v = plan(
+        LLAMA31_8B, w, engine=EngineRequest(engine="vllm", max_model_len=length, version=version)
+    ).engine
     assert v is not None
     return v
 
@@ -71,7 +73,10 @@ def test_v1_profile_is_fixed_so_the_cache_does_not_move_with_max_model_len() -> 
 
 def test_fp32_holds_weights_and_kv_at_four_bytes() -> None:
     for version, bf16_tokens, fp32_tokens in (("0.6.4", 449984, 160832), (None, 454192, 165760)):
-        bf16, fp32 = verdict(version, 8192, "A100 80GB"), verdict(version, 8192, "A100 80GB", "fp32")
+        bf16, fp32 = (
+            verdict(version, 8192, "A100 80GB"),
+            verdict(version, 8192, "A100 80GB", "fp32"),
+        )
         assert fp32.weights_bytes == 2 * bf16.weights_bytes
         assert (bf16.kv_cache_tokens, fp32.kv_cache_tokens) == (bf16_tokens, fp32_tokens)
         assert dict(fp32.settings)["dtype"] == "fp32"

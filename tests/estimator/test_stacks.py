@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def test_pins_parse_to_canonical_names_and_releases() -> None:
 
 @pytest.mark.parametrize("bad", ["torch>=2", "torch==latest", "torch", "==2.4"])
 def test_a_pin_that_names_no_version_is_refused(bad: str) -> None:
-    with pytest.raises(StackError, match="NAME==VERSION|not a version"):
+    with pytest.raises(StackError, match=r"NAME==VERSION|not a version"):
         parse_stack(bad)
 
 
@@ -83,7 +84,7 @@ def test_every_mechanism_cites_its_source_and_no_two_overlap() -> None:
         seen.setdefault((m.library, m.field, m.model_types), []).append((m.low, m.below))
     for (library, field, _), ranges in seen.items():
         ordered = sorted(ranges, key=lambda r: r[0] or ())
-        for (_, below), (low, _) in zip(ordered, ordered[1:], strict=False):
+        for (_, below), (low, _) in itertools.pairwise(ordered):
             assert below is not None and low is not None and below <= low, (library, field)
 
 
@@ -134,7 +135,9 @@ def test_a_training_library_in_the_stack_picks_its_recipe_and_flags_still_win() 
 
 def test_torch1_stack_moves_the_peak_by_the_gradients_it_keeps() -> None:
     # torch 1.13 also means per-parameter AdamW; hold that equal to see the gradients alone
-    base = apply_stack(parse_stack("torch==2.4"), None, "llama", batch=1, seq_len=512, adamw_impl="loop")
+    base = apply_stack(
+        parse_stack("torch==2.4"), None, "llama", batch=1, seq_len=512, adamw_impl="loop"
+    )
     old = apply_stack(parse_stack("torch==1.13"), None, "llama", batch=1, seq_len=512)
     assert old.adamw_impl == "loop" and not old.zero_grad_set_to_none
     before = plan(LLAMA, base).selected.peak_allocated_bytes
@@ -153,8 +156,12 @@ def test_plan_takes_the_engine_version_from_the_stack() -> None:
     w = Workload(method="serve", card="A10G", stack="vllm==0.6.4")
     v = plan(LLAMA, w, engine=EngineRequest(engine="vllm", max_model_len=4096)).engine
     assert v is not None and v.version_modelled.startswith("vllm 0.6.4: V0 engine")
-    current = plan(LLAMA, Workload(method="serve", card="A10G"), engine=EngineRequest(engine="vllm"))
-    assert current.engine is not None and current.engine.version_modelled.startswith("current release")
+    current = plan(
+        LLAMA, Workload(method="serve", card="A10G"), engine=EngineRequest(engine="vllm")
+    )
+    assert current.engine is not None and current.engine.version_modelled.startswith(
+        "current release"
+    )
 
 
 def _parse(*flags: str) -> argparse.Namespace:
@@ -168,7 +175,11 @@ def test_cli_reads_a_requirements_file(tmp_path: Path) -> None:
     req.write_text("torch==1.13.1\ntransformers==4.26.0\nnumpy==1.26\n")
     w = plan_command.workload_from(_parse("--stack", str(req), "--method", "lora"), LLAMA)
     assert w.stack == "torch==1.13.1 transformers==4.26.0"
-    assert (w.zero_grad_set_to_none, w.attention, w.reentrant_checkpointing) == (False, "eager", True)
+    assert (w.zero_grad_set_to_none, w.attention, w.reentrant_checkpointing) == (
+        False,
+        "eager",
+        True,
+    )
 
 
 def test_cli_reads_the_environment() -> None:

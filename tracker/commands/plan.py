@@ -360,7 +360,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     config, manifest, planned = inputs_of(args.source, settings)
     try:
         exact = builder()  # exact parameters of unknown types, with the [exact] extra
-        result = plan(config, workload_from(args, config), manifest, engine_request_from(args), exact)
+        result = plan(
+            config, workload_from(args, config), manifest, engine_request_from(args), exact
+        )
     except EstimateError as exc:
         raise UsageError(str(exc)) from exc
     sys.stdout.write(render(result, args, planned))
