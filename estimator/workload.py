@@ -138,6 +138,14 @@ class Workload:
     (``torch==2.4 transformers==4.44 vllm==0.6.4``; estimator/stacks/): the
     fields their versions imply are already set here, and a serving engine
     reads its own version from it (empty: each engine's current release).
+    ``optimizer_in_backward``: each parameter is stepped as soon as its gradient
+    is accumulated and the gradient freed (torchtune's ``optimizer_in_bwd``), so
+    a full fine-tune never holds every gradient at once (one GPU).
+    ``fsdp_mixed_units``: under FSDP1 the LoRA adapters share each layer's
+    unit with its frozen weights (a transformer-layer wrap policy with
+    ``use_orig_params=True``, accelerate's default for a script that does not
+    install peft's ``fsdp_auto_wrap_policy``), so every layer's flat parameter
+    takes a gradient of its whole size.
     """
 
     method: Method = "full"
@@ -167,6 +175,8 @@ class Workload:
     fused_rmsnorm: bool = False
     recipe: str = ""
     stack: str = ""
+    optimizer_in_backward: bool = False
+    fsdp_mixed_units: bool = False
     serve_weights: ServeWeights = "auto"
     quant_group_size: int | None = None
     serve_unquantized: tuple[str, ...] = ()
@@ -253,6 +263,8 @@ class Workload:
             "loop_keeps_outputs",
             "prompt_logits",
             "awq_fused",
+            "optimizer_in_backward",
+            "fsdp_mixed_units",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(f"workload: {name} must be true or false")
@@ -270,6 +282,12 @@ class Workload:
             raise WorkloadError("workload: lora_targets must be 'all-linear' or module names")
         if self.awq_fused and self.serve_weights not in ("awq", "auto"):
             raise WorkloadError("workload: awq_fused needs serve_weights 'awq'")
+        if self.optimizer_in_backward and (
+            self.gpus > 1 or self.offload_optimizer or self.offload_params
+        ):
+            raise WorkloadError(
+                "workload: optimizer_in_backward is modelled on one GPU without offloading"
+            )
         zero = self.gpus > 1 and self.parallelism == "zero"
         if self.offload_params and zero and self.zero_stage != 3:
             raise WorkloadError("workload: offload_params needs zero_stage 3 (DeepSpeed)")

@@ -204,6 +204,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "False): under FSDP with LoRA/QLoRA every checkpointed layer input and its gradient "
         "then stay until backward ends",
     )
+    parser.add_argument(
+        "--fsdp-mixed-units",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="FSDP1 with LoRA: the adapters share each layer's unit with its frozen weights "
+        "(a transformer-layer wrap policy with use_orig_params, not peft's "
+        "fsdp_auto_wrap_policy), so every layer's flat parameter takes a whole gradient",
+    )
     add_engine_arguments(parser)
 
 
@@ -285,6 +293,7 @@ def workload_from(args: argparse.Namespace, config: Any = None) -> Workload:
             ("awq_fused", args.awq_fused),
             ("quant_group_size", args.quant_group_size),
             ("attention", args.attention),
+            ("fsdp_mixed_units", args.fsdp_mixed_units),
         )
         if value is not None
     }
