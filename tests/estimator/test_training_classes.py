@@ -11,7 +11,7 @@ import pytest
 
 from estimator import Workload, WorkloadError, plan
 from estimator.recipes import apply_recipe, recipe
-from tests.estimator.test_engines_vllm_versions import LLAMA31_8B
+from tests.estimator.test_engines_versions import LLAMA31_8B
 
 EMBEDDING = 128256 * 4096  # the largest tensor (the head is the same size)
 BLOCKS = 6_979_584_000  # parameters in the 32 decoder layers
@@ -55,16 +55,21 @@ def test_optimizer_in_backward_is_refused_where_it_is_not_modelled() -> None:
         Workload(method="full", gpus=2, optimizer_in_backward=True)
 
 
+def _lora_on_two(parallelism: str = "fsdp", mixed: bool = False) -> Workload:
+    return Workload(
+        method="lora",
+        batch=1,
+        seq_len=512,
+        card="A100 80GB",
+        gpus=2,
+        parallelism=parallelism,  # type: ignore[arg-type]
+        fsdp_mixed_units=mixed,
+    )
+
+
 def test_fsdp_mixed_units_give_every_layer_a_sharded_gradient() -> None:
-    kw: dict[str, object] = {
-        "method": "lora",
-        "batch": 1,
-        "seq_len": 512,
-        "card": "A100 80GB",
-        "gpus": 2,
-    }
-    own = plan(LLAMA31_8B, Workload(**kw)).selected  # type: ignore[arg-type]
-    mixed = plan(LLAMA31_8B, Workload(**kw, fsdp_mixed_units=True)).selected  # type: ignore[arg-type]
+    own = plan(LLAMA31_8B, _lora_on_two()).selected
+    mixed = plan(LLAMA31_8B, _lora_on_two(mixed=True)).selected
     assert mixed.peak_phase == "backward through the first layer"
     # bf16 flat parameters of every layer (2 B x BLOCKS) and the adapters' fp32 gradients
     # (r16 on every linear: 1,310,720 per layer, 4 B), all sharded over 2 GPUs
@@ -74,8 +79,9 @@ def test_fsdp_mixed_units_give_every_layer_a_sharded_gradient() -> None:
         16_285_878_272,
         18_958_237_888,
     )
-    ddp = plan(LLAMA31_8B, Workload(**kw, parallelism="ddp", fsdp_mixed_units=True)).selected  # type: ignore[arg-type]
+    # DDP replicas hold no flat parameters: the setting changes nothing there
+    ddp = plan(LLAMA31_8B, _lora_on_two("ddp", mixed=True)).selected
     assert (
         ddp.peak_allocated_bytes
-        == plan(LLAMA31_8B, Workload(**kw, parallelism="ddp")).selected.peak_allocated_bytes
-    )  # type: ignore[arg-type]
+        == plan(LLAMA31_8B, _lora_on_two("ddp")).selected.peak_allocated_bytes
+    )

@@ -87,3 +87,23 @@ def test_v0_counts_the_cuda_context_inside_gpu_memory_utilization() -> None:
     assert v0.version_modelled == "vllm 0.7.3: V0 engine (0.6.x line)"
     assert v1.version_modelled == "vllm 0.8.0: V1 engine"
     assert v0.non_torch_bytes - v1.non_torch_bytes > 0
+
+
+def sglang(version: str | None, card: str, tp: int = 1):  # type: ignore[no-untyped-def]
+    request = EngineRequest(
+        engine="sglang", version=version, max_model_len=8192, tensor_parallel=tp
+    )
+    v = plan(LLAMA31_8B, Workload(method="serve", card=card), engine=request).engine
+    assert v is not None
+    return v
+
+
+def test_sglang_before_05_takes_its_fraction_from_the_tensor_parallel_size() -> None:
+    old, new = sglang("0.4.3", "A10G"), sglang(None, "A10G")
+    assert dict(old.settings)["mem_fraction_static"] == 0.88
+    assert dict(new.settings)["mem_fraction_static"] == 0.837
+    assert (old.kv_cache_tokens, new.kv_cache_tokens) == (36563, 28789)
+    assert dict(sglang("0.4.3", "A100 80GB", tp=2).settings)["mem_fraction_static"] == 0.87
+    assert dict(sglang("0.4.3", "A100 80GB").settings)["chunked_prefill_size"] == 8192
+    assert old.version_modelled.startswith("sglang 0.4.3: 0.4.x line")
+    assert new.version_modelled.startswith("current release: v0.5 line")
