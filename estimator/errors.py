@@ -6,6 +6,7 @@ EstimateError
 ├── ManifestError      a weight manifest (safetensors header or index) is malformed
 ├── PlanJsonError      a stored document is not Plan JSON (Plan.from_json refuses it)
 └── WorkloadError      the requested workload is impossible (batch 0, unknown card, ...)
+    └── StackError     a stack entry names no library and version (torch>=2, torch==latest)
 """
 
 from __future__ import annotations
@@ -33,3 +34,7 @@ class PlanJsonError(EstimateError):
 
 class WorkloadError(EstimateError):
     """The workload asks for something that cannot be estimated."""
+
+
+class StackError(WorkloadError):
+    """A stack entry that names no library and version (``torch>=2``, ``torch==latest``)."""

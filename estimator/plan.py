@@ -26,6 +26,7 @@ from estimator.fit import CardFit, MethodFit, fit_cards
 from estimator.manifest import ManifestComparison, WeightManifest, compare
 from estimator.memory import MemoryEstimate, evaluate, method_models, split_parameters
 from estimator.memory.lora import resolve_targets
+from estimator.stacks import engine_version
 from estimator.stored_quantization import engine_request, serving_workload, stored_quantization
 from estimator.structure import Structure, layout
 from estimator.verifier import Context, Finding, rules, verify
@@ -284,9 +285,15 @@ def plan(
 
 
 def _on_card(engine: EngineRequest, w: Workload) -> EngineRequest:
-    """The engine runs on the workload's card unless it names its own (or its memory)."""
+    """The engine runs on the workload's card unless it names its own (or its memory),
+    at the workload's precision (its ``--dtype``) unless it names its own, and at the
+    version the workload's stack pins (estimator/stacks) unless it names its own."""
     if engine.card is None and engine.card_memory_bytes is None:
-        return replace(engine, card=w.card)
+        engine = replace(engine, card=w.card)
+    if engine.dtype == "auto" and w.precision == "fp32":
+        engine = replace(engine, dtype="fp32")
+    if engine.version is None:
+        engine = replace(engine, version=engine_version(w.stack, engine.engine))
     return engine
 
 

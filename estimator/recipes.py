@@ -32,8 +32,10 @@ class Recipe:
 
     ``defaults``: Workload field -> value; ``sources``: the same fields ->
     where the library sets the value (repository, file, version and the
-    setting as written there); ``notes``: behaviour the Workload fields
-    cannot carry (a paged optimizer, a fused loss), in words.
+    setting as written there); ``by_method``: a method's own config where the
+    library ships one per method (torchtune's full fine-tune beside its QLoRA
+    one), over ``defaults``, its sources under ``METHOD.FIELD``; ``notes``:
+    behaviour the Workload fields cannot carry (a paged optimizer), in words.
     """
 
     name: str
@@ -43,9 +45,16 @@ class Recipe:
     defaults: tuple[tuple[str, object], ...]
     sources: tuple[tuple[str, str], ...]
     notes: tuple[str, ...]
+    by_method: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
 
     def source(self, field_name: str) -> str:
         return dict(self.sources)[field_name]
+
+    def defaults_for(self, method: object) -> dict[str, object]:
+        """``defaults`` with the method's own config over them."""
+        out = dict(self.defaults)
+        out.update(dict(dict(self.by_method).get(str(method), ())))
+        return out
 
     def describe(self) -> str:
         """One line for a plan's assumptions."""
@@ -65,6 +74,12 @@ def _load(name: str) -> Recipe:
         raise WorkloadError(f"recipe {name}: defaults without a source: {', '.join(uncited)}")
     if "lora_targets" in defaults:
         defaults["lora_targets"] = tuple(defaults["lora_targets"])
+    by_method: dict[str, dict[str, object]] = raw.get("by_method", {})
+    for method, values in by_method.items():
+        wrong = sorted(set(values) - _FIELDS)
+        missing = sorted(f"{method}.{f}" for f in values if f"{method}.{f}" not in sources)
+        if wrong or missing:
+            raise WorkloadError(f"recipe {name}: {method}: {', '.join(wrong + missing)}")
     return Recipe(
         name=raw["name"],
         library=raw["library"],
@@ -73,6 +88,7 @@ def _load(name: str) -> Recipe:
         defaults=tuple(defaults.items()),
         sources=tuple(sources.items()),
         notes=tuple(raw.get("notes", ())),
+        by_method=tuple((m, tuple(v.items())) for m, v in by_method.items()),
     )
 
 
@@ -101,7 +117,10 @@ def apply_recipe(name: str | None, **explicit: object) -> Workload:
         raise WorkloadError(f"workload: unknown fields {', '.join(unknown)}")
     values: dict[str, object] = {}
     if name:
-        values.update(recipe(name).defaults)
+        chosen = recipe(name)
+        values.update(
+            chosen.defaults_for(explicit.get("method", dict(chosen.defaults).get("method")))
+        )
         values["recipe"] = name
     values.update(explicit)
     return Workload(**values)  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ before any estimate is attempted.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 from typing import Final, Literal, get_args
 
@@ -40,6 +41,11 @@ MAX_LOSS_CHUNKS: Final = 4096
 # Training recipes with a file in data/recipes/ (estimator/recipes.py reads them).
 RECIPE_NAMES: Final = ("hf-trainer", "peft", "trl-sft", "torchtune", "litgpt", "axolotl", "unsloth")
 ALL_LINEAR: Final = "all-linear"
+# Workload.stack as estimator/stacks/pins.py writes it (Stack.text()), at most 256 pins.
+_STACK: Final = re.compile(
+    r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,127}==[0-9][0-9A-Za-z.+!_-]{0,63}"
+    r"(?: [A-Za-z0-9][A-Za-z0-9._-]{0,127}==[0-9][0-9A-Za-z.+!_-]{0,63}){0,255})?"
+)
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,18 @@ class Workload:
     ``adamw_impl``: torch's foreach AdamW (the ``torch.optim.AdamW`` default
     on CUDA since torch 2.0) briefly holds one more state-sized copy in
     ``step()``; fused and per-parameter-loop implementations do not.
+    ``stack``: the libraries and versions that run the job, as pins
+    (``torch==2.4 transformers==4.44 vllm==0.6.4``; estimator/stacks/): the
+    fields their versions imply are already set here, and a serving engine
+    reads its own version from it (empty: each engine's current release).
+    ``optimizer_in_backward``: each parameter is stepped as soon as its gradient
+    is accumulated and the gradient freed (torchtune's ``optimizer_in_bwd``), so
+    a full fine-tune never holds every gradient at once (one GPU).
+    ``fsdp_mixed_units``: under FSDP1 the LoRA adapters share each layer's
+    unit with its frozen weights (a transformer-layer wrap policy with
+    ``use_orig_params=True``, accelerate's default for a script that does not
+    install peft's ``fsdp_auto_wrap_policy``), so every layer's flat parameter
+    takes a gradient of its whole size.
     """
 
     method: Method = "full"
@@ -156,6 +174,9 @@ class Workload:
     fused_lora: bool = False
     fused_rmsnorm: bool = False
     recipe: str = ""
+    stack: str = ""
+    optimizer_in_backward: bool = False
+    fsdp_mixed_units: bool = False
     serve_weights: ServeWeights = "auto"
     quant_group_size: int | None = None
     serve_unquantized: tuple[str, ...] = ()
@@ -215,6 +236,10 @@ class Workload:
             raise WorkloadError(
                 f"workload: recipe must be one of {', '.join(RECIPE_NAMES)}, got {self.recipe!r}"
             )
+        if not isinstance(self.stack, str) or not _STACK.fullmatch(self.stack):
+            raise WorkloadError(
+                "workload: stack must be space-separated NAME==VERSION pins such as 'torch==2.4'"
+            )
         for name in (
             "grad_checkpointing",
             "pure_16bit",
@@ -238,6 +263,8 @@ class Workload:
             "loop_keeps_outputs",
             "prompt_logits",
             "awq_fused",
+            "optimizer_in_backward",
+            "fsdp_mixed_units",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(f"workload: {name} must be true or false")
@@ -255,6 +282,12 @@ class Workload:
             raise WorkloadError("workload: lora_targets must be 'all-linear' or module names")
         if self.awq_fused and self.serve_weights not in ("awq", "auto"):
             raise WorkloadError("workload: awq_fused needs serve_weights 'awq'")
+        if self.optimizer_in_backward and (
+            self.gpus > 1 or self.offload_optimizer or self.offload_params
+        ):
+            raise WorkloadError(
+                "workload: optimizer_in_backward is modelled on one GPU without offloading"
+            )
         zero = self.gpus > 1 and self.parallelism == "zero"
         if self.offload_params and zero and self.zero_stage != 3:
             raise WorkloadError("workload: offload_params needs zero_stage 3 (DeepSpeed)")

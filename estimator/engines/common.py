@@ -70,18 +70,20 @@ def engine_data(name: str) -> EngineData:
     return EngineData(entry["version_modelled"], entry, tuple(entry["sources"]))
 
 
-def bytes_per_weight(quantization: str, group_size: int | None = None) -> float:
+def bytes_per_weight(
+    quantization: str, group_size: int | None = None, dtype_bytes: int = COMPUTE_BYTES
+) -> float:
     """Bytes per block-linear weight, scales included, from the serving formats' table
     (``memory/quantized.py``) at the checkpoint's group size (128 when not known).
 
     The engines load what the checkpoint stores: AWQ's and GPTQ's 4-bit values
     with a 16-bit scale and a 4-bit zero per group, bitsandbytes NF4 with an fp32
     absmax per 64, fp8 at one byte, gpt-oss's MXFP4 at 4.25 bits. ``none``, and
-    ``auto`` with no checkpoint read, are the 16-bit dtype.
+    ``auto`` with no checkpoint read, are the serving dtype (16-bit by default).
     """
     name = ENGINE_FORMATS.get(quantization)
     if name is None:
-        return float(COMPUTE_BYTES)
+        return float(dtype_bytes)
     size = GROUP_SIZE if group_size is None else group_size
     return per_weight_bytes(FORMATS[name], False, size)
 

@@ -7,6 +7,7 @@ verdict can say which value it used and where that default comes from.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 from typing import Final, Literal, get_args
 
@@ -15,10 +16,16 @@ from estimator.errors import WorkloadError
 EngineName = Literal["transformers", "vllm", "sglang", "tgi"]
 KvCacheDtype = Literal["auto", "fp8"]
 Quantization = Literal["auto", "none", "fp8", "awq", "gptq", "bnb-4bit", "mxfp4"]
+EngineDtype = Literal["auto", "bf16", "fp16", "fp32"]
 
 ENGINE_NAMES: Final = get_args(EngineName)
 KV_CACHE_DTYPES: Final = get_args(KvCacheDtype)
 QUANTIZATIONS: Final = get_args(Quantization)
+ENGINE_DTYPES: Final = get_args(EngineDtype)
+# Bytes per weight, activation and (with kv_cache_dtype auto) KV value of each dtype;
+# ``auto`` is the checkpoint's 16-bit dtype (engines cast an fp32 checkpoint down).
+DTYPE_BYTES: Final = {"auto": 2, "bf16": 2, "fp16": 2, "fp32": 4}
+_VERSION: Final = re.compile(r"[0-9][0-9A-Za-z.+!_-]{0,63}")
 
 MAX_CARD_BYTES: Final = 1 << 44  # 16 TiB: no single device is larger
 MAX_TOKENS: Final = 1 << 24
@@ -36,6 +43,11 @@ class EngineRequest:
     (``plan()`` reads it from config.json, with ``unquantized``, the layer
     modules the checkpoint keeps 16-bit, and ``group_size``, inputs per AWQ/GPTQ
     scale, 128 when not known); where no config is known, none.
+    ``version``: the engine's release (``0.6.4``), which picks the start-up
+    arithmetic of that line (``data/engines.json``: vLLM's V0 engine before
+    0.8, V1 after); None is the current release. ``dtype``: the engine's
+    ``--dtype`` (``fp32`` holds weights, activations and an ``auto`` KV cache
+    at 4 B); ``plan()`` fills ``auto`` from the workload's precision.
     """
 
     engine: EngineName = "transformers"
@@ -51,9 +63,22 @@ class EngineRequest:
     tensor_parallel: int = 1
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    version: str | None = None
+    dtype: EngineDtype = "auto"
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
 
     def __post_init__(self) -> None:
         _choice("engine", self.engine, ENGINE_NAMES)
+        _choice("dtype", self.dtype, ENGINE_DTYPES)
+        if self.version is not None and (
+            not isinstance(self.version, str) or not _VERSION.fullmatch(self.version)
+        ):
+            raise WorkloadError(
+                f"engine: version must be a release such as '0.6.4', got {self.version!r}"
+            )
         _choice("kv_cache_dtype", self.kv_cache_dtype, KV_CACHE_DTYPES)
         _choice("quantization", self.quantization, QUANTIZATIONS)
         if not isinstance(self.unquantized, tuple) or not all(

@@ -11,6 +11,11 @@ weights load, ``ModelRunner.profile_max_num_token`` keeps
 refuse a context longer than the pool: it starts and rejects such prompts
 per request, so ``starts`` is false only when the pool is empty or the
 weights do not load.
+
+Before 0.5 (``EngineRequest.version``; ``data/engines.json`` ``lines``) the
+fraction did not depend on the device: ``mem_fraction_static`` was 0.88 on one
+GPU, lower with more tensor-parallel ranks, and ``chunked_prefill_size`` 2048
+below 25,000 MB, else 8192.
 """
 
 from __future__ import annotations
@@ -51,6 +56,26 @@ def mem_fraction_static(
     return round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
 
 
+def _line(version: str | None) -> Mapping[str, Any]:
+    from estimator.stacks.pins import at_least, release
+
+    lines = engine_data(NAME).values["lines"]
+    if version is None:
+        return dict(lines[-1])
+    parsed = release(version)
+    for line in lines:
+        low = line["from"] is None or at_least(parsed, release(line["from"]))
+        high = line["below"] is None or not at_least(parsed, release(line["below"]))
+        if low and high:
+            return dict(line)
+    return dict(lines[-1])
+
+
+def ladder_fraction(line: Mapping[str, Any], tp: int) -> float:
+    """The 0.4 line's ``mem_fraction_static`` for ``tp`` ranks."""
+    return float(next(f for ranks, f in line["mem_fraction_static_by_tp"] if tp >= ranks))
+
+
 def cell_size(shape: ServingShape, dtype_bytes: int, tp: int) -> int:
     """Bytes of one token in the pool, summed over layers (K and V, or MLA's latent)."""
     return shape.kv_bytes_per_token(dtype_bytes, tp)
@@ -62,15 +87,21 @@ def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
     device = device_for(request)
     tp = request.tensor_parallel
     gpu_mem_mib = device.total_bytes / MIB
+    line = _line(request.version)
     chunked, graphs = bucket(d, gpu_mem_mib, tp)
+    if "mem_fraction_static_by_tp" in line:
+        small = gpu_mem_mib < line["chunked_prefill_small_below_mib"]
+        chunked = int(line["chunked_prefill_small" if small else "chunked_prefill_large"])
     if request.max_num_batched_tokens is not None:
         chunked = request.max_num_batched_tokens
-    fraction = request.gpu_memory_utilization or mem_fraction_static(
-        d, gpu_mem_mib, chunked, graphs, tp
+    fraction = request.gpu_memory_utilization or (
+        ladder_fraction(line, tp)
+        if "mem_fraction_static_by_tp" in line
+        else mem_fraction_static(d, gpu_mem_mib, chunked, graphs, tp)
     )
-    bpw = bytes_per_weight(request.quantization, request.group_size)
-    weights = shape.weights_bytes(bpw, tp)
-    dtype_bytes = 1 if request.kv_cache_dtype == "fp8" else 2
+    bpw = bytes_per_weight(request.quantization, request.group_size, request.dtype_bytes)
+    weights = shape.weights_bytes(bpw, tp, request.dtype_bytes)
+    dtype_bytes = 1 if request.kv_cache_dtype == "fp8" else request.dtype_bytes
     cell = cell_size(shape, dtype_bytes, tp)
     # total_gpu_memory: free memory when the runner starts, before the weights load
     total_free = device.total_bytes - device.context_bytes
@@ -92,7 +123,11 @@ def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
     starts = error is None
     return EngineVerdict(
         name=NAME,
-        version_modelled=data.version_modelled,
+        version_modelled=(
+            f"current release: {data.version_modelled}"
+            if request.version is None
+            else f"sglang {request.version}: {line['version_modelled']}"
+        ),
         card=device.name,
         total_memory_bytes=device.total_bytes,
         tensor_parallel=tp,
@@ -106,7 +141,7 @@ def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
             ("context_length", context_len),
         ),
         weights_bytes=weights,
-        activation_peak_bytes=shape.forward_peak_bytes(chunked, tp),
+        activation_peak_bytes=shape.forward_peak_bytes(chunked, tp, request.dtype_bytes),
         non_torch_bytes=0,
         cuda_graph_bytes=0,
         reserved_bytes=int(total_free * (1 - fraction)),
@@ -124,5 +159,5 @@ def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
             f"prompts longer than max_total_num_tokens - 1 ({max(tokens - 1, 0):,}) are "
             "rejected per request; the server still starts",
         ),
-        sources=data.sources,
+        sources=data.sources + tuple(line["sources"]),
     )

@@ -58,16 +58,19 @@ class ServingShape:
     def has_kv_cache(self) -> bool:
         return bool(self.kv_layers)
 
-    def weights_bytes(self, bytes_per_weight: float, tp: int) -> int:
-        """Per-GPU weights: block linears at the quantized width, the rest 16-bit, split by TP."""
+    def weights_bytes(
+        self, bytes_per_weight: float, tp: int, dtype_bytes: int = COMPUTE_BYTES
+    ) -> int:
+        """Per-GPU weights: block linears at the quantized width, the rest in the serving
+        dtype (16-bit unless the engine runs ``--dtype float32``), split by TP."""
         outside = self.total_parameters - self.block_linear_parameters
-        total = self.block_linear_parameters * bytes_per_weight + outside * COMPUTE_BYTES
+        total = self.block_linear_parameters * bytes_per_weight + outside * dtype_bytes
         return int(total / tp)
 
-    def forward_peak_bytes(self, tokens: int, tp: int) -> int:
+    def forward_peak_bytes(self, tokens: int, tp: int, dtype_bytes: int = COMPUTE_BYTES) -> int:
         """One layer's live tensors for ``tokens`` tokens: residual, hidden, widest transient."""
         widest = max(self.attention_width / tp, self.mlp_width / tp, self.moe_width / tp)
-        return int(tokens * COMPUTE_BYTES * (2 * self.hidden_size + widest))
+        return int(tokens * dtype_bytes * (2 * self.hidden_size + widest))
 
     def kv_bytes_per_token(self, dtype_bytes: int, tp: int) -> int:
         return sum(layer.elements_per_token(tp) * n for layer, n in self.kv_layers) * dtype_bytes

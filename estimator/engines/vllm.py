@@ -35,6 +35,7 @@ from estimator.engines.common import (
 from estimator.engines.request import EngineRequest
 from estimator.engines.shape import KvLayer, ServingShape
 from estimator.engines.verdict import EngineVerdict
+from estimator.engines.vllm_lines import Line, line_for
 
 NAME = "vllm"
 CONSERVING = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
@@ -72,6 +73,7 @@ class Settings:
     kv_cache_dtype: str
     quantization: str
     derived_max_model_len: int
+    dtype_bytes: int = 2
 
 
 def settings_for(request: EngineRequest, device: Device, shape: ServingShape) -> Settings:
@@ -86,6 +88,7 @@ def settings_for(request: EngineRequest, device: Device, shape: ServingShape) ->
         kv_cache_dtype=request.kv_cache_dtype,
         quantization=request.quantization,
         derived_max_model_len=derived_max_model_len(shape),
+        dtype_bytes=request.dtype_bytes,
     )
 
 
@@ -115,7 +118,7 @@ Specs = tuple[tuple[LayerSpec, int], ...]
 
 
 def layer_specs(shape: ServingShape, s: Settings, tp: int) -> Specs:
-    dtype_bytes = 1 if s.kv_cache_dtype == "fp8" else 2
+    dtype_bytes = 1 if s.kv_cache_dtype == "fp8" else s.dtype_bytes
     counts: dict[LayerSpec, int] = {}
     for layer, n in shape.kv_layers:
         spec = _spec(layer, s.block_size, dtype_bytes, tp)
@@ -176,17 +179,24 @@ def kv_cache_config(specs: Specs, available: int, max_model_len: int, batched: i
 def activation_peak(shape: ServingShape, s: Settings, tp: int, per_logit: int) -> int:
     """Torch peak increase of ``profile_run``: a forward over the token budget, then the sampler."""
     tokens = s.max_num_batched_tokens
-    forward = shape.forward_peak_bytes(tokens, tp)
+    forward = shape.forward_peak_bytes(tokens, tp, s.dtype_bytes)
     num_reqs = min(s.max_num_seqs, tokens)
-    sampler = tokens * 2 * shape.hidden_size + num_reqs * shape.vocab_size * per_logit
+    sampler = tokens * s.dtype_bytes * shape.hidden_size + num_reqs * shape.vocab_size * per_logit
     return max(forward, sampler)
 
 
 def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
+    """The start-up of the vLLM line ``request.version`` falls in (the V0 engine before
+    0.8: ``vllm_v0``), the current release's V1 engine when no version is given."""
+    line = line_for(request.version)
+    if line.name == "v0":
+        from estimator.engines import vllm_v0
+
+        return vllm_v0.simulate(shape, request, line)
     device = device_for(request)
     s = settings_for(request, device, shape)
     length = request.max_model_len or s.derived_max_model_len
-    return _run(shape, request, device, s, length)
+    return _run(shape, request, device, s, length, line)
 
 
 @dataclass(frozen=True)
@@ -212,7 +222,8 @@ def decide(
     """Every start-up check in vLLM's order; the first that fails is the engine's error."""
     d = engine_data(NAME).values
     tp = request.tensor_parallel
-    weights = shape.weights_bytes(bytes_per_weight(s.quantization, request.group_size), tp)
+    bpw = bytes_per_weight(s.quantization, request.group_size, s.dtype_bytes)
+    weights = shape.weights_bytes(bpw, tp, s.dtype_bytes)
     activation = activation_peak(shape, s, tp, int(d["sampler_bytes_per_logit"]))
     non_torch = int(d["non_torch_bytes"])
     total = device.total_bytes
@@ -273,12 +284,17 @@ def max_model_len_that_starts(
 
 
 def _run(
-    shape: ServingShape, request: EngineRequest, device: Device, s: Settings, length: int
+    shape: ServingShape,
+    request: EngineRequest,
+    device: Device,
+    s: Settings,
+    length: int,
+    line: Line,
 ) -> EngineVerdict:
     data = engine_data(NAME)
     d = data.values
     tp = request.tensor_parallel
-    bpw = bytes_per_weight(s.quantization, request.group_size)
+    bpw = bytes_per_weight(s.quantization, request.group_size, s.dtype_bytes)
     at = decide(shape, request, device, s, length)
     that_starts = max_model_len_that_starts(shape, request, device, s)
     settings = (
@@ -289,11 +305,12 @@ def _run(
         ("kv_cache_dtype", s.kv_cache_dtype),
         ("quantization", s.quantization),
         ("derived_max_model_len", s.derived_max_model_len),
+        ("dtype", request.dtype),
     )
     non_torch, graphs = int(d["non_torch_bytes"]), int(d["cuda_graph_bytes"])
     return EngineVerdict(
         name=NAME,
-        version_modelled=data.version_modelled,
+        version_modelled=line.stated(request.version, data.version_modelled),
         card=device.name,
         total_memory_bytes=device.total_bytes,
         tensor_parallel=tp,
@@ -312,7 +329,9 @@ def _run(
         max_model_len_that_starts=that_starts,
         assumptions=(
             quantization_note(s.quantization, bpw),
-            f"KV cache {'fp8' if s.kv_cache_dtype == 'fp8' else '16-bit'}, block_size "
+            f"weights, activations and KV cache in {request.dtype} "
+            f"({s.dtype_bytes} B); KV cache "
+            f"{'fp8' if s.kv_cache_dtype == 'fp8' else 'in the model dtype'}, block_size "
             f"{s.block_size}, KV heads split over {tp} GPU(s) (at least one per GPU)",
             "profile run: one layer's forward transients for max_num_batched_tokens tokens, "
             "then the sampler over min(max_num_seqs, max_num_batched_tokens) rows (modelled)",
@@ -321,7 +340,7 @@ def _run(
             f"derived max_model_len {s.derived_max_model_len:,}: max_position_embeddings "
             "scaled by rope_scaling as _get_and_verify_max_len scales it",
         ),
-        sources=data.sources,
+        sources=data.sources + line.sources,
     )
 
 

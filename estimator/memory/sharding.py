@@ -12,6 +12,12 @@ runtime allocates per rank. Defaults are the libraries' own:
   reduce-scatter lands in the sharded gradient. FULL_SHARD and HYBRID_SHARD
   reshard after forward, except the root unit (embeddings, final norm, head),
   which ``_runtime_utils._post_forward_reshard`` keeps gathered for backward;
+  with ``Workload.fsdp_mixed_units`` (LoRA adapters inside their layer's unit:
+  a transformer-layer wrap policy with ``use_orig_params=True``, not peft's
+  ``fsdp_auto_wrap_policy``) every layer's FlatParameter takes a gradient of its
+  whole size (``_flat_param.py``: one ``flat_param.grad`` per handle; the FSDP2
+  tutorial: "Mixing frozen and non-frozen parameters can in the same
+  communication group without using extra memory", which FSDP1 cannot);
   SHARD_GRAD_OP keeps every layer gathered from forward through backward; HYBRID_SHARD shards within a node
   (``gpus_per_node``) and replicates across nodes; NO_SHARD is DDP.
 * DDP (torch ``nn/parallel/distributed.py``): ``gradient_as_bucket_view=False``
@@ -118,6 +124,13 @@ def _fsdp(st: States, arch: Architecture, n: Numerics, w: Workload, method: str)
     # not resharded after forward (_runtime_utils._post_forward_reshard frees
     # only non-root handles), so its gathered copy lives through backward.
     root = (arch.total_parameters - arch.in_block_parameters) * n.compute
+    mixed = 0.0
+    if w.fsdp_mixed_units and method in ("lora", "qlora"):
+        # FSDP1 flattens a unit into one FlatParameter; with an adapter trainable inside
+        # it, the whole flat parameter gets a gradient: one unsharded while the layer's
+        # backward runs, and the sharded gradient of every layer until the step.
+        grad_unit += one
+        mixed = sum(gathered_layer_bytes(b, n, w, method) * c for b, c in arch.block_groups)
     if w.sharding_strategy == "SHARD_GRAD_OP" and not w.offload_params:
         gathered = sum(gathered_layer_bytes(b, n, w, method) * c for b, c in arch.block_groups)
         gathered = gathered * (1 - 1 / shards) + grad_unit + root
@@ -126,7 +139,7 @@ def _fsdp(st: States, arch: Architecture, n: Numerics, w: Workload, method: str)
     out = replace(
         st,
         weights=st.weights / shards,
-        gradients=st.gradients / shards,
+        gradients=(st.gradients + mixed) / shards,
         gradients_top=st.gradients_top / shards,
         optimizer=st.optimizer / shards,
         adapters=st.adapters / shards,

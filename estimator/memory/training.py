@@ -107,18 +107,31 @@ def _adapted_shapes(placed: Placements) -> list[tuple[int, int, int]]:
 
 
 def _full_states(arch: Architecture, split: ParameterSplit, w: Workload, n: Numerics) -> States:
+    """Weights, gradients and optimizer state of a full fine-tune on one device.
+
+    With ``optimizer_in_backward`` (torchtune's ``optimizer_in_bwd: True``) every
+    parameter has its own optimizer, stepped by a post-accumulate-grad hook that
+    then sets the gradient to None (torchtune ``training/memory.py``
+    ``register_optim_in_bwd_hooks``: ``optim_dict[param].step()``,
+    ``optim_dict[param].zero_grad()``): one parameter's gradient exists at a time,
+    the largest, and the step's transients are that one tensor's.
+    """
     total = split.total
     cache = n.compute * (split.block_linears + split.vocab_matmul) if n.autocast else 0.0
+    in_backward = w.optimizer_in_backward
+    stepped = split.largest_tensor if in_backward else total
     return States(
         weights=total * n.master,
-        gradients=total * n.grad,
-        gradients_top=(total - split.in_blocks) * n.grad,
+        gradients=stepped * n.grad,
+        gradients_top=split.largest_tensor * n.grad
+        if in_backward
+        else (total - split.in_blocks) * n.grad,
         optimizer=total_optimizer_bytes(arch.shape_counts, w.optimizer, n.state),
         adapters=0.0,
         quantization=0.0,
         cache=cache,
         step_temp=step_temporary_bytes(
-            w.optimizer, w.adamw_impl, split.largest_tensor, total, n.state
+            w.optimizer, w.adamw_impl, split.largest_tensor, stepped, n.state
         ),
         framework=CUBLAS_WORKSPACE,
     )

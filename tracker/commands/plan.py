@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from tracker.commands import UsageError
 from tracker.commands.engine_flags import add_engine_arguments, engine_request_from
+from tracker.commands.plan_stack import add_stack_argument, stack_from
 from tracker.json_input import JsonInputError, JsonSyntaxError, read_json
 from tracker.settings import Settings
 from tracker.source_shape import could_be_hub_ref
@@ -58,6 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=RECIPE_CHOICES,
         help="training library whose defaults fill the flags not given (estimator/README.md)",
     )
+    add_stack_argument(parser)
     parser.add_argument("--method", choices=("full", "lora", "qlora", "serve"), help="(full)")
     parser.add_argument("--batch", type=int, help="micro-batch per device (32)")
     parser.add_argument("--seq-len", type=int, help="(512)")
@@ -83,7 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="cross-entropy over N chunks of logits (torchtune: 8); 1 one fp32 loss, 0 fused (no logits)",
     )
-    parser.add_argument("--attention", choices=("sdpa", "eager"), default="sdpa")
+    parser.add_argument("--attention", choices=("sdpa", "eager"), help="(sdpa)")
     parser.add_argument("--lora-rank", type=int, help="(16)")
     parser.add_argument("--lora-alpha", type=int, help="(32)")
     parser.add_argument("--lora-dropout", type=float, help="(0.05)")
@@ -202,6 +204,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "False): under FSDP with LoRA/QLoRA every checkpointed layer input and its gradient "
         "then stay until backward ends",
     )
+    parser.add_argument(
+        "--fsdp-mixed-units",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="FSDP1 with LoRA: the adapters share each layer's unit with its frozen weights "
+        "(a transformer-layer wrap policy with use_orig_params, not peft's "
+        "fsdp_auto_wrap_policy), so every layer's flat parameter takes a whole gradient",
+    )
     add_engine_arguments(parser)
 
 
@@ -251,9 +261,11 @@ def load_source(source: Path) -> tuple[Any, WeightManifest | None]:
     return config, None
 
 
-def workload_from(args: argparse.Namespace) -> Workload:
-    """The Workload of the flags: the recipe's defaults, then every flag given."""
-    from estimator.recipes import apply_recipe
+def workload_from(args: argparse.Namespace, config: Any = None) -> Workload:
+    """The Workload of the flags: the recipe's defaults (``--recipe``, or the training
+    library ``--stack`` names), the stack's versions over them, then every flag given.
+    ``config`` gives the model_type a few mechanisms are limited to."""
+    from estimator.stacks import Stack, apply_stack
 
     explicit: dict[str, object] = {
         field: value
@@ -280,16 +292,20 @@ def workload_from(args: argparse.Namespace) -> Workload:
             ("prompt_logits", args.prompt_logits),
             ("awq_fused", args.awq_fused),
             ("quant_group_size", args.quant_group_size),
+            ("attention", args.attention),
+            ("fsdp_mixed_units", args.fsdp_mixed_units),
         )
         if value is not None
     }
     if args.lora_targets is not None:
         targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
         explicit["lora_targets"] = targets or ("all-linear",)
-    return apply_recipe(
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    return apply_stack(
+        stack_from(args) or Stack(),
         args.recipe,
+        model_type if isinstance(model_type, str) else None,
         **explicit,
-        attention=args.attention,
         serve_weights=args.serve_weights,
         card=args.card,
         gpus=args.gpus,
@@ -353,7 +369,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     config, manifest, planned = inputs_of(args.source, settings)
     try:
         exact = builder()  # exact parameters of unknown types, with the [exact] extra
-        result = plan(config, workload_from(args), manifest, engine_request_from(args), exact)
+        result = plan(
+            config, workload_from(args, config), manifest, engine_request_from(args), exact
+        )
     except EstimateError as exc:
         raise UsageError(str(exc)) from exc
     sys.stdout.write(render(result, args, planned))

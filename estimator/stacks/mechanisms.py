@@ -1,0 +1,118 @@
+"""Which behaviour a stack's versions imply: ``data/mechanisms.json`` read as ranges.
+
+Each mechanism names one Workload field, the library and the version range
+``[from, below)`` in which the library behaves that way, and the line of its
+source that says so. No version is a code branch: adding a release's
+behaviour is one entry in the data file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from estimator.errors import StackError
+from estimator.stacks.pins import Stack, Version, at_least, release
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    id: str
+    library: str
+    low: Version | None
+    below: Version | None
+    field: str
+    value: object
+    source: str
+    model_types: tuple[str, ...] = ()
+    bounded: str = ""
+
+    def holds(self, version: Version, model_type: str | None) -> bool:
+        if self.model_types and model_type not in self.model_types:
+            return False
+        if self.low is not None and not at_least(version, self.low):
+            return False
+        return self.below is None or not at_least(version, self.below)
+
+    def range_text(self) -> str:
+        low = "" if self.low is None else ">=" + ".".join(map(str, self.low))
+        high = "" if self.below is None else "<" + ".".join(map(str, self.below))
+        return f"{self.library}{low}{',' if low and high else ''}{high}"
+
+
+@dataclass(frozen=True)
+class Table:
+    mechanisms: tuple[Mechanism, ...]
+    recipe_order: tuple[str, ...]
+    recipe_of: tuple[tuple[str, str], ...]
+    libraries: tuple[str, ...]
+
+
+def _bound(raw: object) -> Version | None:
+    return None if raw is None else release(str(raw))
+
+
+@cache
+def table() -> Table:
+    path = resources.files("estimator").joinpath("data/mechanisms.json")
+    raw: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    mechanisms = tuple(
+        Mechanism(
+            id=m["id"],
+            library=m["library"],
+            low=_bound(m["from"]),
+            below=_bound(m["below"]),
+            field=m["field"],
+            value=m["value"],
+            source=m["source"],
+            model_types=tuple(m.get("model_types", ())),
+            bounded=m.get("bounded", ""),
+        )
+        for m in raw["mechanisms"]
+    )
+    recipes = raw["recipes"]
+    return Table(
+        mechanisms=mechanisms,
+        recipe_order=tuple(recipes["order"]),
+        recipe_of=tuple(recipes["recipe_of"].items()),
+        libraries=tuple(raw["libraries"]),
+    )
+
+
+def holding(stack: Stack, model_type: str | None = None) -> tuple[Mechanism, ...]:
+    """The mechanisms whose library the stack pins at a version in their range."""
+    out = []
+    for m in table().mechanisms:
+        version = stack.version(m.library)
+        if version is not None and m.holds(version, model_type):
+            out.append(m)
+    return tuple(out)
+
+
+def stack_fields(stack: Stack, model_type: str | None = None) -> dict[str, object]:
+    """Workload field -> value for every mechanism that holds. Two holding
+    mechanisms setting one field to different values is a table error."""
+    out: dict[str, object] = {}
+    by: dict[str, str] = {}
+    for m in holding(stack, model_type):
+        if m.field in out and out[m.field] != m.value:
+            raise StackError(f"stack: mechanisms {by[m.field]} and {m.id} disagree on {m.field}")
+        out[m.field], by[m.field] = m.value, m.id
+    return out
+
+
+def recipe_for(stack: Stack) -> str | None:
+    """The recipe of the first training library of the table's order the stack names."""
+    recipe_of = dict(table().recipe_of)
+    for library in table().recipe_order:
+        if stack.version(library) is not None:
+            return recipe_of[library]
+    return None
+
+
+def known(stack: Stack) -> Stack:
+    """The stack's pins of libraries the estimator reads (an environment holds hundreds)."""
+    return stack.only(table().libraries)

@@ -1,0 +1,87 @@
+"""Training mechanisms read from the libraries' sources, pinned by value on Llama 3.1 8B's shapes.
+
+torchtune's single-device full fine-tune steps each parameter in backward
+(``optimizer_in_bwd``); FSDP1 with adapters inside their layers' units gives
+every flat parameter a whole gradient.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from estimator import Workload, WorkloadError, plan
+from estimator.recipes import apply_recipe, recipe
+from tests.estimator.test_engines_versions import LLAMA31_8B
+
+EMBEDDING = 128256 * 4096  # the largest tensor (the head is the same size)
+BLOCKS = 6_979_584_000  # parameters in the 32 decoder layers
+
+
+def test_torchtune_full_recipe_is_its_full_single_device_config() -> None:
+    full = apply_recipe("torchtune", method="full")
+    lora = apply_recipe("torchtune", method="lora")
+    assert (full.optimizer, full.optimizer_in_backward, full.loss_chunks, full.pure_16bit) == (
+        "adamw8bit",
+        True,
+        0,
+        True,
+    )
+    assert (lora.optimizer, lora.optimizer_in_backward, lora.loss_chunks) == ("adamw", False, 8)
+    assert "8B_full_single_device.yaml" in recipe("torchtune").source("full.optimizer_in_backward")
+
+
+def test_optimizer_in_backward_keeps_one_gradient_at_a_time() -> None:
+    w = apply_recipe("torchtune", method="full", seq_len=2048, card="A100 80GB")
+    stepped = plan(LLAMA31_8B, w).selected
+    whole = plan(
+        LLAMA31_8B,
+        apply_recipe(
+            "torchtune", method="full", seq_len=2048, card="A100 80GB", optimizer_in_backward=False
+        ),
+    ).selected
+    assert dict(stepped.breakdown)["gradients"] == 2 * EMBEDDING  # bf16, the largest tensor
+    assert dict(whole.breakdown)["gradients"] == 2 * 8_030_261_248  # bf16, every parameter
+    assert (stepped.peak_allocated_bytes, whole.peak_allocated_bytes) == (
+        35_822_411_904,
+        49_662_002_816,
+    )
+    # the CLI's defaults (fp32 master weights, AdamW state, one fp32 loss) for the same job
+    defaults = plan(LLAMA31_8B, Workload(method="full", batch=2, seq_len=2048, card="A100 80GB"))
+    assert defaults.selected.peak_allocated_bytes / stepped.peak_allocated_bytes > 4
+
+
+def test_optimizer_in_backward_is_refused_where_it_is_not_modelled() -> None:
+    with pytest.raises(WorkloadError, match="optimizer_in_backward"):
+        Workload(method="full", gpus=2, optimizer_in_backward=True)
+
+
+def _lora_on_two(parallelism: str = "fsdp", mixed: bool = False) -> Workload:
+    return Workload(
+        method="lora",
+        batch=1,
+        seq_len=512,
+        card="A100 80GB",
+        gpus=2,
+        parallelism=parallelism,  # type: ignore[arg-type]
+        fsdp_mixed_units=mixed,
+    )
+
+
+def test_fsdp_mixed_units_give_every_layer_a_sharded_gradient() -> None:
+    own = plan(LLAMA31_8B, _lora_on_two()).selected
+    mixed = plan(LLAMA31_8B, _lora_on_two(mixed=True)).selected
+    assert mixed.peak_phase == "backward through the first layer"
+    # bf16 flat parameters of every layer (2 B x BLOCKS) and the adapters' fp32 gradients
+    # (r16 on every linear: 1,310,720 per layer, 4 B), all sharded over 2 GPUs
+    adapters = 32 * 1_310_720 * 4
+    assert dict(mixed.breakdown)["gradients"] == (2 * BLOCKS + adapters) / 2
+    assert (own.peak_allocated_bytes, mixed.peak_allocated_bytes) == (
+        16_285_878_272,
+        18_958_237_888,
+    )
+    # DDP replicas hold no flat parameters: the setting changes nothing there
+    ddp = plan(LLAMA31_8B, _lora_on_two("ddp", mixed=True)).selected
+    assert (
+        ddp.peak_allocated_bytes
+        == plan(LLAMA31_8B, _lora_on_two("ddp")).selected.peak_allocated_bytes
+    )
