@@ -13,8 +13,8 @@ keeps its plan without one.
 
 Every published figure (page headline, badge, chart, history and advisory
 estimate lines, Markdown twin) reads this stored plan, so they all share its
-workload: ``STATED_WORKLOAD``, one sequence of 512 tokens on an A10G, the one
-place to change it. Pages print it beside every figure.
+workload: ``estimator.STATED_WORKLOAD``, one sequence of 512 tokens on an A10G,
+the one place to change it. Pages print it beside every figure.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from tracker.diff.revision import RevisionContent
 from tracker.exact_parameters import builder
 
 SERVING_ENGINE: Final = estimator.EngineRequest(engine="vllm")
-STATED_WORKLOAD: Final = estimator.Workload(batch=1, seq_len=512, card="A10G")
-"""The workload every stored plan, and so every published figure, is estimated at."""
+STATED_WORKLOAD: Final = estimator.STATED_WORKLOAD
 
 
 def estimate(
