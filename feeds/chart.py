@@ -2,13 +2,14 @@
 
 Three pictures, all at the plan's stated workload:
 
-- memory over the revision history, one line per method, with one dashed
-  line per card: the room that card leaves for the model (its memory divided
-  by the headroom, less its CUDA context). The plotted value is what the card
+- memory over the revision history, one line per method, with dashed card
+  lines (the stated card's, and the smallest card each method fits): the room
+  that card leaves for the model (its memory divided by the headroom, less
+  its CUDA context). The plotted value is what the card
   table's fit rule compares with it (reserved bytes: device bytes less the
   CUDA context), so a point under a card's line is a fit in the table and a
-  point above it is not (``Chart.fits`` says which, and a test holds it to
-  the table for every corpus model);
+  point above it is not (a test holds this to the table for every corpus
+  model);
 - the largest batch per card and method as grouped bars;
 - the memory breakdown per method (weights, gradients, optimizer state,
   activations, KV cache, the rest) as stacked bars.
@@ -86,12 +87,7 @@ class Chart:
     needed: tuple[tuple[str, tuple[int, ...]], ...]  # method -> reserved bytes per revision
     lines: tuple[CardLine, ...]
     workload: str
-
-    def fits(self, method: str, card: str) -> bool:
-        """Whether the newest point of ``method`` is drawn under ``card``'s line."""
-        values = dict(self.needed)[method]
-        room = next(line.room_bytes for line in self.lines if line.card == card)
-        return values[-1] <= room
+    card: str  # the stated card
 
 
 def room_bytes(card: Card, headroom: float, gpus: int) -> float:
@@ -137,20 +133,23 @@ def history_chart(history: Sequence[RevisionEntry]) -> Chart | None:
         needed,
         lines,
         f"batch {w.batch} × {w.seq_len} tokens",
+        w.card,
     )
 
 
 def history_svg(chart: Chart) -> Markup:
     """Memory per method over the revisions, with the card lines inside the plotted range."""
-    largest = max(max(values) for _, values in chart.needed)
-    top = largest * 1.25
-    # Cards with the same room share a line; lines far above every point are left out
-    # (the nearest one above is kept, so "fits everywhere up to here" stays visible).
+    # Cards with the same room share a line. Drawn: the stated card's, and for each
+    # method the smallest room its newest point fits under (where it starts to fit).
     rooms: dict[float, list[str]] = {}
     for line in chart.lines:
         rooms.setdefault(round(line.room_bytes / GIB, 2), []).append(line.card)
-    above = sorted(r for r in rooms if r * GIB > top)
-    shown = sorted(r for r in rooms if r * GIB <= top) + above[:1]
+    stated = next(r for r, cards in rooms.items() if chart.card in cards)
+    shown = {stated}
+    for _, values in chart.needed:
+        above = [r for r in rooms if r * GIB >= values[-1]]
+        if above:
+            shown.add(min(above))
     svg = _base(pygal.Line, f"Memory per method at {chart.workload}, by revision (GiB)")
     svg.x_labels = [sha[:SHORT_SHA] for sha in chart.shas]
     svg.x_label_rotation = 30
@@ -165,7 +164,7 @@ def history_svg(chart: Chart) -> Markup:
                 for v, sha, title in zip(values, chart.shas, chart.titles, strict=True)
             ],
         )
-    for room in shown:
+    for room in sorted(shown):
         svg.add(
             f"{' · '.join(rooms[room])}: room {room:g} GiB",
             [room] * len(chart.shas),
