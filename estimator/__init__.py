@@ -19,10 +19,11 @@ from estimator.manifest import WeightManifest
 from estimator.memory import MemoryEstimate
 from estimator.plan import SCHEMA_VERSION, Plan, plan
 from estimator.verifier import Finding
-from estimator.workload import Workload
+from estimator.workload import STATED_WORKLOAD, Workload
 
 __all__ = [
     "SCHEMA_VERSION",
+    "STATED_WORKLOAD",
     "Accuracy",
     "Card",
     "ConfigError",

@@ -275,6 +275,8 @@ class Architecture:
     # (index of the first block, blocks stamped from its template) per distinct
     # layer, as describe() stamped them; empty: derived from the blocks.
     layer_templates: tuple[tuple[int, int], ...] = ()
+    # Sizes config.json did not give and the family's default stood in for (key, default).
+    defaulted: tuple[tuple[str, int], ...] = ()
 
     @cached_property
     def block_groups(self) -> tuple[tuple[Block, int], ...]:

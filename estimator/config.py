@@ -104,6 +104,9 @@ class Config:
             raise ConfigError(f"{source}: expected a JSON object, got {_type_name(raw)}")
         self.raw: Mapping[str, object] = raw
         self.source = source
+        # Sizes the config did not give, with the default the estimate used instead
+        # (the verifier names each one: a misspelt key silently takes a default).
+        self.defaulted: dict[str, int] = {}
 
     def error(self, key: str, problem: str) -> ConfigError:
         return ConfigError(f"{self.source}: {key} {problem}", field=key)
@@ -149,6 +152,7 @@ class Config:
             if default is _MISSING:
                 raise self.error(key, "is missing")
             assert isinstance(default, int)
+            self.defaulted.setdefault(key, default)
             return default
         value = self._as_int(found, self.raw[found], limit)
         if value < minimum:

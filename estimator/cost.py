@@ -9,7 +9,9 @@ QLoRA multiplies by a dequantisation factor (LitGPT measured 1.56x for
 Llama-2-7B); gradient checkpointing adds one more forward. Time is the
 larger of compute at the stated MFU and the memory traffic of the states.
 Decode speed is the bandwidth roofline over the active weights plus the KV
-cache read per token.
+cache read per token. Serving is priced per million generated tokens at that
+speed, never as a fine-tune. A job that does not fit its card is not priced:
+its ``usd`` is None and ``price_source`` says why.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ QLORA_DEQUANT_FACTOR: Final = 1.56
 MEMORY_EFFICIENCY: Final = 0.9
 INFERENCE_FLOP_EFFICIENCY: Final = 0.7
 STATE_PASSES: Final = 3  # forward read, backward read, optimizer read-modify-write
+SERVED_TOKENS: Final = 1_000_000  # serving is priced per million generated tokens
 
 
 @dataclass(frozen=True)
@@ -91,19 +94,17 @@ def _state_bytes(model: MethodModel) -> float:
 
 
 def estimate_cost(
-    arch: Architecture, w: Workload, card: Card, model: MethodModel, serve_model: MethodModel
+    arch: Architecture,
+    w: Workload,
+    card: Card,
+    model: MethodModel,
+    serve_model: MethodModel,
+    fits: bool = True,
 ) -> Cost:
-    method = w.method if w.method != "serve" else "full"
+    """The cost of ``w`` on ``card``; ``fits`` is the card table's verdict for it there."""
+    method = w.method
     active = active_parameters(arch)
-    tokens = w.epochs * w.samples * w.seq_len
-    steps = tokens / (w.tokens_per_step * w.gpus)
-    flops = flops_per_sample(arch, w, method, active) * w.epochs * w.samples
-    compute_s = flops / (w.gpus * card.dense_tflops * 1e12 * w.mfu)
     bandwidth = card.bandwidth_gbs * 1e9 * MEMORY_EFFICIENCY
-    bandwidth_s = steps * STATE_PASSES * _state_bytes(model) / bandwidth
-    seconds = max(compute_s, bandwidth_s)
-    price = card.price
-    usd = None if price is None else seconds / 3600 * price.usd_per_hour * w.gpus
     weight_bytes = next(t.fixed for t in serve_model.phases[0].terms if t.key == "weights")
     active_bytes = weight_bytes * active / max(arch.total_parameters, 1)
     kv_per_seq = next(t.per_sample for t in serve_model.phases[0].terms if t.key == "kv_cache")
@@ -113,12 +114,38 @@ def estimate_cost(
         t = max((active_bytes + batch * kv_per_seq) / bandwidth, 2.0 * active * batch / peak)
         return batch / t if t > 0 else 0.0
 
-    assumptions = (
-        f"training FLOPs 6N (LoRA 4N) + 12·L·h·s per token at MFU {w.mfu} on {card.name}"
-        + (f"; the decoder over {w.target_len or w.seq_len} tokens" if is_seq2seq(arch) else ""),
-        f"{w.epochs:g} epochs x {w.samples} samples x {w.seq_len} tokens, batch {w.batch}",
-        "decode: bandwidth roofline at 90% of peak over active weights + full-context KV read",
-    )
+    decode_tps = decode(w.batch)
+    if method == "serve":
+        tokens = float(SERVED_TOKENS)
+        steps = flops = 0.0
+        compute_s = bandwidth_s = SERVED_TOKENS / decode_tps if decode_tps > 0 else 0.0
+        assumptions: tuple[str, ...] = (
+            f"serving {SERVED_TOKENS:,} generated tokens at batch {w.batch} on {card.name}, "
+            f"decoding {decode_tps:,.0f} tokens/s",
+            "decode: bandwidth roofline at 90% of peak over active weights + full-context KV read",
+        )
+    else:
+        tokens = w.epochs * w.samples * w.seq_len
+        steps = tokens / (w.tokens_per_step * w.gpus)
+        flops = flops_per_sample(arch, w, method, active) * w.epochs * w.samples
+        compute_s = flops / (w.gpus * card.dense_tflops * 1e12 * w.mfu)
+        bandwidth_s = steps * STATE_PASSES * _state_bytes(model) / bandwidth
+        assumptions = (
+            f"training FLOPs 6N (LoRA 4N) + 12·L·h·s per token at MFU {w.mfu} on {card.name}"
+            + (f"; the decoder over {w.target_len or w.seq_len} tokens" if is_seq2seq(arch) else ""),
+            f"{w.epochs:g} epochs x {w.samples} samples x {w.seq_len} tokens, batch {w.batch}",
+            "decode: bandwidth roofline at 90% of peak over active weights + full-context KV read",
+        )
+    seconds = max(compute_s, bandwidth_s)
+    price = card.price
+    if not fits:
+        usd = None
+        source: str | None = f"not priced: does not fit {card.name} at batch {w.batch}"
+    else:
+        usd = None if price is None else seconds / 3600 * price.usd_per_hour * w.gpus
+        source = (
+            card.price_note if price is None else f"{price.provider}, {price.date} ({price.source})"
+        )
     return Cost(
         card=card.name,
         method=method,
@@ -128,14 +155,12 @@ def estimate_cost(
         compute_seconds=compute_s,
         bandwidth_seconds=bandwidth_s,
         seconds=seconds,
-        bound="compute" if compute_s >= bandwidth_s else "memory bandwidth",
+        bound="compute" if method != "serve" and compute_s >= bandwidth_s else "memory bandwidth",
         usd=usd,
-        price_source=(
-            card.price_note if price is None else f"{price.provider}, {price.date} ({price.source})"
-        ),
+        price_source=source,
         mfu=w.mfu,
         decode_tokens_per_s_batch1=decode(1),
-        decode_tokens_per_s=decode(w.batch),
+        decode_tokens_per_s=decode_tps,
         active_parameters=active,
         assumptions=assumptions,
     )

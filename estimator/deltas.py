@@ -7,11 +7,14 @@ disagree. Its policies:
 - labels: one table, ``METHOD_LABELS`` (``"lora"`` -> ``"LoRA"``);
 - units: bytes are shown in GiB (``GIB = 2**30`` bytes, two decimals),
   everywhere an estimate figure is printed;
-- cards: named as the card table names them (``CardFit.card.name``);
+- one line per method: its peak memory at the plans' stated workload
+  (``workload_text``: batch, tokens, card) and its largest batch on that
+  card, never one line per card; plans estimated at different workloads
+  compare their parameters only;
 - severity: a parameter count that changed is high; a method that no longer
-  fits a card is high, one that now fits is low; peak memory that moved and a
-  largest batch that dropped are moderate, a batch that rose is low; a memory
-  or batch move under 1% (``MINOR_RELATIVE``) is info.
+  fits the stated card is high, one that now fits is low; peak memory that
+  moved and a largest batch that dropped are moderate, a batch that rose is
+  low; a memory or batch move under 1% (``MINOR_RELATIVE``) is info.
 
 Pure: two typed Plans in, a frozen PlanDelta out; no I/O.
 """
@@ -75,6 +78,9 @@ class DeltaEntry:
 
     ``relative`` is ``(new - old) / max(|old|, 1)``, signed; ``method`` and
     ``card`` say which method and card the number is of, when it is of one.
+    A method's entry carries its peak memory (``old``/``new``, bytes) and its
+    largest batch on the stated card (``batch_old``/``batch_new``), both at
+    ``workload``, the stated workload that every figure of it was estimated at.
     """
 
     kind: Kind
@@ -86,12 +92,13 @@ class DeltaEntry:
     severity: Severity
     method: str | None = None
     card: str | None = None
+    batch_old: int | None = None
+    batch_new: int | None = None
+    workload: str = ""
 
     @property
     def key(self) -> str:
-        """A stable name: ``parameters``, ``memory.lora``, ``T4.lora``."""
-        if self.card is not None:
-            return f"{self.card}.{self.method}"
+        """A stable name: ``parameters``, ``memory.lora``."""
         return "parameters" if self.method is None else f"memory.{self.method}"
 
     def shown(self, value: int) -> str:
@@ -101,24 +108,33 @@ class DeltaEntry:
         return f"{value:,}" if self.unit == "parameters" else str(value)
 
     @property
+    def batch_text(self) -> str:
+        """``largest batch on A10G 55 -> 19 (no longer fits)``; empty without a card."""
+        if self.card is None or self.batch_old is None or self.batch_new is None:
+            return ""
+        verdict = {
+            "no_longer_fits": "no longer fits",
+            "now_fits": "now fits",
+        }.get(self.kind, "fits" if self.batch_new > 0 else "does not fit")
+        return f"largest batch on {self.card} {self.batch_old} -> {self.batch_new} ({verdict})"
+
+    @property
     def message(self) -> str:
-        """The sentence a change list prints, both values in it."""
-        label = method_label(self.method or "")
-        if self.kind == "no_longer_fits":
-            return f"{label} no longer fits on {self.card} (largest batch {self.old} -> {self.new})"
-        if self.kind == "now_fits":
-            return f"{label} now fits on {self.card} (largest batch {self.old} -> {self.new})"
-        if self.kind == "largest_batch_changed":
-            return f"{self.what}: {self.old} -> {self.new}"
-        return f"{self.what} {self.shown(self.old)} -> {self.shown(self.new)}"
+        """The sentence a change list prints: both values and the workload they are at."""
+        if self.method is None:
+            return f"{self.what} {self.shown(self.old)} -> {self.shown(self.new)}"
+        label = method_label(self.method, capital=True)
+        return (
+            f"{label} at {self.workload}: peak {self.shown(self.old)} -> "
+            f"{self.shown(self.new)}; {self.batch_text}"
+        )
 
 
 @dataclass(frozen=True)
 class PlanDelta:
     """Every number that moved between two plans, in a fixed order (empty when none did).
 
-    Order: parameters, peak memory per method, then per card (the new plan's
-    order) and method the fit verdicts and largest batches.
+    Order: parameters, then one entry per method (``METHOD_LABELS`` order).
     """
 
     entries: tuple[DeltaEntry, ...] = ()
@@ -132,17 +148,31 @@ class PlanDelta:
         return next((e for e in self.entries if e.kind == "parameters_changed"), None)
 
     @property
-    def memory(self) -> tuple[DeltaEntry, ...]:
-        return tuple(e for e in self.entries if e.kind == "memory_changed")
+    def methods(self) -> tuple[DeltaEntry, ...]:
+        """One entry per method whose peak or largest batch on the stated card moved."""
+        return tuple(e for e in self.entries if e.method is not None)
 
-    @property
-    def cards(self) -> tuple[DeltaEntry, ...]:
-        """Fit flips and largest-batch moves, per card and method."""
-        return tuple(e for e in self.entries if e.card is not None)
+
+def workload_text(plan: Plan) -> str:
+    """The stated workload in words: ``batch 1 x 512 tokens on A10G``."""
+    w = plan.workload
+    gpus = "" if w.gpus == 1 else f" x {w.gpus} GPUs"
+    return f"batch {w.batch} x {w.seq_len} tokens on {w.card}{gpus}"
+
+
+def same_workload(old: Plan, new: Plan) -> bool:
+    """Whether two plans' figures were estimated at one workload, so they can be compared."""
+    a, b = old.workload, new.workload
+    keys = ("method", "batch", "seq_len", "target_len", "card", "precision", "gpus", "headroom")
+    return all(getattr(a, k) == getattr(b, k) for k in keys)
 
 
 def delta(old: Plan | None, new: Plan | None) -> PlanDelta:
-    """What moved from ``old`` to ``new``; empty when either side has no plan."""
+    """What moved from ``old`` to ``new``; empty when either side has no plan.
+
+    Memory and batch figures are compared only when both plans were estimated
+    at the same workload: a figure without its workload is not stated.
+    """
     if old is None or new is None:
         return PlanDelta()
     entries: list[DeltaEntry] = []
@@ -159,57 +189,63 @@ def delta(old: Plan | None, new: Plan | None) -> PlanDelta:
                 "high",
             )
         )
+    if same_workload(old, new):
+        entries.extend(_method_entries(old, new))
+    return PlanDelta(tuple(entries))
+
+
+def _method_entries(old: Plan, new: Plan) -> list[DeltaEntry]:
+    """Per method: peak memory at the stated workload and the largest batch on its card."""
+    card = new.workload.card
+    stated = workload_text(new)
     old_memory, new_memory = dict(old.memory), dict(new.memory)
+    old_fit, new_fit = _fits_on(old, card), _fits_on(new, card)
+    entries = []
     for method, label in METHOD_LABELS.items():
         if method not in old_memory or method not in new_memory:
             continue
         b = old_memory[method].peak_allocated_bytes
         a = new_memory[method].peak_allocated_bytes
-        if b != a:
-            rel = _relative(b, a)
-            entries.append(
-                DeltaEntry(
-                    "memory_changed",
-                    f"{label} peak memory",
-                    b,
-                    a,
-                    "bytes",
-                    rel,
-                    _minor(rel, "moderate"),
-                    method,
-                )
+        was, now = old_fit.get(method), new_fit.get(method)
+        batch_b = None if was is None else was[0]
+        batch_a = None if now is None else now[0]
+        if b == a and batch_b == batch_a:
+            continue
+        rel = _relative(b, a)
+        kind: Kind
+        severity: Severity
+        if was is not None and now is not None and was[1] and not now[1]:
+            kind, severity = "no_longer_fits", "high"
+        elif was is not None and now is not None and now[1] and not was[1]:
+            kind, severity = "now_fits", "low"
+        elif b != a:
+            kind, severity = "memory_changed", _minor(rel, "moderate")
+        else:
+            assert batch_b is not None and batch_a is not None
+            kind = "largest_batch_changed"
+            severity = _minor(_relative(batch_b, batch_a), "moderate" if batch_a < batch_b else "low")
+        entries.append(
+            DeltaEntry(
+                kind,
+                f"{label} peak memory",
+                b,
+                a,
+                "bytes",
+                rel,
+                severity,
+                method,
+                None if now is None else card,
+                batch_b,
+                batch_a,
+                stated,
             )
-    entries.extend(_card_entries(old, new))
-    return PlanDelta(tuple(entries))
-
-
-def _card_entries(old: Plan, new: Plan) -> list[DeltaEntry]:
-    previous = {(c.card.name, m.method): m for c in old.cards for m in c.methods}
-    entries = []
-    for fit in new.cards:
-        name = fit.card.name
-        by_method = {m.method: m for m in fit.methods}
-        for method, label in METHOD_LABELS.items():
-            now, was = by_method.get(method), previous.get((name, method))
-            if now is None or was is None:
-                continue
-            b, a = was.largest_batch, now.largest_batch
-            kind: Kind
-            severity: Severity
-            if was.fits and not now.fits:
-                kind, severity = "no_longer_fits", "high"
-            elif now.fits and not was.fits:
-                kind, severity = "now_fits", "low"
-            elif b != a:
-                kind = "largest_batch_changed"
-                severity = _minor(_relative(b, a), "moderate" if a < b else "low")
-            else:
-                continue
-            what = f"{label} largest batch on {name}"
-            entries.append(
-                DeltaEntry(kind, what, b, a, "sequences", _relative(b, a), severity, method, name)
-            )
+        )
     return entries
+
+
+def _fits_on(plan: Plan, card: str) -> dict[str, tuple[int, bool]]:
+    fit = next((c for c in plan.cards if c.card.name == card), None)
+    return {} if fit is None else {m.method: (m.largest_batch, m.fits) for m in fit.methods}
 
 
 def _total(p: Plan) -> int:
@@ -237,5 +273,7 @@ __all__ = [
     "delta",
     "gib",
     "method_label",
+    "same_workload",
     "stored_plan",
+    "workload_text",
 ]

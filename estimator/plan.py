@@ -20,7 +20,7 @@ from estimator.cards import Card, all_cards, card
 from estimator.cost import Cost, estimate_cost
 from estimator.engine_cards import CardEngineVerdict, on_every_card
 from estimator.engines import EngineRequest, EngineVerdict, simulate_engine
-from estimator.errors import EstimateError, PlanJsonError
+from estimator.errors import ConfigError, EstimateError, PlanJsonError
 from estimator.families import ExactParameters, describe
 from estimator.fit import CardFit, MethodFit, fit_cards
 from estimator.manifest import ManifestComparison, WeightManifest, compare
@@ -54,6 +54,8 @@ class Plan:
     engine: EngineVerdict | None = None
     # The same engine on every card (``engine_on_every_card=True``), in table order.
     engine_cards: tuple[CardEngineVerdict, ...] = ()
+    # One cost per method on the workload's card (a method that does not fit is not priced).
+    costs: tuple[Cost, ...] = ()
 
     @property
     def selected(self) -> MemoryEstimate:
@@ -89,6 +91,7 @@ class Plan:
             "memory": memory,
             "cards": [c.to_json() for c in self.cards],
             "cost": self.cost.to_json(),
+            **({"costs": [c.to_json() for c in self.costs]} if self.costs else {}),
             "findings": [f.to_json() for f in self.findings],
             "assumptions": list(self.assumptions),
         } | self._serving_json()
@@ -128,7 +131,8 @@ def _plan_from_json(d: Mapping[str, Any]) -> Plan:
         workload=Workload(**workload),
         memory=tuple((m, _memory_from_json(e)) for m, e in memory.items() if m != "selected"),
         cards=tuple(_card_fit_from_json(c) for c in d["cards"]),
-        cost=Cost(**{**d["cost"], "assumptions": tuple(d["cost"]["assumptions"])}),
+        cost=_cost_from_json(d["cost"]),
+        costs=tuple(_cost_from_json(c) for c in d.get("costs", ())),
         findings=tuple(Finding(**f) for f in d["findings"]),
         assumptions=tuple(d["assumptions"]),
         engine=EngineVerdict.from_json(d["serving"]["engine"]) if "serving" in d else None,
@@ -136,6 +140,10 @@ def _plan_from_json(d: Mapping[str, Any]) -> Plan:
             CardEngineVerdict.from_json(c) for c in d.get("serving", {}).get("cards", ())
         ),
     )
+
+
+def _cost_from_json(c: Mapping[str, Any]) -> Cost:
+    return Cost(**{**c, "assumptions": tuple(c["assumptions"])})
 
 
 def _memory_from_json(e: Mapping[str, Any]) -> MemoryEstimate:
@@ -232,6 +240,12 @@ def plan(
     checkpoint declares (config.json's ``quantization_config``), as engines load it.
     """
     arch = describe(config, exact)
+    if arch.total_parameters == 0:
+        raise ConfigError(
+            "config.json: could not estimate: it gives no layer width (hidden_size or an alias "
+            "such as d_model or n_embd), so there are no parameters to count",
+            field="hidden_size",
+        )
     stored = stored_quantization(config)
     w = serving_workload(workload or Workload(), stored)
     engine = None if engine is None else engine_request(engine, stored)
@@ -243,8 +257,19 @@ def plan(
         for name, model in models.items()
     )
     fits = fit_cards(models, all_cards(), w.batch, w.gpus, w.headroom, w.precision)
-    selected = models[w.method if w.method != "serve" else "full"]
-    cost = estimate_cost(arch, w, target, selected, models["serve"])
+    on_target = next(f for f in fits if f.card.name == target.name)
+    costs = tuple(
+        estimate_cost(
+            arch,
+            replace(w, method=m),  # type: ignore[arg-type]  # m is a key of method_models
+            target,
+            models[m],
+            models["serve"],
+            on_target.method(m).fits,
+        )
+        for m in models
+    )
+    cost = next(c for c in costs if c.method == w.method)
     head = next((t.name for t in arch.top_tensors if t.role == "head"), None)
     checkpoint = (
         None
@@ -275,6 +300,7 @@ def plan(
         memory=memory,
         cards=fits,
         cost=cost,
+        costs=costs,
         findings=findings,
         assumptions=assumptions,
         engine=None if engine is None else simulate_engine(arch, split, _on_card(engine, w)),

@@ -7,6 +7,7 @@ the rule's message, or None. ``CHECKS`` is the explicit table tying the two.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -205,6 +206,46 @@ def _fields_missing(c: Context) -> Values | None:
     return {"fields": ", ".join(missing), "effects": effects}
 
 
+def _near_keys(c: Context) -> dict[str, str]:
+    """Each defaulted size that a key of the config, absent from the keys read, resembles."""
+    known = {k for k, _ in c.arch.defaulted}
+    unknown = [k for k in c.config if isinstance(k, str) and k not in known]
+    near = {}
+    for key, _ in c.arch.defaulted:
+        match = difflib.get_close_matches(key, unknown, n=1, cutoff=0.85)
+        if match and match[0] != key:
+            near[key] = match[0]
+    return near
+
+
+def _key_misspelt(c: Context) -> Values | None:
+    """A size the family defaulted while a key of nearly its name sits in the config."""
+    near = _near_keys(c)
+    if not near:
+        return None
+    defaults = dict(c.arch.defaulted)
+    return {
+        "keys": ", ".join(near),
+        "near": ", ".join(near.values()),
+        "defaults": ", ".join(f"{k}={defaults[k]}" for k in near),
+        "renames": ", ".join(f"{v} to {k}" for k, v in near.items()),
+        "model_type": c.arch.model_type,
+    }
+
+
+def _key_defaulted(c: Context) -> Values | None:
+    """Sizes the config leaves to the family's defaults (a misspelt one is its own finding)."""
+    near = _near_keys(c)
+    rest = [(k, v) for k, v in c.arch.defaulted if k not in near]
+    if not rest:
+        return None
+    return {
+        "keys": ", ".join(k for k, _ in rest),
+        "defaults": ", ".join(f"{k}={v}" for k, v in rest),
+        "model_type": c.arch.model_type,
+    }
+
+
 def _unsupported(c: Context) -> Values | None:
     return None if c.arch.supported else {"model_type": c.arch.model_type}
 
@@ -235,6 +276,8 @@ CHECKS: dict[str, Callable[[Context], Values | None]] = {
     "sequence-beyond-trained-context": _beyond_trained_context,
     "unsupported-model-type": _unsupported,
     "config-field-missing": _fields_missing,
+    "config-key-misspelt": _key_misspelt,
+    "config-key-defaulted": _key_defaulted,
     "no-bf16-on-card": _no_bf16,
     "checkpoint-quantization-not-modelled": _stored_quantization,
 }

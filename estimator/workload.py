@@ -324,3 +324,9 @@ def _fraction(name: str, value: object, low: float, high: float) -> None:
         raise WorkloadError(f"workload: {name} must be a number, got {value!r}")
     if not low <= float(value) <= high:
         raise WorkloadError(f"workload: {name} must be between {low} and {high}, got {value}")
+
+
+STATED_WORKLOAD: Final = Workload(batch=1, seq_len=512, card="A10G")
+"""The workload every published figure is stated at (one sequence of 512 tokens on an A10G):
+the tracker stores each revision's plan at it and the paste form plans at it. The one place
+to change it."""

@@ -18,7 +18,7 @@ from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
-from feeds import feed_routes, osv_api, pages, plan_api, subscription_pages, webhooks
+from feeds import docs, feed_routes, osv_api, pages, paste, plan_api, subscription_pages, webhooks
 from feeds.limits import BodyLimits, BodyTooLarge, RequestRefused, detail_response
 from feeds.osv_api import OsvError, error_response
 from feeds.settings import PublishSettings
@@ -42,6 +42,7 @@ def create_app(
         title=settings.title,
         summary="OSV advisories, feeds and pages for tracked Hugging Face model repos",
         version="1",
+        docs_url=None,  # feeds.docs serves /docs from packaged assets
     )
     state = AppState(database, settings)
     for extra in routers:
@@ -51,6 +52,8 @@ def create_app(
     app.include_router(plan_api.router(state))
     app.include_router(pages.router(state))
     app.include_router(subscription_pages.router(state))
+    app.include_router(docs.router(settings.title))
+    app.include_router(paste.router(state))
 
     @app.exception_handler(OsvError)
     async def osv_error(_request: Request, exc: OsvError) -> JSONResponse:

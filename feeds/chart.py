@@ -1,122 +1,110 @@
-"""The model page's picture: parameters and peak memory per method over the revision history.
+"""The model page's pictures, drawn by pygal as static SVG: no script, nothing from a CDN.
 
-Laid out here, drawn by ``templates/chart.html`` as inline SVG: the page
-needs no script, and every text in it (shas, titles, card names) goes
-through the template's autoescape. Each on-main revision with a stored plan
-is one point per series, oldest on the left. Both panels start at zero, so
-a point's height is proportional to its value. The memory panel draws each
-card memory limit (the newest plan's cards, grouped by usable bytes) that
-falls inside its range as a labelled horizontal line; a card fits a method
-when its device bytes times the headroom stay under the line, a little
-above the peak plotted.
+Three pictures, all at the plan's stated workload:
+
+- memory over the revision history, one line per method, with dashed card
+  lines (the stated card's, and the smallest card each method fits): the room
+  that card leaves for the model (its memory divided by the headroom, less
+  its CUDA context). The plotted value is what the card
+  table's fit rule compares with it (reserved bytes: device bytes less the
+  CUDA context), so a point under a card's line is a fit in the table and a
+  point above it is not (a test holds this to the table for every corpus
+  model);
+- the largest batch per card and method as grouped bars;
+- the memory breakdown per method (weights, gradients, optimizer state,
+  activations, KV cache, the rest) as stacked bars.
+
+Every text in the SVG (shas, titles, card names) is escaped by pygal's XML
+writer; shas are shown seven characters long, rotated and thinned out to at
+most ``MAX_XLABELS``, so they never run together.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+import pygal
+from markupsafe import Markup
+from pygal.etree import etree
+from pygal.style import Style
+
 from estimator import Plan
-from estimator.deltas import GIB, METHOD_LABELS, gib, stored_plan
+from estimator.cards import Card
+from estimator.deltas import GIB, METHOD_LABELS, stored_plan
+from estimator.memory.overhead import context_bytes
 from storage.publishing import RevisionEntry
 
-WIDTH: Final = 760
-LEFT: Final = 78
-RIGHT: Final = 560  # plot's right edge; card labels go to its right
-PARAMETERS_TOP: Final = 34
-PARAMETERS_HEIGHT: Final = 110
-MEMORY_TOP: Final = 190
-MEMORY_HEIGHT: Final = 300
-HEIGHT: Final = MEMORY_TOP + MEMORY_HEIGHT + 48
-LABEL_GAP: Final = 10.5
-HEADROOM: Final = 1.1  # the top of a panel is 10% above its largest value
-COLORS: Final = {"full": "#1f6feb", "lora": "#d1242f", "qlora": "#1a7f37", "serve": "#8250df"}
-PARAMETERS_COLOR: Final = "#57606a"
+# pygal appends a legacy import hook for its map plugins (pygal.maps.*, unused here) that
+# has no find_spec, so every later import warns; this app imports no map plugin.
+sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "PluginImportFixer"]
+
 SHORT_SHA: Final = 7
-MAX_XLABELS: Final = 10
+MAX_XLABELS: Final = 12
+WIDTH: Final = 900
+HEIGHT: Final = 420
+COLORS: Final = ("#1f6feb", "#d1242f", "#1a7f37", "#8250df")
+CARD_COLOR: Final = "#9a6700"
+BREAKDOWN: Final = (
+    ("weights", "weights"),
+    ("gradients", "gradients"),
+    ("optimizer_state", "optimizer state"),
+    ("activations", "activations"),
+    ("kv_cache", "KV cache"),
+    ("adapters", "adapters"),
+    ("quantization_overhead", "quantization overhead"),
+    ("framework_overhead", "framework"),
+)
+STYLE: Final = Style(
+    background="white",
+    plot_background="white",
+    font_family="system-ui, sans-serif",
+    colors=COLORS + (CARD_COLOR,) * 32,
+    label_font_size=11,
+    major_label_font_size=11,
+    legend_font_size=11,
+    title_font_size=13,
+)
 
 
 @dataclass(frozen=True)
-class Point:
-    x: float
-    y: float
-    value: int
-    sha: str
-    text: str
+class CardLine:
+    """One card's room for the model, in the chart's unit (bytes)."""
 
-
-@dataclass(frozen=True)
-class Series:
-    key: str
-    label: str
-    color: str
-    points: tuple[Point, ...]
-
-    @property
-    def path(self) -> str:
-        """The polyline's points attribute."""
-        return " ".join(f"{p.x:.1f},{p.y:.1f}" for p in self.points)
-
-
-@dataclass(frozen=True)
-class Tick:
-    y: float
-    text: str
-
-
-@dataclass(frozen=True)
-class Panel:
-    top: float
-    height: float
-    top_value: float
-    ticks: tuple[Tick, ...]
-    series: tuple[Series, ...]
-
-    def y(self, value: float) -> float:
-        """The height of ``value`` in this panel (zero at the bottom edge)."""
-        return _y(self.top, self.height, self.top_value, value)
-
-
-@dataclass(frozen=True)
-class Limit:
-    y: float
-    label_y: float
-    usable_bytes: int
-    text: str
-
-
-@dataclass(frozen=True)
-class XLabel:
-    x: float
-    text: str
-    title: str
+    card: str
+    room_bytes: float
 
 
 @dataclass(frozen=True)
 class Chart:
-    width: int
-    height: int
-    left: float
-    right: float
-    parameters: Panel
-    memory: Panel
-    limits: tuple[Limit, ...]
-    xlabels: tuple[XLabel, ...]
+    """What the history picture plots: per method the needed bytes, per card its room."""
 
-    @property
-    def points(self) -> int:
-        return len(self.xlabels)
+    shas: tuple[str, ...]
+    titles: tuple[str, ...]
+    needed: tuple[tuple[str, tuple[int, ...]], ...]  # method -> reserved bytes per revision
+    lines: tuple[CardLine, ...]
+    workload: str
+    card: str  # the stated card
 
-    @property
-    def label_every(self) -> int:
-        """Every how many revisions a sha is printed under the axis (at most ten printed)."""
-        return max(1, math.ceil(len(self.xlabels) / MAX_XLABELS))
+
+def room_bytes(card: Card, headroom: float, gpus: int) -> float:
+    """What ``card`` leaves for the model: memory over the headroom, less the CUDA context.
+
+    The card table's rule (``estimator.fit``) fits a method when reserved bytes
+    plus this context stay under memory / headroom; this is that limit.
+    """
+    return card.usable_bytes / headroom - context_bytes(card.context_bytes, gpus)
 
 
 def history_chart(history: Sequence[RevisionEntry]) -> Chart | None:
-    """The chart of a page's history (newest first, as storage lists it); None without plans."""
+    """The history of a page (newest first, as storage lists it); None without plans.
+
+    Only revisions whose plan shares the newest plan's workload are drawn, so
+    no point stands at a workload the picture does not state.
+    """
     planned = [
         (entry, plan)
         for entry in reversed(history)
@@ -124,139 +112,145 @@ def history_chart(history: Sequence[RevisionEntry]) -> Chart | None:
     ]
     if not planned:
         return None
-    step = (RIGHT - LEFT) / len(planned)
-    xs = [LEFT + step * (i + 0.5) for i in range(len(planned))]
-    shas = [entry.stored.revision.sha for entry, _ in planned]
-    totals = [_total(plan) for _, plan in planned]
-    parameters = _panel(
-        PARAMETERS_TOP,
-        PARAMETERS_HEIGHT,
-        max(totals),
-        _count,
-        lambda top: (
-            Series(
-                "parameters",
-                "parameters",
-                PARAMETERS_COLOR,
-                tuple(
-                    Point(x, _y(PARAMETERS_TOP, PARAMETERS_HEIGHT, top, v), v, s, f"{v:,} params")
-                    for x, v, s in zip(xs, totals, shas, strict=True)
-                ),
-            ),
-        ),
-    )
-    peaks = {m: [dict(plan.memory)[m].peak_allocated_bytes for _, plan in planned] for m in COLORS}
     newest = planned[-1][1]
-    limits = sorted({fit.card.usable_bytes for fit in newest.cards})
-    largest = max(max(values) for values in peaks.values())
-    top_bytes = max(largest, limits[0] if limits else 1)
-    memory = _panel(
-        MEMORY_TOP,
-        MEMORY_HEIGHT,
-        top_bytes,
-        lambda b: f"{b / GIB:g} GiB",
-        lambda top: tuple(
-            Series(
-                method,
-                METHOD_LABELS[method],
-                color,
-                tuple(
-                    Point(
-                        x,
-                        _y(MEMORY_TOP, MEMORY_HEIGHT, top, v),
-                        v,
-                        s,
-                        f"{METHOD_LABELS[method]} peak {gib(v)}",
-                    )
-                    for x, v, s in zip(xs, peaks[method], shas, strict=True)
-                ),
-            )
-            for method, color in COLORS.items()
-        ),
-        unit=GIB,
+    planned = [(e, p) for e, p in planned if p.workload == newest.workload]
+    w = newest.workload
+    needed = tuple(
+        (
+            method,
+            tuple(
+                dict(p.memory)[method].reserved_bytes
+                for _, p in planned
+            ),
+        )
+        for method in METHOD_LABELS
+        if method in dict(newest.memory)
     )
+    lines = tuple(CardLine(f.card.name, room_bytes(f.card, w.headroom, w.gpus)) for f in newest.cards)
     return Chart(
-        WIDTH,
-        HEIGHT,
-        LEFT,
-        RIGHT,
-        parameters,
-        memory,
-        _limits(newest, memory),
-        tuple(
-            XLabel(x, entry.stored.revision.sha[:SHORT_SHA], entry.stored.revision.title)
-            for x, (entry, _) in zip(xs, planned, strict=True)
-        ),
+        tuple(e.stored.revision.sha for e, _ in planned),
+        tuple(e.stored.revision.title for e, _ in planned),
+        needed,
+        lines,
+        f"batch {w.batch} × {w.seq_len} tokens",
+        w.card,
     )
 
 
-def _panel(
-    top: float,
-    height: float,
-    largest: float,
-    fmt: Callable[[float], str],
-    series: Callable[[float], tuple[Series, ...]],
-    unit: float = 1.0,
-) -> Panel:
-    """A panel from zero to 10% above ``largest``, ticks at round multiples of ``unit``."""
-    top_value = max(largest * HEADROOM, unit)
-    step = _nice_step(top_value / unit / 5) * unit
-    ticks = tuple(
-        Tick(_y(top, height, top_value, i * step), fmt(i * step))
-        for i in range(int(top_value // step) + 1)
+def history_svg(chart: Chart) -> Markup:
+    """Memory per method over the revisions, with the card lines inside the plotted range."""
+    # Cards with the same room share a line. Drawn: the stated card's, and for each
+    # method the smallest room its newest point fits under (where it starts to fit).
+    rooms: dict[float, list[str]] = {}
+    for line in chart.lines:
+        rooms.setdefault(round(line.room_bytes / GIB, 2), []).append(line.card)
+    stated = next(r for r, cards in rooms.items() if chart.card in cards)
+    shown = {stated}
+    for _, values in chart.needed:
+        above = [r for r in rooms if r * GIB >= values[-1]]
+        if above:
+            shown.add(min(above))
+    svg = _base(pygal.Line, f"Memory per method at {chart.workload}, by revision (GiB)")
+    svg.x_labels = [sha[:SHORT_SHA] for sha in chart.shas]
+    svg.x_label_rotation = 30
+    svg.show_minor_x_labels = False
+    svg.x_labels_major_every = max(1, math.ceil(len(chart.shas) / MAX_XLABELS))
+    svg.truncate_label = -1
+    for method, values in chart.needed:
+        svg.add(
+            METHOD_LABELS[method],
+            [
+                {"value": v / GIB, "label": f"{sha[:SHORT_SHA]} {title[:60]}"}
+                for v, sha, title in zip(values, chart.shas, chart.titles, strict=True)
+            ],
+        )
+    for room in sorted(shown):
+        svg.add(
+            f"{' · '.join(rooms[room])}: room {room:g} GiB",
+            [room] * len(chart.shas),
+            show_dots=False,
+            stroke_style={"width": 1.5, "dasharray": "6, 4"},
+        )
+    return _render(svg, "memory-history")
+
+
+def batch_svg(plan: Plan) -> Markup:
+    """Largest batch per card and method at the stated sequence length (log scale)."""
+    svg = _base(
+        pygal.Bar,
+        f"Largest batch per card at {plan.workload.seq_len} tokens (0: does not fit)",
+        logarithmic=True,
     )
-    return Panel(top, height, top_value, ticks, series(top_value))
+    svg.x_labels = [f.card.name for f in plan.cards]
+    svg.x_label_rotation = 30
+    for i, method in enumerate(METHOD_LABELS):
+        values = [
+            next((m.largest_batch for m in f.methods if m.method == method), 0) for f in plan.cards
+        ]
+        svg.add(
+            METHOD_LABELS[method],
+            [v if v > 0 else None for v in values],
+            stroke_style={"width": 1},
+            color=COLORS[i],
+        )
+    return _render(svg, "largest-batch")
 
 
-def _limits(newest: Plan, memory: Panel) -> tuple[Limit, ...]:
-    """One line per distinct card memory inside the panel, labels spread apart to stay legible."""
-    names: dict[int, list[str]] = {}
-    for fit in newest.cards:
-        names.setdefault(fit.card.usable_bytes, []).append(fit.card.name)
-    shown = sorted((b for b in names if b <= memory.top_value), reverse=True)  # top first
-    lines = [memory.y(b) for b in shown]
-    labels = _spread([y + 3.0 for y in lines], memory.top + memory.height + LABEL_GAP)
-    drawn = [
-        Limit(y, label_y, b, f"{' · '.join(names[b])} ({gib(b)})")
-        for b, y, label_y in zip(shown, lines, labels, strict=True)
-    ]
-    return tuple(reversed(drawn))  # smallest card first
+def breakdown_svg(plan: Plan) -> Markup:
+    """Each method's peak memory at the stated workload, split by what holds it (GiB)."""
+    w = plan.workload
+    svg = _base(pygal.StackedBar, f"Memory breakdown at batch {w.batch} × {w.seq_len} tokens (GiB)")
+    memory = dict(plan.memory)
+    methods = [m for m in METHOD_LABELS if m in memory]
+    svg.x_labels = [METHOD_LABELS[m] for m in methods]
+    palette = ("#0969da", "#bf8700", "#cf222e", "#1a7f37", "#8250df", "#57606a", "#e16f24", "#6e7781")
+    for (key, label), color in zip(BREAKDOWN, palette, strict=True):
+        values = [dict(memory[m].breakdown).get(key, 0) / GIB for m in methods]
+        if any(values):
+            svg.add(label, values, color=color)
+    return _render(svg, "breakdown")
 
 
-def _spread(wanted: list[float], lowest: float) -> list[float]:
-    """Label baselines (top to bottom) at least LABEL_GAP apart, each as near its line as may be.
+def _base(kind: type[pygal.Graph], title: str, logarithmic: bool = False) -> pygal.Graph:
+    return kind(
+        title=title,
+        style=STYLE,
+        width=WIDTH,
+        height=HEIGHT,
+        js=(),  # no script: the SVG is a static picture
+        disable_xml_declaration=True,
+        legend_at_bottom=True,
+        legend_at_bottom_columns=4,
+        truncate_legend=-1,
+        logarithmic=logarithmic,
+        value_formatter=lambda v: f"{v:,.2f}" if isinstance(v, float) else f"{v:,}",
+        print_values=False,
+        explicit_size=True,
+    )
 
-    Pushed down where they crowd, then back up from ``lowest`` (the lowest
-    baseline allowed), so a dense cluster spreads around its lines.
+
+def _render(graph: pygal.Graph, name: str) -> Markup:
+    """pygal's SVG without its script (its tooltips' configuration), marked safe to place inline.
+
+    pygal's XML writer escaped every text; the tree is serialised again by the
+    same writer after the script elements are taken out. pygal names each
+    chart by a random uuid (its CSS is scoped by it); ``name`` replaces it, so
+    one plan renders to the same bytes every time (ETags hold).
     """
-    placed = list(wanted)
-    for i in range(1, len(placed)):
-        placed[i] = max(placed[i], placed[i - 1] + LABEL_GAP)
-    for i in reversed(range(len(placed))):
-        below = lowest if i == len(placed) - 1 else placed[i + 1] - LABEL_GAP
-        placed[i] = min(placed[i], below)
-    return placed
+    tree = graph.render_tree()
+    for parent in list(tree.iter()):
+        for child in list(parent):
+            if isinstance(child.tag, str) and child.tag.rsplit("}", 1)[-1] == "script":
+                parent.remove(child)
+    return Markup(etree.tostring(tree, encoding="unicode").replace(graph.uuid, name))
 
 
-def _y(top: float, height: float, top_value: float, value: float) -> float:
-    return top + height - value / top_value * height
-
-
-def _nice_step(raw: float) -> float:
-    magnitude = 10.0 ** math.floor(math.log10(raw))
-    return next(m * magnitude for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * magnitude >= raw)
-
-
-def _count(value: float) -> str:
-    for size, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if value >= size:
-            return f"{value / size:g}{suffix}"
-    return f"{value:g}"
-
-
-def _total(plan: Plan) -> int:
-    total = dict(plan.parameters).get("total")
-    return total if isinstance(total, int) else 0
-
-
-__all__ = ["Chart", "Limit", "Panel", "Point", "Series", "history_chart"]
+__all__ = [
+    "CardLine",
+    "Chart",
+    "batch_svg",
+    "breakdown_svg",
+    "history_chart",
+    "history_svg",
+    "room_bytes",
+]

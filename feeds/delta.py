@@ -1,11 +1,10 @@
 """The estimate delta of one transition, from the two stored plans, as advisories print it.
 
-``estimator.delta`` decides what moved and words it (one label table, GiB);
-this module only picks what an advisory carries (parameters, peak memory per
-method, the largest batch per card and method that moved) and lays it out
-as database_specific JSON, a summary headline and Markdown rows. The plans
-are the ones the daemon stored for both revisions, never recomputed, so the
-advisory, the feed and the page always agree.
+``estimator.delta`` decides what moved and words it (one label table, GiB,
+one entry per method at the plans' stated workload); this module only lays
+it out as database_specific JSON, a summary headline and one Markdown row per
+method. The plans are the ones the daemon stored for both revisions, never
+recomputed, so the advisory, the feed and the page always agree.
 """
 
 from __future__ import annotations
@@ -16,63 +15,99 @@ from typing import Any
 
 import estimator
 from estimator import DeltaEntry, Plan
-from estimator.deltas import stored_plan
+from estimator.deltas import method_label, same_workload, stored_plan, workload_text
 
 StoredPlan = Plan | Mapping[str, Any] | None
 
 
 @dataclass(frozen=True)
 class EstimateDelta:
-    """The numbers that differ between the old and the new plan (empty when none moved)."""
+    """The numbers that differ between the old and the new plan (empty when none moved).
+
+    ``methods`` holds one entry per method whose peak memory or largest batch
+    on the stated card moved, both at ``workload`` (``batch 1 x 512 tokens on
+    A10G``); plans stored at different workloads compare parameters only.
+    """
 
     parameters: DeltaEntry | None
-    memory: tuple[DeltaEntry, ...]
-    batches: tuple[DeltaEntry, ...]
+    methods: tuple[DeltaEntry, ...]
+    workload: str = ""
 
     @classmethod
     def between(cls, old: StoredPlan, new: StoredPlan) -> EstimateDelta:
         """The delta of two plans (typed or stored JSON); empty when either side has none."""
-        moved = estimator.delta(stored_plan(old), stored_plan(new))
-        batches = tuple(e for e in moved.cards if e.old != e.new)
-        return cls(moved.parameters, moved.memory, batches)
+        before, after = stored_plan(old), stored_plan(new)
+        moved = estimator.delta(before, after)
+        stated = (
+            workload_text(after)
+            if before is not None and after is not None and same_workload(before, after)
+            else ""
+        )
+        return cls(moved.parameters, moved.methods, stated)
 
     @property
     def empty(self) -> bool:
-        return self.parameters is None and not self.memory and not self.batches
+        return self.parameters is None and not self.methods
 
     def headline(self) -> str | None:
-        """The one number a summary line names: the largest relative move."""
-        candidates = [*self.batches, *self.memory]
+        """The one move a summary line names: a lost or gained fit first, else the largest."""
+        flips = [e for e in self.methods if e.kind in ("no_longer_fits", "now_fits")]
+        if flips:
+            top = flips[0]
+            return f"{method_label(top.method or '', capital=True)} {top.batch_text}"
+        candidates = list(self.methods)
         if self.parameters is not None:
             candidates.append(self.parameters)
         if not candidates:
             return None
         top = max(candidates, key=lambda e: abs(e.relative))
         verb = "drops" if top.new < top.old else "rises"
-        return f"{top.what} {verb} {top.shown(top.old)} -> {top.shown(top.new)}"
+        at = f" at {top.workload}" if top.workload else ""
+        return f"{top.what}{at} {verb} {top.shown(top.old)} -> {top.shown(top.new)}"
 
     def to_json(self) -> dict[str, Any]:
         """The delta as database_specific.estimate_delta (omit-empty)."""
         document: dict[str, Any] = {}
         if self.parameters is not None:
-            document["parameters"] = _pair(self.parameters)
-        if self.memory:
-            document["peak_allocated_bytes"] = {m.method: _pair(m) for m in self.memory}
-        if self.batches:
-            document["largest_batch"] = {m.key: _pair(m) for m in self.batches}
+            document["parameters"] = _pair(self.parameters.old, self.parameters.new)
+        if self.methods:
+            document["workload"] = self.workload
+            document["methods"] = {m.method: _method_json(m) for m in self.methods}
         return document
 
     def markdown_rows(self) -> list[str]:
         """Markdown table rows (| what | before | after |) for the advisory details."""
-        rows = [self.parameters] if self.parameters else []
-        return [
-            f"| {m.what} | {m.shown(m.old)} | {m.shown(m.new)} |"
-            for m in [*rows, *self.memory, *self.batches]
-        ]
+        rows = []
+        if self.parameters is not None:
+            p = self.parameters
+            rows.append(f"| parameters | {p.shown(p.old)} | {p.shown(p.new)} |")
+        for m in self.methods:
+            rows.append(
+                f"| {method_label(m.method or '', capital=True)} at {m.workload} "
+                f"| {_cell(m, m.old, m.batch_old)} | {_cell(m, m.new, m.batch_new)} |"
+            )
+        return rows
 
 
-def _pair(entry: DeltaEntry) -> dict[str, int]:
-    return {"before": entry.old, "after": entry.new}
+def _cell(entry: DeltaEntry, peak: int, batch: int | None) -> str:
+    if batch is None:
+        return entry.shown(peak)
+    verdict = "does not fit" if batch == 0 else f"largest batch {batch}"
+    return f"{entry.shown(peak)}; {verdict}"
+
+
+def _method_json(entry: DeltaEntry) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "kind": entry.kind,
+        "peak_allocated_bytes": _pair(entry.old, entry.new),
+    }
+    if entry.card is not None and entry.batch_old is not None and entry.batch_new is not None:
+        document["largest_batch"] = {"card": entry.card} | _pair(entry.batch_old, entry.batch_new)
+    return document
+
+
+def _pair(before: int, after: int) -> dict[str, int]:
+    return {"before": before, "after": after}
 
 
 __all__ = ["EstimateDelta", "StoredPlan"]

@@ -125,7 +125,7 @@ def build_advisory(
     kept = noteworthy(changes)
     if old is None or not kept:
         return None
-    delta = plan_delta or EstimateDelta(None, (), ())
+    delta = plan_delta or EstimateDelta(None, ())
     old_sha = old.revision.sha
     new_sha = new.revision.sha
     identifier = advisory_id(repo_id, old_sha, new_sha)

@@ -2,7 +2,10 @@
 
 Templates live in feeds/templates/ and render with autoescape on for HTML,
 so a config value, card field or commit title such as ``<script>`` shows as
-text. Markdown twins are served as text/markdown and never rendered here.
+text. Markdown twins are served as text/markdown; an advisory's Markdown
+details are rendered to HTML by markdown-it-py with raw HTML turned off, so
+markup in them shows as text. Every figure is worded by ``feeds.figures`` at
+the stored plan's stated workload; pictures come from ``feeds.chart``.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from typing import Any, Final
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markdown_it import MarkdownIt
+from markupsafe import Markup
 
-from feeds import view
-from feeds.chart import history_chart
+from feeds import figures, view
+from feeds.chart import batch_svg, breakdown_svg, history_chart, history_svg
 from feeds.http import conditional
 from feeds.osv import osv_document, timestamp
 from feeds.state import AppState
@@ -42,9 +47,18 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.globals.update(view=view, timestamp=timestamp)
+    env.globals.update(view=view, fig=figures, timestamp=timestamp)
     env.filters["md"] = markdown_text
     return env
+
+
+MARKDOWN: Final = MarkdownIt("commonmark", {"html": False}).enable("table")
+"""Advisory details as HTML: raw HTML in the Markdown is not passed through but escaped."""
+
+
+def markdown_html(text: str) -> Markup:
+    """Markdown rendered with CommonMark + GFM tables; any HTML in it shows as text."""
+    return Markup(MARKDOWN.render(text))
 
 
 MARKDOWN_ESCAPES: Final = str.maketrans(
@@ -81,14 +95,28 @@ def router(state: AppState) -> APIRouter:
         return data, found
 
     def context(data: ModelPageData, found: list[Advisory]) -> dict[str, Any]:
+        plan = view.stored_plan(data.summary.plan)
+        chart = history_chart(data.history)
+        latest = data.summary.latest
         return {
             "settings": state.settings,
             "page": data,
             "repo_id": data.summary.repo.repo_id,
-            "plan": view.stored_plan(data.summary.plan),
-            "chart": history_chart(data.history),
+            "plan": plan,
+            "sha": None if latest is None else latest.revision.sha,
+            "chart": chart,
+            "pictures": None
+            if plan is None
+            else {
+                "history": None if chart is None else history_svg(chart),
+                "batches": batch_svg(plan),
+                "breakdown": breakdown_svg(plan),
+            },
+            "siblings": figures.siblings(
+                data, plan, [view.stored_plan(o.plan) for o in data.others]
+            ),
             "advisories": found,
-            "accuracy": view.accuracy(state.settings.accuracy),
+            "accuracy": figures.accuracy_sentence(state.settings.accuracy),
         }
 
     @api.get("/", response_class=HTMLResponse)
@@ -125,10 +153,9 @@ def router(state: AppState) -> APIRouter:
 
     @api.get("/models/{org}/{name}/badge.json")
     def badge(org: str, name: str) -> JSONResponse:
-        """A shields.io endpoint badge: serving memory, coloured by the latest advisory."""
-        data, found = load(org, name)
-        latest = next((a.severity for a in found if a.withdrawn is None), None)
-        return JSONResponse(view.badge(data, latest))
+        """A shields.io endpoint badge: serving memory at the stated workload, fit or not."""
+        data, _ = load(org, name)
+        return JSONResponse(figures.badge(view.stored_plan(data.summary.plan)))
 
     @api.get("/advisories/{advisory_id}", response_class=HTMLResponse)
     def advisory(advisory_id: str) -> HTMLResponse:
@@ -142,6 +169,7 @@ def router(state: AppState) -> APIRouter:
             settings=state.settings,
             advisory=found,
             osv=document,
+            details=markdown_html(str(document.get("details", ""))),
             osv_json=json.dumps(document, indent=2, ensure_ascii=False),
         )
         return HTMLResponse(body)

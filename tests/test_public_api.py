@@ -27,6 +27,7 @@ PUBLIC = {
         "PlanDelta",
         "PlanJsonError",
         "SCHEMA_VERSION",
+        "STATED_WORKLOAD",
         "WeightManifest",
         "Workload",
         "WorkloadError",

@@ -10,6 +10,11 @@ the workload's card (``serving.engine``) and on every other card of the table
 (``serving.cards``), computed here once per revision so the model page never
 plans per request; a config the engine model cannot take
 keeps its plan without one.
+
+Every published figure (page headline, badge, chart, history and advisory
+estimate lines, Markdown twin) reads this stored plan, so they all share its
+workload: ``estimator.STATED_WORKLOAD``, one sequence of 512 tokens on an A10G,
+the one place to change it. Pages print it beside every figure.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from tracker.diff.revision import RevisionContent
 from tracker.exact_parameters import builder
 
 SERVING_ENGINE: Final = estimator.EngineRequest(engine="vllm")
+STATED_WORKLOAD: Final = estimator.STATED_WORKLOAD
 
 
 def estimate(
@@ -50,13 +56,14 @@ def estimate(
         try:
             result = estimator.plan(
                 config,
+                STATED_WORKLOAD,
                 manifest=manifest,
                 engine=SERVING_ENGINE,
                 exact=exact,
                 engine_on_every_card=True,
             )
         except EstimateError:  # the engine may refuse what the plan alone takes
-            result = estimator.plan(config, manifest=manifest, exact=exact)
+            result = estimator.plan(config, STATED_WORKLOAD, manifest=manifest, exact=exact)
     except EstimateError as exc:
         if previous is not None and _same_config(previous, content):
             return None, None
@@ -88,4 +95,4 @@ def _manifest(content: RevisionContent) -> estimator.WeightManifest | None:
     return estimator.WeightManifest.from_headers([manifest["tensors"]])
 
 
-__all__ = ["estimate"]
+__all__ = ["STATED_WORKLOAD", "estimate"]

@@ -7,6 +7,8 @@ type gets the generic decoder estimate marked ``supported=False``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from collections.abc import Mapping
 
 from estimator.architecture import Architecture
@@ -165,7 +167,8 @@ def describe(
     supported = head is not None and head in family.heads
     if head is None or head not in family.heads:
         head = head_of(family.default_architecture) or "base"
-    return family.build(cfg, Request(model_type or family.name, architecture, head, supported))
+    arch = family.build(cfg, Request(model_type or family.name, architecture, head, supported))
+    return replace(arch, defaulted=tuple(cfg.defaulted.items())) if cfg.defaulted else arch
 
 
 __all__ = ["TABLE", "ExactParameters", "describe"]

@@ -25,7 +25,11 @@ def test_default_training_time_is_six_n_tokens_plus_attention_over_mfu(corpus_di
     flops = (6 * n + 12 * arch_layers * hidden * 512) * tokens
     assert p.cost.training_flops == pytest.approx(flops)
     assert p.cost.compute_seconds == pytest.approx(flops / (70e12 * 0.35))
-    assert p.cost.usd == pytest.approx(p.cost.seconds / 3600 * 1.006)
+    # a full fine-tune of 1.2B parameters does not fit an A10G: the job is not priced
+    assert not next(c for c in p.cards if c.card.name == "A10G").method("full").fits
+    assert p.cost.usd is None and p.cost.price_source == "not priced: does not fit A10G at batch 32"
+    lora = plan(cfg, Workload(method="lora", batch=1)).cost  # fits: priced at A10G's $1.006/h
+    assert lora.usd == pytest.approx(lora.seconds / 3600 * 1.006)
 
 
 def test_lora_costs_two_thirds_of_full_fine_tuning_in_weight_flops() -> None:

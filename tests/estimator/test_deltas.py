@@ -22,7 +22,7 @@ CONFIG = json.loads(
 @pytest.fixture(scope="module")
 def pair() -> tuple[Plan, Plan]:
     deeper = {**CONFIG, "num_hidden_layers": CONFIG["num_hidden_layers"] * 2}
-    return plan(CONFIG), plan(deeper)
+    return plan(CONFIG, estimator.STATED_WORKLOAD), plan(deeper, estimator.STATED_WORKLOAD)
 
 
 def test_delta_is_exported_and_empty_without_both_plans(pair: tuple[Plan, Plan]) -> None:
@@ -45,46 +45,51 @@ def test_every_moved_number_is_an_entry_with_both_values(pair: tuple[Plan, Plan]
     assert params.severity == "high" and params.unit == "parameters"
     assert params.message == f"parameters {params.old:,} -> {params.new:,}"
     assert params.relative == pytest.approx((params.new - params.old) / params.old)
-    assert [m.method for m in d.memory] == list(METHOD_LABELS)
-    lora = next(m for m in d.memory if m.method == "lora")
+    assert [m.method for m in d.methods] == list(METHOD_LABELS)  # one entry per method
+    lora = next(m for m in d.methods if m.method == "lora")
     before = dict(old.memory)["lora"].peak_allocated_bytes
     after = dict(new.memory)["lora"].peak_allocated_bytes
     assert (lora.old, lora.new, lora.unit) == (before, after, "bytes")
-    assert lora.message == f"LoRA peak memory {before / 2**30:.2f} GiB -> {after / 2**30:.2f} GiB"
-    assert lora.severity == "moderate" and lora.key == "memory.lora"
-    card_names = {c.card.name for c in new.cards}
-    assert d.cards and all(e.card in card_names for e in d.cards)
-    t4_serve = next(e for e in d.cards if e.card == "T4" and e.method == "serve")
-    assert t4_serve.message.startswith("serving largest batch on T4:") or t4_serve.kind != (
-        "largest_batch_changed"
+    was = next(c for c in old.cards if c.card.name == "A10G").method("lora")
+    now = next(c for c in new.cards if c.card.name == "A10G").method("lora")
+    assert (lora.card, lora.batch_old, lora.batch_new) == ("A10G", was.largest_batch, now.largest_batch)
+    assert lora.message == (
+        f"LoRA at batch 1 x 512 tokens on A10G: peak {before / 2**30:.2f} GiB -> "
+        f"{after / 2**30:.2f} GiB; largest batch on A10G {was.largest_batch} -> "
+        f"{now.largest_batch} (fits)"
     )
-    assert t4_serve.key == "T4.serve"
+    assert lora.severity == "moderate" and lora.key == "memory.lora"
 
 
 def test_a_fit_that_flips_is_high_one_that_returns_is_low(pair: tuple[Plan, Plan]) -> None:
     old, _ = pair
-    fit = old.cards[0]
+    fit = next(c for c in old.cards if c.card.name == old.workload.card)
     serve = fit.method("serve")
     gone = serve._replace(fits=False, largest_batch=0)
     flipped = replace(
         old,
-        cards=(
-            replace(fit, methods=tuple(gone if m is serve else m for m in fit.methods)),
-            *old.cards[1:],
+        cards=tuple(
+            replace(c, methods=tuple(gone if m is serve else m for m in c.methods))
+            if c is fit
+            else c
+            for c in old.cards
         ),
     )
     (lost,) = delta(old, flipped).entries
-    assert (lost.kind, lost.severity, lost.old, lost.new) == (
+    assert (lost.kind, lost.severity, lost.batch_old, lost.batch_new) == (
         "no_longer_fits",
         "high",
         serve.largest_batch,
         0,
     )
-    assert lost.message == (
-        f"serving no longer fits on {fit.card.name} (largest batch {serve.largest_batch} -> 0)"
+    assert lost.message.endswith(
+        f"largest batch on A10G {serve.largest_batch} -> 0 (no longer fits)"
     )
     (back,) = delta(flipped, old).entries
     assert (back.kind, back.severity) == ("now_fits", "low")
+    other = replace(old.cards[0], methods=tuple(m._replace(fits=False) for m in old.cards[0].methods))
+    elsewhere = replace(old, cards=(other, *old.cards[1:])) if old.cards[0] is not fit else old
+    assert delta(old, elsewhere).empty, "another card's verdict is no estimate line"
 
 
 def _with_memory(p: Plan, method: str, peak: int) -> Plan:
@@ -116,13 +121,14 @@ def test_moves_under_one_percent_are_info_not_moderate(pair: tuple[Plan, Plan]) 
     (large,) = delta(old, _with_memory(old, "full", int(peak * 1.011))).entries
     assert small.severity == "info" and large.severity == "moderate"
     assert abs(small.relative) < 0.01 <= abs(large.relative)
-    base = _with_batch(old, "H200", "lora", 1000)
-    (drop,) = delta(base, _with_batch(old, "H200", "lora", 995)).entries
-    (big_drop,) = delta(base, _with_batch(old, "H200", "lora", 900)).entries
-    (rise,) = delta(base, _with_batch(old, "H200", "lora", 1100)).entries
+    base = _with_batch(old, "A10G", "lora", 1000)
+    (drop,) = delta(base, _with_batch(old, "A10G", "lora", 995)).entries
+    (big_drop,) = delta(base, _with_batch(old, "A10G", "lora", 900)).entries
+    (rise,) = delta(base, _with_batch(old, "A10G", "lora", 1100)).entries
     assert (drop.kind, drop.severity) == ("largest_batch_changed", "info")
     assert big_drop.severity == "moderate" and rise.severity == "low"
-    assert big_drop.message == "LoRA largest batch on H200: 1000 -> 900"
+    assert big_drop.message.endswith("largest batch on A10G 1000 -> 900 (fits)")
+    assert delta(old, _with_batch(old, "H200", "lora", 5)).empty, "not the stated card"
 
 
 def test_one_unit_policy_gib() -> None:

@@ -81,7 +81,7 @@ def test_minor_changes_and_a_first_revision_publish_nothing() -> None:
     assert build_advisory("o/m", old, new, [minor], None) is None
     big = Change("config", "config.json", "modified", 2048, 4096, Severity.HIGH, "context 2x")
     assert build_advisory("o/m", None, new, [big], None) is None
-    advisory = build_advisory("o/m", old, new, [big, minor], EstimateDelta(None, (), ()))
+    advisory = build_advisory("o/m", old, new, [big, minor], EstimateDelta(None, ()))
     assert advisory is not None and advisory.severity is Severity.HIGH
     assert advisory.osv["database_specific"]["changes"][0]["new"] == 4096
 

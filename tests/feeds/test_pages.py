@@ -41,7 +41,7 @@ def test_index_json_lists_every_demo_repo_with_its_head(
             assert head is not None and model["sha"] == head.sha
 
 
-def test_badge_is_a_shields_endpoint_with_the_serving_peak(
+def test_badge_states_the_workload_and_the_card_and_is_coloured_by_the_fit(
     client: httpx.Client, demo_site: Site
 ) -> None:
     repo = "neurarch-demo/llama3-8b-instruct"
@@ -51,9 +51,16 @@ def test_badge_is_a_shields_endpoint_with_the_serving_peak(
         assert head is not None
         plan = plan_at(session, repo, head.sha)
     assert plan is not None
-    peak = plan["memory"]["serve"]["peak_allocated_bytes"]
+    w = plan["workload"]
+    assert (w["batch"], w["seq_len"]) == (1, 512)
+    device = plan["memory"]["serve"]["device_bytes"]
+    card = next(c for c in plan["cards"] if c["card"] == w["card"])
+    fits = card["methods"]["serve"]["fits"]
     assert set(badge) == {"schemaVersion", "label", "message", "color"}
-    assert badge["schemaVersion"] == 1 and badge["message"] == f"{peak / 2**30:.1f} GiB"
+    assert badge["label"] == "serve @ batch 1×512"
+    verdict = "fits" if fits else "does not fit"
+    assert badge["message"] == f"{device / 2**30:.1f} GiB · {verdict} {w['card']}"
+    assert badge["color"] == ("brightgreen" if fits else "red")
     assert client.get("/models/nobody/none/badge.json").status_code == 404
 
 
@@ -200,14 +207,16 @@ def page_with(site: Site, accuracy: estimator.Accuracy | None) -> str:
         return client.get(f"/models/{HOSTILE_REPO}").text
 
 
-def test_model_page_shows_the_benchmarks_last_score_when_it_exists(demo_site: Site) -> None:
-    scored = estimator.Accuracy(7.5, 20.0, 96.0, 41, 50, "2026-01-02", "bench")
+def test_model_page_shows_the_benchmarks_last_score_as_a_sentence(demo_site: Site) -> None:
+    scored = estimator.Accuracy(7.5, 20.0, 96.0, 41, 50, "2026-01-02", "tests/bench/x.py")
     text = page_with(demo_site, scored)
     assert (
-        "As its benchmark last scored it: median_abs_error_pct 7.5, p90_abs_error_pct 20.0" in text
+        "Against 41 measured GPU runs (scored 2026-01-02), the median peak-memory estimate "
+        "was off by 7.5% (90th percentile 20%)" in text
     )
-    assert "rows_with_figure 41" in text and "not yet measured" not in text
-    assert "not yet measured" in page_with(demo_site, None)
+    assert "right in 96% of 50 runs" in text and "tests/bench" not in text
+    assert "median_abs_error_pct" not in text
+    assert "has not been measured yet" in page_with(demo_site, None)
 
 
 def test_the_app_quotes_the_estimators_own_record_by_default() -> None:

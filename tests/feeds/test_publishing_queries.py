@@ -183,7 +183,8 @@ def test_a_model_without_any_plan_renders_its_page_without_a_chart(database: Dat
         twin = client.get("/models/org/one.md")
     assert page.status_code == 200 and twin.status_code == 200
     assert "No revision has an estimate yet." in page.text and "<svg" not in page.text
-    assert "org/one has no memory estimate yet" in twin.text
+    assert "org/one: could not estimate" in twin.text
+    assert "could not estimate" in page.text
     assert "config 1" in twin.text and "No findings." in page.text
 
 

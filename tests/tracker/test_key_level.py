@@ -354,7 +354,7 @@ def test_advisory_markdown_names_the_path_once(corpus_dir: Path) -> None:
         StoredRevision(Revision(repo, sha * 40, (), at, "update"), at)
         for sha, at in zip("ab", moments, strict=True)
     )
-    advisory = build_advisory(repo, before, after, changes, EstimateDelta(None, (), ()))
+    advisory = build_advisory(repo, before, after, changes, EstimateDelta(None, ()))
     assert advisory is not None
     text = advisory.osv["details"]
     assert (
