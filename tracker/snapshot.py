@@ -8,8 +8,10 @@ weight files whose content key differs from the previous snapshot's (their
 tensors are copied over otherwise), within the manifest's caps
 (``tracker.weights_manifest``). A header that declares an absurd size is
 refused before anything is allocated and recorded in the manifest.
-Unsafe file names are listed but never fetched. Nothing is written to disk,
-executed or unpickled.
+Unsafe file names are listed but never fetched. Code another repo's
+``auto_map`` entries load is listed at that repo's main (tracker.remote_code:
+one request per referenced repo, none for a model without such entries).
+Nothing is written to disk, executed or unpickled.
 """
 
 from __future__ import annotations
@@ -20,13 +22,16 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from storage.records import Change, FileEntry, Revision, Severity, Snapshot
-from tracker.artifacts import Parsed
+from tracker.artifacts import ArtifactParseError, Parsed, parse_json
 from tracker.diff.card import parse_front_matter
 from tracker.diff.files import is_unsafe_path
 from tracker.diff.registry import rule_for
 from tracker.diff.revision import RevisionContent
 from tracker.errors import FileGone, OversizedFile
 from tracker.hub import MAX_HEADER_BYTES, Hub
+from tracker.remote_code import CARD_KEY as REMOTE_CODE
+from tracker.remote_code import SOURCES as REMOTE_SOURCES
+from tracker.remote_code import cross_repo_references, read_referenced_code
 from tracker.weights_manifest import DEFAULT_CAPS, HeaderCaps, build_manifest
 
 MAX_FILE_SIZE = 2**63 - 1
@@ -134,6 +139,7 @@ def take_snapshot(
 
     card = _card(texts, previous, load)
     card["gated"] = listing.gated
+    card.update(_remote_code(hub, revision.repo_id, texts, load))
     manifest, late_headers = build_manifest(
         hub,
         revision,
@@ -157,6 +163,21 @@ def take_snapshot(
     )
     cache = {} if parse_cache is None else parse_cache
     return SnapshotResult(snapshot, fetched, tuple(problems), cache)
+
+
+def _remote_code(
+    hub: Hub, repo_id: str, texts: Mapping[str, str], load: Callable[[str], bytes]
+) -> dict[str, Any]:
+    """What the revision loads from other repos (tracker.remote_code), read at their main now."""
+    documents = {}
+    for path in REMOTE_SOURCES:
+        if path in texts:
+            try:
+                documents[path] = parse_json(load(texts[path]))
+            except ArtifactParseError:
+                continue  # the file's own row reports that it does not parse
+    references = cross_repo_references(repo_id, documents)
+    return {REMOTE_CODE: read_referenced_code(hub, references)} if references else {}
 
 
 def _plausible(entry: FileEntry) -> FileEntry:
@@ -244,7 +265,7 @@ def _card(
     if key is None:
         return {}
     if previous is not None and previous.texts.get("README.md") == key:
-        return {k: v for k, v in previous.card.items() if k != "gated"}
+        return {k: v for k, v in previous.card.items() if k not in ("gated", REMOTE_CODE)}
     try:
         return parse_front_matter(load(key))
     except ValueError:

@@ -51,6 +51,7 @@ KIND_TEXT = {
     "no-longer-fits": "The newest revision no longer fits a card the pinned one fits",
     "not-on-main": "The pinned revision is not on main",
     "vanished": "The pinned revision no longer exists: history was rewritten under it",
+    "remote-code": "The model loads code from another repo at that repo's main, not pinned",
     "unpinned": "The model is not pinned to a revision",
     "error": "The model's repo could not be audited",
 }

@@ -174,6 +174,7 @@ def audit(pins: list[Pin], args: argparse.Namespace, settings: Settings) -> list
     from tracker.audit.fix import choose_moves, rewrite_locks
     from tracker.audit.history import DatabaseHistory, FirstKnown, HubHistory, MainHistory
     from tracker.audit.ignore import apply_ignores
+    from tracker.audit.remote import add_remote_code_findings
     from tracker.hub import Hub
     from tracker.local_database import existing_database
     from tracker.plan_fetch import fetch_inputs
@@ -195,7 +196,10 @@ def audit(pins: list[Pin], args: argparse.Namespace, settings: Settings) -> list
         history = FirstKnown(histories)
         auditor = Auditor(source, history, hub.head_sha, lambda ref: fetch_inputs(ref, settings))
         rules = ignore_rules_of(args)
-        reports = apply_ignores(auditor.audit(pins), rules, date.today())
+        found = auditor.audit(pins)
+        if database is not None:
+            found = add_remote_code_findings(found, database)
+        reports = apply_ignores(found, rules, date.today())
         if not args.fix:
             return reports
         minimum = Severity.parse(args.min_severity)
@@ -205,6 +209,8 @@ def audit(pins: list[Pin], args: argparse.Namespace, settings: Settings) -> list
             print(move.line(), file=sys.stderr)
         moved = {m.pin: replace(m.pin, revision=m.new) for m in moves if m.new is not None}
         again = auditor.audit([moved.get(p, p) for p in pins])
+        if database is not None:
+            again = add_remote_code_findings(again, database)
         return apply_ignores(again, rules, date.today())
 
 

@@ -18,6 +18,7 @@ from storage.records import Change
 from tracker.artifacts import Side
 from tracker.diff.json_diff import diff_json
 from tracker.errors import FrontMatterError
+from tracker.remote_code import CARD_KEY as REMOTE_CODE_KEY
 
 ARTIFACT = "card"
 CARD_FIELDS = ("license", "license_name", "license_link", "base_model", "extra_gated_prompt")
@@ -64,7 +65,14 @@ def diff_cards(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
 
 def diff_card_view(kind: str, old: Side | None, new: Side) -> list[Change]:
     """The card row's differ: the snapshots' cards (front matter plus the API's gating)."""
-    return [] if old is None else diff_cards(old.snapshot.card, new.snapshot.card)
+    if old is None:
+        return []
+    return diff_cards(_front_matter(old.snapshot.card), _front_matter(new.snapshot.card))
+
+
+def _front_matter(card: Mapping[str, Any]) -> dict[str, Any]:
+    """The card without what the snapshot keeps beside it for another row (remote code)."""
+    return {k: v for k, v in card.items() if k != REMOTE_CODE_KEY}
 
 
 __all__ = ["FrontMatterError", "diff_card_view", "diff_cards", "parse_front_matter"]

@@ -28,6 +28,7 @@ from tracker.diff.common import per_file
 from tracker.diff.files import diff_repo
 from tracker.diff.json_diff import diff_json_file
 from tracker.diff.manifest import diff_weights
+from tracker.diff.remote_code import diff_remote_code
 from tracker.diff.templates import diff_template_view
 from tracker.diff.tokenizer import diff_tokenizer_kind, parse_tokenizer
 from tracker.diff.weight_index import diff_weight_index_file
@@ -67,6 +68,7 @@ ARTIFACTS: tuple[ArtifactKind, ...] = (
     ArtifactKind("json", _diff_json, _json("*.json")),
     ArtifactKind("repo", diff_repo),
     ArtifactKind("weights", diff_weights),
+    ArtifactKind("remote_code", diff_remote_code),
 )
 """Every artifact kind; first match wins for a path, so specific names come first."""
 
