@@ -99,6 +99,7 @@ def test_every_mechanism_cites_its_source_and_no_two_overlap() -> None:
             {
                 "attention": "eager",
                 "reentrant_checkpointing": True,
+                "fsdp_mixed_units": True,
                 "prompt_logits": True,
                 "loss_shift_copy": True,
             },
@@ -108,13 +109,32 @@ def test_every_mechanism_cites_its_source_and_no_two_overlap() -> None:
             "gpt_bigcode",
             {
                 "reentrant_checkpointing": True,
+                "fsdp_mixed_units": False,
                 "loss_shift_copy": True,
                 "cache_in_training": True,
                 "loss_upcast": False,
             },
         ),
-        ("transformers==4.52.4", "llama", {"reentrant_checkpointing": True}),
-        ("transformers==5.0.0", "gpt_bigcode", {"reentrant_checkpointing": False}),
+        (
+            "transformers==4.38.2",
+            "llama",
+            {
+                "reentrant_checkpointing": True,
+                "fsdp_mixed_units": True,
+                "prompt_logits": True,
+                "loss_shift_copy": True,
+            },
+        ),
+        (
+            "transformers==4.52.4",
+            "llama",
+            {"reentrant_checkpointing": True, "fsdp_mixed_units": False},
+        ),
+        (
+            "transformers==5.0.0",
+            "gpt_bigcode",
+            {"reentrant_checkpointing": False, "fsdp_mixed_units": False},
+        ),
     ],
 )
 def test_versions_set_the_mechanisms_of_their_range(
