@@ -193,9 +193,10 @@ def diff_text(change: Change) -> str | None:
     return text if len(text) <= DIFF_VALUE_MAX_CHARS else text[:DIFF_VALUE_MAX_CHARS] + "\n…"
 
 
-def badge(page: ModelPageData, latest_severity: Severity | None) -> dict[str, Any]:
-    """A shields.io endpoint document: serving memory, coloured by the latest advisory."""
-    plan = stored_plan(page.summary.plan)
+def badge(stored: dict[str, Any] | None, latest_severity: Severity | None) -> dict[str, Any]:
+    """A shields.io endpoint document: the newest stored plan's serving memory, coloured by
+    the latest advisory (``feeds.state.AppState.badge`` reads both, never the whole page)."""
+    plan = stored_plan(stored)
     if plan is None:
         return {
             "schemaVersion": 1,

@@ -192,7 +192,16 @@ def run(args: argparse.Namespace) -> int:
         env.pop("NEURARCH_DATABASE_URL", None)
         log = (scratch / "web.log").open("wb")
         web = subprocess.Popen(
-            [sys.executable, "-m", "tracker.cli", "--config", str(config), "serve", "--role", "web"],
+            [
+                sys.executable,
+                "-m",
+                "tracker.cli",
+                "--config",
+                str(config),
+                "serve",
+                "--role",
+                "web",
+            ],
             cwd=REPO_ROOT,
             env=env,
             stdout=log,
