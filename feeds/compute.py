@@ -11,6 +11,8 @@ processes of its own, under limits the OS enforces:
 * the waiting thread gives up at the wall-clock deadline and sends
   ``SIGKILL`` (C code never looks at signal handlers); the next call starts a
   fresh worker;
+* workers run at a lower CPU priority (``NICENESS``), so the kernel serves
+  the web process first;
 * at most ``workers`` calls run at once and at most ``queue`` more wait;
   past that a call is refused at once (``PoolBusy``) rather than queued
   without end.
@@ -53,6 +55,9 @@ START_SECONDS = 30.0
 """How long a new worker may take to import its modules and say it is ready."""
 MAX_CALLS = 200
 """Calls after which a worker is replaced, so what a call leaves behind stays bounded."""
+NICENESS = 10
+"""How much lower a worker's CPU priority is than the web process's: on a machine with few
+cores the kernel runs the event loop (a health probe, a page) before more computing."""
 
 
 class ComputeError(FeedsError):
@@ -85,13 +90,14 @@ class Budget:
     """What one call may use: CPU seconds and wall seconds; a worker's address space."""
 
     cpu_seconds: int = 2
-    wall_seconds: float = 5.0
+    wall_seconds: float = 10.0
     memory_bytes: int = 1024**3
 
 
 def _worker_main(conn: Connection, memory_bytes: int, preload: tuple[str, ...]) -> None:
     """A worker's life: limits, imports, then one call per message until EOF or None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the web process's to handle
+    os.nice(NICENESS)
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     for module in preload:
         __import__(module)

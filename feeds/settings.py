@@ -54,10 +54,10 @@ class PublishSettings:
     plan_workers: int = 2
     plan_queue: int = 8
     plan_cpu_seconds: int = 2
-    plan_wall_seconds: float = 5.0
+    plan_wall_seconds: float = 10.0
     max_plan_response_bytes: int = 1024 * 1024
     plan_rate: str = "30/minute"
-    max_concurrent_renders: int = 4
+    max_concurrent_renders: int = 2
 
     def url(self, path: str) -> str:
         """An absolute URL of ``path`` on this app."""

@@ -24,7 +24,14 @@ from feeds.cache import LogVersion, RenderCache
 from feeds.compute import Budget, ComputePool
 from feeds.settings import PublishSettings
 from storage import Database
-from storage.publishing import ModelPageData, RevisionEntry, advisories_for, log_version, model_page
+from storage.publishing import (
+    ModelPageData,
+    ModelSummary,
+    RevisionEntry,
+    advisories_for,
+    log_version,
+    model_page,
+)
 from storage.records import Advisory, Change, StoredRevision
 from storage.summaries import BadgeData, model_badge
 
@@ -67,6 +74,8 @@ class AppState:
             found = advisories_for(session, repo_id=repo_id, limit=None).advisories
         clipped = replace(
             data,
+            summary=_clip_summary(data.summary),
+            others=tuple(_clip_summary(other) for other in data.others),
             history=tuple(_clip_entry(entry) for entry in data.history),
             card={key: _clip_value(value) for key, value in data.card.items()},
         )
@@ -103,12 +112,21 @@ def _clip_change(change: Change) -> Change:
     )
 
 
+def _clip_stored(stored: StoredRevision) -> StoredRevision:
+    revision = stored.revision
+    author = None if revision.author is None else clip(revision.author)
+    return replace(stored, revision=replace(revision, title=clip(revision.title), author=author))
+
+
+def _clip_summary(summary: ModelSummary) -> ModelSummary:
+    latest = None if summary.latest is None else _clip_stored(summary.latest)
+    return replace(summary, latest=latest)
+
+
 def _clip_entry(entry: RevisionEntry) -> RevisionEntry:
-    stored: StoredRevision = entry.stored
-    revision = replace(stored.revision, title=clip(stored.revision.title))
     return replace(
         entry,
-        stored=replace(stored, revision=revision),
+        stored=_clip_stored(entry.stored),
         changes=tuple(_clip_change(c) for c in entry.changes),
     )
 

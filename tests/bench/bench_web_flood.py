@@ -130,7 +130,7 @@ class Flood:
         body = json.dumps(HEAVY_CONFIG).encode()
 
         def loop() -> None:
-            with httpx.Client(base_url=self.base, timeout=30) as client:
+            with httpx.Client(base_url=self.base, timeout=60) as client:
                 while not self.stop.is_set():
                     try:
                         if send == "plan":
