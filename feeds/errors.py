@@ -6,11 +6,16 @@
     ├── RequestRefused        a request body the app will not process; ``status`` to answer
     │   │                     (feeds.limits)
     │   ├── BodyTooLarge      over its route's byte cap (413)
+    │   ├── BodyTooSlow       not all sent within the body deadline (408)
     │   ├── JsonTooDeep       JSON nested deeper than the depth cap (400)
     │   └── JsonInvalid       not JSON the app can store as it was sent (400)
     ├── OsvError              a query OSV.dev would refuse, with its gRPC code and HTTP status
-    └── FeedFilterError       a feed filter (artifact, min_severity) naming nothing we publish;
-                              ValueError
+    ├── FeedFilterError       a feed filter (artifact, min_severity) naming nothing we publish;
+    │                         ValueError
+    └── ComputeError          a plan worker gave no value (feeds.compute)
+        ├── PoolBusy          every worker busy and the queue full; nothing was run (503)
+        ├── OverBudget        the call passed its CPU, memory or wall budget (422)
+        └── ComputeFailed     the function raised in the worker
 
 Classes without a module named are defined here. Errors are caught at the
 edge (the app's exception handlers in feeds.app and the routes), never in

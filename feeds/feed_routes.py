@@ -1,19 +1,28 @@
-"""The feed routes: per model, per org and global, in RSS 2.0 and Atom 1.0, with 304s."""
+"""The feed routes: per model, per org and global, in RSS 2.0 and Atom 1.0, with 304s.
+
+A model's feed answers 404 where its page does (a repo never recorded), not an
+empty feed a reader would poll for ever.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 
 from feeds.http import conditional, entity_tag
 from feeds.state import AppState
 from feeds.syndication import MEDIA_TYPES, FeedFilter, FeedFilterError, Format, render
+from storage import RepoNotFound, get_repo
 from storage.publishing import advisories_for
 
 ArtifactParam = Annotated[str | None, Query(description="keep advisories that changed it")]
 SeverityParam = Annotated[str | None, Query(description="info, low, moderate, high, critical")]
+FILTER_ERROR: dict[int | str, dict[str, Any]] = {
+    400: {"description": "?artifact= or ?min_severity= names nothing we publish"}
+}
+NOT_TRACKED: dict[int | str, dict[str, Any]] = {404: {"description": "the repo was never recorded"}}
 
 
 def router(state: AppState) -> APIRouter:
@@ -37,6 +46,11 @@ def router(state: AppState) -> APIRouter:
 
         def rendered() -> tuple[bytes, datetime | None, str]:
             with state.database.read_session() as session:
+                if repo_id is not None:
+                    try:
+                        get_repo(session, repo_id)
+                    except RepoNotFound:
+                        raise HTTPException(404, f"{repo_id} is not tracked") from None
                 found = advisories_for(
                     session,
                     repo_id=repo_id,
@@ -59,7 +73,11 @@ def router(state: AppState) -> APIRouter:
         body, newest, etag = state.cache.get(key, state.log.current(), rendered)
         return conditional(request, body, MEDIA_TYPES[kind], newest, etag)
 
-    @api.get("/models/{org}/{name}/feed.{kind}", response_class=Response)
+    @api.get(
+        "/models/{org}/{name}/feed.{kind}",
+        response_class=Response,
+        responses={**FILTER_ERROR, **NOT_TRACKED},
+    )
     def model_feed(
         org: str,
         name: str,
@@ -75,7 +93,7 @@ def router(state: AppState) -> APIRouter:
             request, kind, title, f"/models/{repo_id}", artifact, min_severity, repo_id=repo_id
         )
 
-    @api.get("/orgs/{org}/feed.{kind}", response_class=Response)
+    @api.get("/orgs/{org}/feed.{kind}", response_class=Response, responses=FILTER_ERROR)
     def org_feed(
         org: str,
         kind: Format,
@@ -87,7 +105,7 @@ def router(state: AppState) -> APIRouter:
         title = f"{org} · {state.settings.title}"
         return serve(request, kind, title, "/", artifact, min_severity, org=org)
 
-    @api.get("/feeds/all.{kind}", response_class=Response)
+    @api.get("/feeds/all.{kind}", response_class=Response, responses=FILTER_ERROR)
     def all_feed(
         kind: Format,
         request: Request,

@@ -7,6 +7,9 @@
 * a body without one (chunked) is counted as it streams and answered 413 the
   moment the cap is passed; the rest is never read and the connection is
   closed, so memory stays bounded by the cap, not by what a client sends;
+* a body still incomplete ``body_seconds`` after the app first asks for it
+  is answered 408 and the connection closed, so a client trickling bytes
+  holds nothing for long (uvicorn bounds the headers, ``feeds.serving``);
 * a body within the cap whose JSON nests deeper than ``max_depth`` is answered
   400 before any handler (or FastAPI's own body parsing) runs ``json.loads``,
   whose C scanner recurses once per level and fails with RecursionError far
@@ -19,12 +22,14 @@ rejects them). Errors::
 
     RequestRefused        an HTTP status and a one-line message
     ├── BodyTooLarge      413: over the byte cap
+    ├── BodyTooSlow       408: not all sent within the body deadline
     ├── JsonTooDeep       400: nested deeper than the depth cap
     └── JsonInvalid       400: not UTF-8/UTF-16/UTF-32 JSON, or NaN/Infinity
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -39,6 +44,7 @@ from feeds.errors import FeedsError
 
 DEFAULT_MAX_BODY_BYTES: Final = 1024 * 1024
 DEFAULT_MAX_JSON_DEPTH: Final = 64
+DEFAULT_BODY_SECONDS: Final = 30.0
 
 # A JSON string from its opening quote to its closing one, escapes included;
 # an unterminated string runs to the end. The unrolled form
@@ -66,6 +72,16 @@ class BodyTooLarge(RequestRefused):
     def __init__(self, limit: int) -> None:
         super().__init__(f"request body is over {limit} bytes")
         self.limit = limit
+
+
+class BodyTooSlow(RequestRefused):
+    """The body did not arrive whole within ``seconds``."""
+
+    status = 408
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"request body not received within {seconds:g} s")
+        self.seconds = seconds
 
 
 class JsonTooDeep(RequestRefused):
@@ -165,8 +181,10 @@ class BodyLimits:
         max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
         route_body_bytes: Mapping[str, int] | None = None,
         respond: Respond = detail_response,
+        body_seconds: float = DEFAULT_BODY_SECONDS,
     ) -> None:
         self.app = app
+        self.body_seconds = body_seconds
         self.max_body_bytes = max_body_bytes
         self.max_json_depth = max_json_depth
         self.route_body_bytes = dict(route_body_bytes or {})
@@ -184,14 +202,18 @@ class BodyLimits:
         limit = self.limit_for(path)
         try:
             _check_declared_length(scope, limit)
-            body = await _read_capped(receive, limit)
+            try:
+                async with asyncio.timeout(self.body_seconds):
+                    body = await _read_capped(receive, limit)
+            except TimeoutError:
+                raise BodyTooSlow(self.body_seconds) from None
             if body is None:
                 return  # the client went away; there is no one to answer
             if body:
                 check_depth(body, self.max_json_depth)
         except RequestRefused as refused:
             response = self.respond(path, refused)
-            if isinstance(refused, BodyTooLarge):
+            if isinstance(refused, BodyTooLarge | BodyTooSlow):
                 # The rest of the body is never read, so the connection cannot carry
                 # another request: tell the client and let the server close it.
                 response.headers["Connection"] = "close"
@@ -235,10 +257,12 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 __all__ = [
+    "DEFAULT_BODY_SECONDS",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_JSON_DEPTH",
     "BodyLimits",
     "BodyTooLarge",
+    "BodyTooSlow",
     "JsonInvalid",
     "JsonTooDeep",
     "RequestRefused",

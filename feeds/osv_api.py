@@ -22,6 +22,7 @@ from fastapi import APIRouter, Body, Request, Response
 from fastapi.responses import JSONResponse
 from packageurl import PackageURL
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from feeds.errors import OsvError
 from feeds.http import entity_tag, streamed
@@ -31,6 +32,24 @@ from feeds.zipstream import stream_zip
 from storage.advisory_refs import AdvisoryRefPage, RefQuery, advisory_refs_for_many
 from storage.dumps import advisories_by_id, modified_batches
 from storage.publishing import InvalidCursor, advisories_for, advisory_by_id
+
+QUERY_PATHS = frozenset({"/v1/query", "/v1/querybatch"})
+JSON_TYPE = (b"content-type", b"application/json")
+
+
+class ErrorBody(BaseModel):
+    """OSV.dev's error shape: a gRPC status code and one line."""
+
+    code: int
+    message: str
+
+
+Answers = dict[int | str, dict[str, Any]]
+INVALID: Answers = {400: {"model": ErrorBody, "description": "invalid query (gRPC code 3)"}}
+NOT_FOUND: Answers = {404: {"model": ErrorBody, "description": "no such advisory (gRPC code 5)"}}
+TOO_LARGE: Answers = {
+    413: {"model": ErrorBody, "description": "body over the byte cap (gRPC code 8)"}
+}
 
 
 class Package(BaseModel):
@@ -61,12 +80,12 @@ def router(state: AppState) -> APIRouter:
     """The /v1 and /osv routes over ``state``'s database."""
     api = APIRouter(tags=["osv"])
 
-    @api.post("/v1/query")
+    @api.post("/v1/query", responses={**INVALID, **TOO_LARGE})
     def query(body: Annotated[Query, Body()]) -> Response:
         """Advisories matching one query, a page at a time (resend with ``page_token``)."""
         return _json(_run(state, body, size=state.settings.query_page_size))
 
-    @api.post("/v1/querybatch")
+    @api.post("/v1/querybatch", responses={**INVALID, **TOO_LARGE})
     def querybatch(body: Annotated[BatchQuery, Body()]) -> Response:
         """Up to 1000 queries; each result lists only id and modified, in query order."""
         if len(body.queries) > state.settings.max_batch_queries:
@@ -83,7 +102,7 @@ def router(state: AppState) -> APIRouter:
         results = [b"{}" if t is None else _refs(next(pages)) for t in targets]
         return _json(b'{"results":[' + b",".join(results) + b"]}" if results else b"{}")
 
-    @api.get("/v1/vulns/{vuln_id}")
+    @api.get("/v1/vulns/{vuln_id}", responses={**INVALID, **NOT_FOUND})
     def vuln(vuln_id: str) -> JSONResponse:
         """One advisory by its (case-sensitive) id."""
         if len(vuln_id) > 128:
@@ -127,6 +146,26 @@ def router(state: AppState) -> APIRouter:
         return streamed(request, lines(), media, version[1], _tag("csv", version))
 
     return api
+
+
+class JsonWhateverType:
+    """ASGI middleware: OSV's query bodies are JSON whatever ``Content-Type`` says.
+
+    OSV.dev parses the body of ``/v1/query`` and ``/v1/querybatch`` as JSON
+    under any content type, and its documentation's own example is
+    ``curl -d '{"commit": ...}'``, which sends
+    ``application/x-www-form-urlencoded``. FastAPI parses a body as JSON only
+    under a JSON type, so this states that type for those two paths.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] in QUERY_PATHS:
+            headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
+            scope = {**scope, "headers": [*headers, JSON_TYPE]}
+        await self.app(scope, receive, send)
 
 
 def _json(encoded: bytes) -> Response:
@@ -236,4 +275,4 @@ def _from_purl(text: str, version: str | None) -> tuple[str, str | None]:
     return f"{parsed.namespace}/{parsed.name}", at.lower() if at else at
 
 
-__all__ = ["OsvError", "error_response", "router"]
+__all__ = ["JsonWhateverType", "OsvError", "error_response", "router"]

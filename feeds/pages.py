@@ -29,10 +29,8 @@ from storage import RepoNotFound
 from storage.publishing import (
     ModelPageData,
     ModelSummary,
-    advisories_for,
     advisory_by_id,
     last_modified,
-    model_page,
     model_summaries,
 )
 from storage.records import Advisory
@@ -86,13 +84,10 @@ def router(state: AppState) -> APIRouter:
 
     def load(org: str, name: str) -> tuple[ModelPageData, list[Advisory]]:
         repo_id = f"{org}/{name}"
-        with state.database.read_session() as session:
-            try:
-                data = model_page(session, repo_id)
-            except RepoNotFound:
-                raise HTTPException(404, f"{repo_id} is not tracked") from None
-            found = list(advisories_for(session, repo_id=repo_id, limit=None).advisories)
-        return data, found
+        try:
+            return state.model_page(repo_id)
+        except RepoNotFound:
+            raise HTTPException(404, f"{repo_id} is not tracked") from None
 
     def context(data: ModelPageData, found: list[Advisory]) -> dict[str, Any]:
         plan = view.stored_plan(data.summary.plan)
@@ -153,9 +148,14 @@ def router(state: AppState) -> APIRouter:
 
     @api.get("/models/{org}/{name}/badge.json")
     def badge(org: str, name: str) -> JSONResponse:
-        """A shields.io endpoint badge: serving memory at the stated workload, fit or not."""
-        data, _ = load(org, name)
-        return JSONResponse(figures.badge(view.stored_plan(data.summary.plan)))
+        """A shields.io endpoint badge: serving memory at the stated workload, fit or not
+        (two stored columns, never the page's data)."""
+        repo_id = f"{org}/{name}"
+        try:
+            shown = state.badge(repo_id)
+        except RepoNotFound:
+            raise HTTPException(404, f"{repo_id} is not tracked") from None
+        return JSONResponse(figures.badge(view.stored_plan(shown.plan)))
 
     @api.get("/advisories/{advisory_id}", response_class=HTMLResponse)
     def advisory(advisory_id: str) -> HTMLResponse:

@@ -1,20 +1,23 @@
 """POST /api/v1/plan: paste a config.json, get the estimator's Plan JSON.
 
 The one place the app computes anything, and only for a config the caller
-sends; tracked models are never re-estimated per request. The body is
-capped before it is parsed, and every refusal names the problem.
+sends; tracked models are never re-estimated per request. The handler only
+routes: each client address is held to ``plan_rate`` (429 past it), the body
+is capped before it is read, and parsing, estimating and serialising run in
+a compute worker (``feeds.plan_work`` in ``feeds.compute``) within a CPU,
+wall-time and response-size budget, so no config can hold the event loop
+that answers every other request. Every refusal names the problem.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any
+import math
 
-from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, HTTPException, Request, Response
 
-import estimator
-from estimator.errors import EstimateError
+from feeds.compute import ComputeFailed, OverBudget, PoolBusy
+from feeds.limits import BodyTooLarge, read_body
+from feeds.plan_work import plan_answer
 from feeds.state import AppState
 
 CONFIG_EXAMPLE = {
@@ -30,10 +33,22 @@ CONFIG_EXAMPLE = {
     "tie_word_embeddings": True,
     "torch_dtype": "bfloat16",
 }
+BUSY_RETRY_SECONDS = 1
+# Failures of the worker that the caller's config provoked (it asked for too much).
+_BUDGET_KINDS = frozenset({"MemoryError", "RecursionError"})
+
+RESPONSES: dict[int | str, dict[str, str]] = {
+    400: {"description": "not UTF-8 JSON, not an object, NaN/Infinity, or an over-long integer"},
+    413: {"description": "body over the plan API's byte cap"},
+    422: {"description": "the estimator refuses the config, or it passes the CPU/size budget"},
+    429: {"description": "this client address called too often; see Retry-After"},
+    503: {"description": "every plan worker is busy; see Retry-After"},
+}
 
 
 def router(state: AppState) -> APIRouter:
     api = APIRouter(tags=["estimator"])
+    settings = state.settings
 
     @api.post(
         "/api/v1/plan",
@@ -48,41 +63,50 @@ def router(state: AppState) -> APIRouter:
                 },
             }
         },
-        responses={400: {"description": "not a JSON object"}, 413: {}, 422: {}},
+        responses=RESPONSES,
     )
-    async def plan(request: Request) -> JSONResponse:
+    async def plan(request: Request) -> Response:
         """The Plan for a pasted config.json (a JSON object)."""
-        limit = state.settings.max_plan_body_bytes
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise HTTPException(413, f"config.json body is over {limit} bytes")
-        raw = b""
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > limit:
-                raise HTTPException(413, f"config.json body is over {limit} bytes")
-        config = _parse(raw)
+        client = request.client.host if request.client else "unknown"
+        wait = state.plan_rate.admit(client)
+        if wait is not None:
+            raise HTTPException(
+                429,
+                f"over {settings.plan_rate} plan requests from {client}",
+                headers={"Retry-After": str(math.ceil(wait))},
+            )
+        limit = settings.max_plan_body_bytes
         try:
-            result = estimator.plan(config)
-        except EstimateError as exc:
-            raise HTTPException(422, f"config.json cannot be estimated: {exc}") from None
-        return JSONResponse(result.to_json())
+            raw = await read_body(request, limit)
+        except BodyTooLarge:
+            raise HTTPException(413, f"config.json body is over {limit} bytes") from None
+        try:
+            status, payload = await state.compute.run(
+                plan_answer, raw, settings.max_plan_response_bytes
+            )
+        except PoolBusy as exc:
+            raise HTTPException(
+                503, str(exc), headers={"Retry-After": str(BUSY_RETRY_SECONDS)}
+            ) from None
+        except OverBudget as exc:
+            raise HTTPException(422, _over_budget(exc.reason, state)) from None
+        except ComputeFailed as exc:
+            if exc.kind not in _BUDGET_KINDS:
+                raise
+            raise HTTPException(422, _over_budget(exc.kind, state)) from None
+        if isinstance(payload, str):
+            raise HTTPException(status, payload)
+        return Response(payload, media_type="application/json")
 
     return api
 
 
-def _parse(raw: bytes) -> dict[str, Any]:
-    try:
-        config = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise HTTPException(400, "config.json body is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise HTTPException(
-            400, f"config.json is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
-    if not isinstance(config, dict):
-        raise HTTPException(400, f"config.json must be a JSON object, not {type(config).__name__}")
-    return config
+def _over_budget(reason: str, state: AppState) -> str:
+    budget = state.compute.budget
+    return (
+        f"config.json cannot be estimated within the budget ({budget.cpu_seconds} s of CPU, "
+        f"{budget.wall_seconds:g} s, {budget.memory_bytes // 2**20} MiB): {reason}"
+    )
 
 
-__all__ = ["router"]
+__all__ = ["CONFIG_EXAMPLE", "router"]

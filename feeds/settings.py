@@ -25,6 +25,17 @@ class PublishSettings:
     needs more; ``POST /api/v1/plan`` always gets ``max_plan_body_bytes``.
     ``max_json_depth`` caps JSON nesting (400 past it): OSV queries, webhooks
     and subscriptions nest under 10 levels.
+    ``body_read_seconds`` is how long a request may take to send its body
+    (408 after it), so a client trickling bytes cannot hold a connection.
+    The plan API computes in ``plan_workers`` processes (``plan_queue`` more
+    calls may wait; 503 past that), each call within ``plan_cpu_seconds`` of
+    CPU and ``plan_wall_seconds`` of wall time, and answers at most
+    ``max_plan_response_bytes`` of Plan JSON (422 past either); each client
+    address may call it ``plan_rate`` times (``limits`` notation, 429 past it).
+    ``max_concurrent_renders`` bounds how many requests other than
+    ``/healthz`` and ``/metrics`` the app works on at once (the rest wait
+    their turn without holding a thread), so a flood of page requests cannot
+    starve a health probe of the interpreter.
     """
 
     base_url: str = "http://127.0.0.1:8080"
@@ -39,6 +50,14 @@ class PublishSettings:
     max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     accuracy: Accuracy | None = field(default_factory=measured_accuracy)
     log_poll_seconds: float = 1.0
+    body_read_seconds: float = 30.0
+    plan_workers: int = 2
+    plan_queue: int = 8
+    plan_cpu_seconds: int = 2
+    plan_wall_seconds: float = 10.0
+    max_plan_response_bytes: int = 1024 * 1024
+    plan_rate: str = "30/minute"
+    max_concurrent_renders: int = 2
 
     def url(self, path: str) -> str:
         """An absolute URL of ``path`` on this app."""

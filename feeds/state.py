@@ -1,15 +1,43 @@
-"""What every route of the app shares: the database and the settings."""
+"""What every route of the app shares: the database, the settings, caches and the plan workers.
+
+It is also where pages read storage: the model page through ``model_page``
+(whose upstream text is clipped to ``MAX_SHOWN_CHARS`` per value, so a 9 MB
+config key or card field cannot make an 18 MB page), the badge through
+``badge`` (two indexed column reads: never the page's history, nor a
+snapshot's weight manifest).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import atexit
+import json
+import time
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
+
+from limits import parse
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
 
 from feeds.cache import LogVersion, RenderCache
+from feeds.compute import Budget, ComputePool
 from feeds.settings import PublishSettings
 from storage import Database
-from storage.publishing import log_version
+from storage.publishing import (
+    ModelPageData,
+    ModelSummary,
+    RevisionEntry,
+    advisories_for,
+    log_version,
+    model_page,
+)
+from storage.records import Advisory, Change, StoredRevision
+from storage.summaries import BadgeData, model_badge
+
+MAX_SHOWN_CHARS: Final = 2000
+"""The most of one upstream value (a key, a value, a card field, a title) a page shows."""
+CLIPPED: Final = "…"
 
 
 @dataclass(frozen=True)
@@ -18,15 +46,108 @@ class AppState:
     settings: PublishSettings
     cache: RenderCache[Any] = field(default_factory=RenderCache)
     log: LogVersion[tuple[datetime | None, datetime | None]] = field(init=False)
+    compute: ComputePool = field(init=False)
+    plan_rate: PlanRate = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "log", LogVersion(self._read_version, self.settings.log_poll_seconds)
+        settings = self.settings
+        object.__setattr__(self, "log", LogVersion(self._read_version, settings.log_poll_seconds))
+        budget = Budget(
+            cpu_seconds=settings.plan_cpu_seconds, wall_seconds=settings.plan_wall_seconds
         )
+        pool = ComputePool(
+            budget, settings.plan_workers, settings.plan_queue, preload=("feeds.plan_work",)
+        )
+        atexit.register(pool.close)
+        object.__setattr__(self, "compute", pool)
+        object.__setattr__(self, "plan_rate", PlanRate(settings.plan_rate))
 
     def _read_version(self) -> tuple[datetime | None, datetime | None]:
         with self.database.read_session() as session:
             return log_version(session)
 
+    def model_page(self, repo_id: str) -> tuple[ModelPageData, list[Advisory]]:
+        """The model page's data and the repo's advisories, upstream text clipped;
+        RepoNotFound if the repo was never recorded."""
+        with self.database.read_session() as session:
+            data = model_page(session, repo_id)
+            found = advisories_for(session, repo_id=repo_id, limit=None).advisories
+        clipped = replace(
+            data,
+            summary=_clip_summary(data.summary),
+            others=tuple(_clip_summary(other) for other in data.others),
+            history=tuple(_clip_entry(entry) for entry in data.history),
+            card={key: _clip_value(value) for key, value in data.card.items()},
+        )
+        return clipped, [replace(a, summary=clip(a.summary)) for a in found]
 
-__all__ = ["AppState"]
+    def badge(self, repo_id: str) -> BadgeData:
+        """What the badge shows, from stored summaries; RepoNotFound if never recorded."""
+        with self.database.read_session() as session:
+            return model_badge(session, repo_id)
+
+
+def clip(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``text``, or its first ``limit`` characters and an ellipsis."""
+    return text if len(text) <= limit else text[:limit] + CLIPPED
+
+
+def _clip_value(value: Any) -> Any:
+    """A JSON value as stored if its text is short, else its text clipped."""
+    if isinstance(value, str):
+        return clip(value)
+    if isinstance(value, dict | list):
+        text = json.dumps(value, ensure_ascii=False)
+        return value if len(text) <= MAX_SHOWN_CHARS else clip(text)
+    return value
+
+
+def _clip_change(change: Change) -> Change:
+    return replace(
+        change,
+        path=clip(change.path),
+        message=clip(change.message),
+        old=_clip_value(change.old),
+        new=_clip_value(change.new),
+    )
+
+
+def _clip_stored(stored: StoredRevision) -> StoredRevision:
+    revision = stored.revision
+    author = None if revision.author is None else clip(revision.author)
+    return replace(stored, revision=replace(revision, title=clip(revision.title), author=author))
+
+
+def _clip_summary(summary: ModelSummary) -> ModelSummary:
+    latest = None if summary.latest is None else _clip_stored(summary.latest)
+    return replace(summary, latest=latest)
+
+
+def _clip_entry(entry: RevisionEntry) -> RevisionEntry:
+    return replace(
+        entry,
+        stored=_clip_stored(entry.stored),
+        changes=tuple(_clip_change(c) for c in entry.changes),
+    )
+
+
+class PlanRate:
+    """How often one client address may call the plan API (a moving window, in memory).
+
+    In memory, per web process: several instances behind a balancer each
+    allow the rate, which bounds each one's CPU, the point of the limit.
+    """
+
+    def __init__(self, rate: str) -> None:
+        self.item = parse(rate)
+        self.limiter = MovingWindowRateLimiter(MemoryStorage())
+
+    def admit(self, client: str) -> float | None:
+        """None if ``client`` may call now, else the seconds until it may."""
+        if self.limiter.hit(self.item, client):
+            return None
+        reset = self.limiter.get_window_stats(self.item, client).reset_time
+        return max(1.0, float(reset) - time.time())
+
+
+__all__ = ["MAX_SHOWN_CHARS", "AppState", "PlanRate", "clip"]

@@ -5,11 +5,19 @@ when the app moves host or an entry is re-rendered, so readers never show an
 entry twice. Dates are the advisory's published/modified times, and the
 feed's own date is the newest entry's, so rendering the same log twice gives
 the same bytes (and the same ETag). Text goes through feedgen, which escapes
-it; characters XML 1.0 cannot carry are dropped first.
+it for XML; characters XML 1.0 cannot carry are dropped first.
+
+RSS readers take ``description`` and ``content:encoded`` as HTML (feedparser
+sanitises them as ``text/html``), and what they hold (summaries and details
+quoting card fields, file names, config keys, commit titles, rendered
+prompts) is upstream text. So in RSS those fields are HTML-escaped before
+XML escaping: a card ``license: "<img src=x onerror=...>"`` reads as that text,
+never as an element. Atom says ``type="text"`` and needs no second escape.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Sequence
@@ -74,7 +82,8 @@ def render(
     feed = FeedGenerator()
     feed.id(_xml(f"urn:neurarch-trace:feed:{self_path.rsplit('.', 1)[0]}"))
     feed.title(_xml(title))
-    feed.description(_xml(f"{title}: revisions that changed behaviour or cost"))
+    about = _xml(f"{title}: revisions that changed behaviour or cost")
+    feed.description(html.escape(about) if kind == "rss" else about)
     feed.link(href=_xml(settings.url(page_path)), rel="alternate")
     feed.link(href=_xml(settings.url(self_path)), rel="self")
     feed.language("en")
@@ -93,11 +102,14 @@ def render(
         entry.published(advisory.published)
         entry.updated(advisory.modified)
         entry.category(term=advisory.severity.label)
-        details = str(advisory.osv.get("details", advisory.summary))
-        entry.summary(_xml(advisory.summary))
-        entry.content(_xml(details), type="text")
+        details = _xml(str(advisory.osv.get("details", advisory.summary)))
         if kind == "rss":
-            entry.description(_xml(details))
+            escaped = html.escape(details)
+            entry.content(escaped)  # content:encoded
+            entry.description(escaped)
+        else:
+            entry.summary(_xml(advisory.summary))
+            entry.content(details, type="text")
     document: bytes = feed.rss_str(pretty=True) if kind == "rss" else feed.atom_str(pretty=True)
     return document
 

@@ -20,16 +20,8 @@ from typing import Any
 from estimator import Accuracy, EngineVerdict, Plan
 from estimator.deltas import METHOD_LABELS, gib, stored_plan
 from storage.publishing import ModelPageData, ModelSummary
-from storage.records import Change, Severity
+from storage.records import Change
 
-BADGE_COLORS = {
-    None: "brightgreen",
-    Severity.INFO: "brightgreen",
-    Severity.LOW: "green",
-    Severity.MODERATE: "yellow",
-    Severity.HIGH: "orange",
-    Severity.CRITICAL: "red",
-}
 DIFF_VALUE_MAX_CHARS = 4000
 ENGINE = "vllm"
 ENGINE_HEADING = "vLLM start-up (default settings, the model's context)"
@@ -193,24 +185,6 @@ def diff_text(change: Change) -> str | None:
     return text if len(text) <= DIFF_VALUE_MAX_CHARS else text[:DIFF_VALUE_MAX_CHARS] + "\n…"
 
 
-def badge(page: ModelPageData, latest_severity: Severity | None) -> dict[str, Any]:
-    """A shields.io endpoint document: serving memory, coloured by the latest advisory."""
-    plan = stored_plan(page.summary.plan)
-    if plan is None:
-        return {
-            "schemaVersion": 1,
-            "label": "serve",
-            "message": "no estimate",
-            "color": "lightgrey",
-        }
-    return {
-        "schemaVersion": 1,
-        "label": "serve memory",
-        "message": gib(dict(plan.memory)["serve"].peak_allocated_bytes, 1),
-        "color": BADGE_COLORS[latest_severity],
-    }
-
-
 def accuracy(measured: Accuracy | None) -> dict[str, Any] | None:
     """The estimator benchmark's last score as the pages list it, or None (not yet measured)."""
     return None if measured is None else dict(measured.scores())
@@ -226,7 +200,6 @@ __all__ = [
     "CardRow",
     "MethodNote",
     "accuracy",
-    "badge",
     "card_engine_cell",
     "card_rows",
     "diff_text",

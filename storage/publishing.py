@@ -218,8 +218,11 @@ def _card(session: Session, repo_pk: int, sha: str) -> dict[str, Any]:
     revision_pk = session.scalars(
         select(RevisionRow.id).where(RevisionRow.repo_pk == repo_pk, RevisionRow.sha == sha)
     ).one()
-    snapshot = session.get(SnapshotRow, revision_pk)
-    return {} if snapshot is None else dict(snapshot.card)
+    # the card column only: the row also holds the weight manifest (~100 MB at worst)
+    card = session.scalars(
+        select(SnapshotRow.card).where(SnapshotRow.revision_pk == revision_pk)
+    ).one_or_none()
+    return {} if card is None else dict(card)
 
 
 def _changed(artifact: str) -> Any:

@@ -262,9 +262,9 @@ class Daemon:
 
         for sig in previous:
             signal.signal(sig, on_signal)
-        config = uvicorn.Config(
-            app, host=self.config.host, port=self.config.port, log_level="warning", lifespan="off"
-        )
+        from feeds.serving import server_config  # uvicorn with header and keep-alive deadlines
+
+        config = server_config(app, host=self.config.host, port=self.config.port)
         self._server = uvicorn.Server(config)
         try:
             if on_serving is not None:

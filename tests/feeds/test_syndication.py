@@ -56,10 +56,18 @@ def test_every_feed_parses_cleanly_with_stable_ids(
 
 
 def test_markup_in_stored_text_is_escaped_in_feeds(client: httpx.Client) -> None:
-    for kind in ("rss", "atom"):
+    # Atom's text is XML-escaped once; RSS's description is HTML, so escaped twice
+    for kind, escaped in (("rss", "&amp;lt;script&amp;gt;"), ("atom", "&lt;script&gt;")):
         raw = client.get(f"/models/{HOSTILE_REPO}/feed.{kind}").text
         assert HOSTILE not in raw
-        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in raw
+        assert f"{escaped}alert(1)" in raw
+
+
+def test_model_feed_of_a_repo_never_recorded_is_404_as_its_page(client: httpx.Client) -> None:
+    for path in ("/models/nope/nope", "/models/nope/nope/feed.atom", "/models/nope/nope/feed.rss"):
+        response = client.get(path)
+        assert response.status_code == 404, path
+        assert response.json() == {"detail": "nope/nope is not tracked"}
 
 
 def test_etag_and_last_modified_answer_304(client: httpx.Client) -> None:

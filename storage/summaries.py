@@ -1,0 +1,57 @@
+"""Small reads for per-request documents (badges): stored summaries, never whole snapshots.
+
+A badge is 79 bytes; it must not cost what the model page costs. The page's
+read (``storage.publishing.model_page``) brings every revision's changes and
+plans, and a snapshot row holds the weight manifest, which a hostile checkpoint
+can make ~100 MB. Here only the columns a badge shows are selected: the newest
+on-main revision's stored plan and the newest standing advisory's severity,
+each one indexed lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from storage.models import AdvisoryRow, EstimateRow, RevisionRow
+from storage.records import Severity
+from storage.repos import repo_row
+
+
+@dataclass(frozen=True)
+class BadgeData:
+    """The newest on-main revision's stored plan JSON and the newest standing advisory's
+    severity (None where there is none)."""
+
+    plan: dict[str, Any] | None
+    severity: Severity | None
+
+
+def model_badge(session: Session, repo_id: str) -> BadgeData:
+    """What ``repo_id``'s badge shows; RepoNotFound if it was never recorded."""
+    repo_pk = repo_row(session, repo_id).id
+    newest = (
+        select(RevisionRow.id)
+        .where(RevisionRow.repo_pk == repo_pk, RevisionRow.on_main)
+        .order_by(RevisionRow.date.desc(), RevisionRow.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    plan = session.scalars(
+        select(EstimateRow.plan).where(EstimateRow.revision_pk == newest)
+    ).one_or_none()
+    severity = session.scalars(
+        select(AdvisoryRow.severity)
+        .where(AdvisoryRow.repo_pk == repo_pk, AdvisoryRow.withdrawn.is_(None))
+        .order_by(AdvisoryRow.published.desc(), AdvisoryRow.id)  # as advisories_for lists them
+        .limit(1)
+    ).one_or_none()
+    return BadgeData(
+        None if plan is None else dict(plan), None if severity is None else Severity(severity)
+    )
+
+
+__all__ = ["BadgeData", "model_badge"]
