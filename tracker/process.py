@@ -153,9 +153,7 @@ def prepare(
             return None
         blobs = SessionBlobs(session)
         previous = base.previous
-        result = take_snapshot(
-            hub, revision, previous, blobs, parse_cache=cache, deadline=deadline
-        )
+        result = take_snapshot(hub, revision, previous, blobs, parse_cache=cache, deadline=deadline)
         new = result.content(blobs)
         old = content_of(previous, blobs, cache) if previous else None
         found = diff_revisions(old, new) + list(result.problems)

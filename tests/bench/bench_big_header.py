@@ -16,6 +16,7 @@ key per row and one compressed blob per distinct manifest after) and the file.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sqlite3
 import subprocess
@@ -130,7 +131,7 @@ def main() -> int:
                 datetime.fromisoformat(row[0])
                 for row in db.execute("SELECT processed_at FROM revisions ORDER BY id")
             ]
-        steps = [(b - a).total_seconds() for a, b in zip(stamps, stamps[1:], strict=False)]
+        steps = [(b - a).total_seconds() for a, b in itertools.pairwise(stamps)]
         later = steps[-args.later :]
         costs = manifest_bytes(path)
         size_mb = path.stat().st_size / 1e6
