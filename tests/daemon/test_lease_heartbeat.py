@@ -11,15 +11,20 @@ the revision after it.
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
+
+import pytest
 
 from storage import Database, changes_of, poll_states, revisions
 from tests.daemon.conftest import track_all
 from tests.fixtures.hostile import llama_config
 from tracker.discovery import HeadProbe
+from tracker.heartbeat import Heartbeat
 from tracker.hub import Hub
 from tracker.hubsim import HubEmulator
 from tracker.metrics import DaemonMetrics
+from tracker.pollstate import LeaseLost, claim_due, renew
 from tracker.worker import Worker, WorkerPolicy
 
 REPO = "slow/many-files"
@@ -93,3 +98,15 @@ def test_a_revision_past_its_budget_is_recorded_partial_and_the_next_one_follows
     assert 0 < len(skipped) < FILES + 1
     assert all(path.endswith(".json") for path in skipped)
     assert "time budget ran out" in incomplete.message
+
+
+def test_the_heartbeat_stops_renewing_past_its_bound(database: Database) -> None:
+    track_all(database, [REPO])
+    [claim] = claim_due(database, "slow/0", now=datetime.now(UTC), lease_s=0.3, limit=1)
+    clock = lambda: datetime.now(UTC)  # noqa: E731
+    with Heartbeat(database, claim, lease_s=0.3, until=time.monotonic() + 0.6, clock=clock) as beat:
+        time.sleep(1.5)  # past the bound and then a lease more
+    with database.session() as session, pytest.raises(LeaseLost):
+        renew(session, claim, now=datetime.now(UTC), lease_s=0.3)
+    assert 3 <= beat.beats <= 7  # a beat every 0.1 s for 0.6 s, then none
+    assert not beat.lost
