@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from sqlalchemy import Text, cast, func, insert, select, update
+from sqlalchemy import Text, cast, func, insert, null, select, update
 from sqlalchemy.orm import Session
 
 from storage.blobs import known_content_keys
@@ -110,7 +110,7 @@ def record_revision(
             revision_pk=revision_pk,
             texts=dict(snapshot.texts),
             oversized=list(snapshot.oversized),
-            manifest=None,
+            manifest=null(),  # SQL NULL, not JSON null: the manifest lives in its blob
             manifest_key=None
             if snapshot.manifest is None
             else put_manifest(session, snapshot.manifest),

@@ -16,19 +16,35 @@ import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from storage import open_database, revision_log, tracked_repos
+from storage import (
+    Database,
+    advisories,
+    changes_of,
+    latest_revision,
+    open_database,
+    revision_log,
+    revisions,
+    snapshot_at,
+    tracked_repos,
+    tracking_summary,
+)
+from storage.publishing import model_page
+from tests.daemon.conftest import MakeWorker, run_until_idle, track_all
 from tests.daemon.harness import START, DaemonProcess, caught_up, free_port, wait_for, write_config
 from tests.fixtures.hostile import (
     HOSTILE_CONFIGS,
+    HOSTILE_REVISIONS,
     HOSTILE_TEMPLATES,
     HOSTILE_WEBHOOK_BODIES,
     llama_config,
     oversized_body,
 )
+from tracker.commands.documents import history_document
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
 
 SECRET = "hostile-secret"
@@ -166,3 +182,90 @@ def test_hostile_corpus_never_stalls_the_daemon_and_every_revision_is_recorded(
         statuses, True
     )
     assert statuses["200 MB body"] == 413
+
+
+def published_revisions(hub: HubEmulator) -> dict[str, tuple[str, list[str]]]:
+    """Each hostile revision in a repo of its own: clean commit, hostile commit, "recover".
+
+    name -> (repo id, its shas oldest first).
+    """
+    repos: dict[str, tuple[str, list[str]]] = {}
+    date = START
+    for index, (name, hostile) in enumerate(sorted(HOSTILE_REVISIONS.items())):
+        repo_id = f"hostile/revision-{index:02d}"
+        shas = []
+        for files, title, when in (
+            ({"config.json": llama_config()}, "initial", None),
+            (hostile.files, hostile.title, hostile.date),
+            ({"config.json": llama_config(note=f"recover {index}")}, "recover", None),
+        ):
+            date += timedelta(minutes=1)
+            shas.append(hub.publish(repo_id, files, title=title, date=when or date, author="eve"))
+        repos[name] = (repo_id, shas)
+    return repos
+
+
+def test_every_hostile_revision_and_the_recover_revision_after_it_are_recorded(
+    database: Database, hub_emulator: HubEmulator, make_worker: MakeWorker
+) -> None:
+    repos = published_revisions(hub_emulator)
+    track_all(database, [repo_id for repo_id, _ in repos.values()])
+    run_until_idle(make_worker())
+
+    recorded: dict[str, list[str]] = {}
+    newest: dict[str, str | None] = {}
+    with database.read_session() as session:
+        summary = tracking_summary(session)
+        for name, (repo_id, _) in repos.items():
+            recorded[name] = [r.sha for r in revisions(session, repo_id)]
+            latest = latest_revision(session, repo_id)
+            newest[name] = None if latest is None else latest.sha
+            # Every reader of what was stored answers, in text any client can print.
+            page = model_page(session, repo_id)
+            assert page.summary.latest is not None
+            json.dumps(page.card, ensure_ascii=False).encode()
+            for advisory in advisories(session, repo_id=repo_id):
+                json.dumps(dict(advisory.osv), ensure_ascii=False).encode()
+    for repo_id, _ in repos.values():
+        json.dumps(history_document(database, repo_id), ensure_ascii=False).encode()
+
+    # newest first by main's chain, whatever date a commit carries; below them the
+    # repo's creation commit
+    assert {name: shas[:3] for name, shas in recorded.items()} == {
+        name: shas[::-1] for name, (_, shas) in repos.items()
+    }
+    assert {len(shas) for shas in recorded.values()} == {4}
+    assert newest == {name: shas[-1] for name, (_, shas) in repos.items()}
+    assert (summary.backfill_pending, summary.failing) == (0, 0)
+
+
+def test_a_repaired_revision_says_what_was_repaired(
+    database: Database, hub_emulator: HubEmulator, make_worker: MakeWorker
+) -> None:
+    repos = published_revisions(hub_emulator)
+    track_all(database, [repo_id for repo_id, _ in repos.values()])
+    run_until_idle(make_worker())
+    found: dict[str, Any] = {}
+    with database.read_session() as session:
+        for name in ("NUL in the commit title", "lone surrogate as the card's license"):
+            repo_id, shas = repos[name]
+            stored = snapshot_at(session, repo_id, shas[1])
+            [finding] = [
+                c for c in changes_of(session, repo_id, shas[1]) if c.kind == "unstorable_text"
+            ]
+            found[name] = (stored.revision.title, stored.card.get("license"), finding.new)
+        repo_id, shas = repos["path over 1,024 characters"]
+        long_paths = [f.path for f in snapshot_at(session, repo_id, shas[1]).files]
+    assert found == {
+        "NUL in the commit title": (
+            "fix\ufffd the config",
+            None,
+            {"repaired": ["commit title"], "dropped_paths": []},
+        ),
+        "lone surrogate as the card's license": (
+            "hostile",
+            "\ufffd",
+            {"repaired": ["model card"], "dropped_paths": []},
+        ),
+    }
+    assert "notes/" + "n" * 1100 + ".txt" in long_paths

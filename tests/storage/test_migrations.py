@@ -6,7 +6,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from storage import open_database
+from storage import open_database, revisions
 from storage.migrations import head_revision
 from storage.models import Base
 from tests.storage.builders import BASE_DATE
@@ -85,3 +85,39 @@ def test_0003_gives_advisories_stored_before_it_their_repos_org(database_url: st
     finally:
         db.close()
     assert [tuple(row) for row in orgs] == [("NAT-1", "mistralai")]
+
+
+def test_0004_places_revisions_stored_before_it_in_the_order_they_were_recorded(
+    database_url: str,
+) -> None:
+    db = open_database(database_url)
+    try:
+        db.migrate("0003")
+        with db.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO repos (id, repo_id, added_at, status, tracked, options)"
+                    " VALUES (7, 'acme/model', :at, 'active', true, '{}')"
+                ),
+                {"at": BASE_DATE},
+            )
+            # recorded oldest first along the chain; the second carries a pusher's far date
+            for row_id, sha, year in ((3, "a", 2025), (5, "b", 9999), (9, "c", 2026)):
+                connection.execute(
+                    text(
+                        "INSERT INTO revisions (id, repo_pk, sha, parents, date, title,"
+                        " processed_at, on_main) VALUES (:id, 7, :sha, '[]', :date, 't', :at, true)"
+                    ),
+                    {
+                        "id": row_id,
+                        "sha": sha * 40,
+                        "date": BASE_DATE.replace(year=year),
+                        "at": BASE_DATE,
+                    },
+                )
+        db.migrate()
+        with db.read_session() as session:
+            listed = [r.sha[0] for r in revisions(session, "acme/model")]
+    finally:
+        db.close()
+    assert listed == ["c", "b", "a"]

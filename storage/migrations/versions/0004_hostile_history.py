@@ -11,7 +11,8 @@
   first along the chain); the next history check renumbers them from main's list.
 - ``snapshots.manifest_key``: the weight manifest as a blob stored once per content,
   instead of a copy in every revision's row (123 MB per row for a 1.7M-tensor header).
-  Rows from before keep their inline ``manifest``, which readers still accept.
+  Rows from before keep their inline ``manifest``, which readers still accept; a
+  downgrade drops the key, so manifests written since are no longer read (their blobs stay).
 
 Revision ID: 0004
 Revises: 0003

@@ -1,0 +1,112 @@
+"""A revision slower to prepare than the lease is still recorded, once, by the worker that began it.
+
+The lease was renewed only at commit, so a revision that took longer to fetch
+than ``[daemon] lease`` lost it every time and was never recorded. Here the
+lease is a second or two and the emulator answers every file download late,
+so preparing takes several leases: the heartbeat must keep the lease, and a
+revision past its budget must be recorded partial, with a finding, followed by
+the revision after it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from storage import Database, changes_of, poll_states, revisions
+from tests.daemon.conftest import track_all
+from tests.fixtures.hostile import llama_config
+from tracker.discovery import HeadProbe
+from tracker.heartbeat import Heartbeat
+from tracker.hub import Hub
+from tracker.hubsim import HubEmulator
+from tracker.metrics import DaemonMetrics
+from tracker.pollstate import LeaseLost, claim_due, renew
+from tracker.worker import Worker, WorkerPolicy
+
+REPO = "slow/many-files"
+FILES = 20
+LATENCY_S = 0.15
+
+
+def many_files() -> dict[str, bytes]:
+    files = {
+        f"extra/part-{index:03d}.json": json.dumps({"part": index}).encode()
+        for index in range(FILES)
+    }
+    files["config.json"] = llama_config()
+    return files
+
+
+def worker(database: Database, hub: HubEmulator, policy: WorkerPolicy, owner: str) -> Worker:
+    return Worker(
+        database,
+        Hub(hub.endpoint, max_retries=2, timeout=10.0),
+        HeadProbe(hub.endpoint),
+        owner=owner,
+        policy=policy,
+        metrics=DaemonMetrics(),
+        clock=lambda: datetime.now(UTC),
+    )
+
+
+def lease_lost(metrics: DaemonMetrics) -> float:
+    return float(metrics.checks.labels(outcome="lease_lost")._value.get())
+
+
+def test_a_revision_that_takes_several_leases_to_prepare_is_recorded(
+    database: Database, hub_emulator: HubEmulator
+) -> None:
+    head = hub_emulator.publish(REPO, many_files(), title="2,000 files, in small")
+    hub_emulator.faults.latency(LATENCY_S, endpoint="resolve")  # ~3 s of downloads
+    track_all(database, [REPO])
+    first = worker(database, hub_emulator, WorkerPolicy(lease_s=1.0), "slow/0")
+
+    assert first.run_once()
+
+    with database.read_session() as session:
+        recorded = [r.sha for r in revisions(session, REPO)]
+        state = next(s for s in poll_states(session) if s.repo_id == REPO)
+    assert lease_lost(first.metrics) == 0
+    assert recorded[0] == head
+    assert (state.last_seen_sha, state.failures) == (head, 0)
+
+
+def test_a_revision_past_its_budget_is_recorded_partial_and_the_next_one_follows(
+    database: Database, hub_emulator: HubEmulator
+) -> None:
+    slow = hub_emulator.publish(REPO, many_files(), title="too many to fetch in time")
+    after = hub_emulator.publish(
+        REPO, {"config.json": llama_config(note="recover")}, title="recover"
+    )
+    hub_emulator.faults.latency(LATENCY_S, endpoint="resolve")
+    track_all(database, [REPO])
+    policy = WorkerPolicy(lease_s=1.0, revision_budget_s=1.0)
+    check = worker(database, hub_emulator, policy, "slow/0")
+
+    assert check.run_once()
+
+    with database.read_session() as session:
+        recorded = [r.sha for r in revisions(session, REPO)]
+        [incomplete] = [c for c in changes_of(session, REPO, slow) if c.kind == "incomplete"]
+    assert recorded[:2] == [after, slow]
+    assert lease_lost(check.metrics) == 0
+    skipped = incomplete.new["texts"]
+    assert 0 < len(skipped) < FILES + 1
+    assert all(path.endswith(".json") for path in skipped)
+    assert "time budget ran out" in incomplete.message
+
+
+def test_the_heartbeat_stops_renewing_past_its_bound(database: Database) -> None:
+    track_all(database, [REPO])
+    [claim] = claim_due(database, "slow/0", now=datetime.now(UTC), lease_s=0.3, limit=1)
+    clock = lambda: datetime.now(UTC)  # noqa: E731
+    with Heartbeat(database, claim, lease_s=0.3, until=time.monotonic() + 0.6, clock=clock) as beat:
+        time.sleep(1.5)  # past the bound and then a lease more
+    with database.session() as session, pytest.raises(LeaseLost):
+        renew(session, claim, now=datetime.now(UTC), lease_s=0.3)
+    assert 3 <= beat.beats <= 7  # a beat every 0.1 s for 0.6 s, then none
+    assert not beat.lost
