@@ -22,13 +22,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tracker.diff.remote_code import CARD_KEY
 from tracker.errors import HubError, RepoIdError
 from tracker.hub import RepoFiles
 from tracker.repo_id import validate_repo_id
 
 SOURCES = ("config.json", "tokenizer_config.json")
-CARD_KEY = "remote_code"
-"""Where a snapshot keeps what it read of referenced repos (inside its card document)."""
 MAX_REFERENCED_REPOS = 8
 """A config naming more repos than this is not a model's loader; the rest are not fetched."""
 MAX_CODE_FILES = 200

@@ -14,9 +14,10 @@ from typing import Any
 
 from storage.records import Change, Severity
 from tracker.artifacts import Side
-from tracker.remote_code import CARD_KEY
 
 ARTIFACT = "remote_code"
+CARD_KEY = "remote_code"
+"""Where a snapshot keeps what it read of referenced repos (inside its card document)."""
 
 
 def diff_remote_code(kind: str, old: Side | None, new: Side) -> list[Change]:
@@ -148,4 +149,4 @@ def _readability(repo_id: str, was: Mapping[str, Any], now: Mapping[str, Any]) -
     return []
 
 
-__all__ = ["ARTIFACT", "diff_remote_code"]
+__all__ = ["ARTIFACT", "CARD_KEY", "diff_remote_code"]
