@@ -9,8 +9,9 @@
     │   ├── JsonTooDeep       JSON nested deeper than the depth cap (400)
     │   └── JsonInvalid       not JSON the app can store as it was sent (400)
     ├── OsvError              a query OSV.dev would refuse, with its gRPC code and HTTP status
-    └── FeedFilterError       a feed filter (artifact, min_severity) naming nothing we publish;
-                              ValueError
+    ├── FeedFilterError       a feed filter (artifact, min_severity) naming nothing we publish;
+    │                         ValueError
+    └── PasteError            what was pasted on /paste cannot be planned (400); ValueError
 
 Classes without a module named are defined here. Errors are caught at the
 edge (the app's exception handlers in feeds.app and the routes), never in
@@ -36,4 +37,8 @@ class FeedFilterError(FeedsError, ValueError):
     """A feed filter (artifact, min_severity) that names nothing we publish."""
 
 
-__all__ = ["FeedFilterError", "FeedsError", "OsvError"]
+class PasteError(FeedsError, ValueError):
+    """What was pasted on /paste cannot be planned; the message says why, in one line."""
+
+
+__all__ = ["FeedFilterError", "FeedsError", "OsvError", "PasteError"]
