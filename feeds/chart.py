@@ -118,15 +118,14 @@ def history_chart(history: Sequence[RevisionEntry]) -> Chart | None:
     needed = tuple(
         (
             method,
-            tuple(
-                dict(p.memory)[method].reserved_bytes
-                for _, p in planned
-            ),
+            tuple(dict(p.memory)[method].reserved_bytes for _, p in planned),
         )
         for method in METHOD_LABELS
         if method in dict(newest.memory)
     )
-    lines = tuple(CardLine(f.card.name, room_bytes(f.card, w.headroom, w.gpus)) for f in newest.cards)
+    lines = tuple(
+        CardLine(f.card.name, room_bytes(f.card, w.headroom, w.gpus)) for f in newest.cards
+    )
     return Chart(
         tuple(e.stored.revision.sha for e, _ in planned),
         tuple(e.stored.revision.title for e, _ in planned),
@@ -203,7 +202,16 @@ def breakdown_svg(plan: Plan) -> Markup:
     memory = dict(plan.memory)
     methods = [m for m in METHOD_LABELS if m in memory]
     svg.x_labels = [METHOD_LABELS[m] for m in methods]
-    palette = ("#0969da", "#bf8700", "#cf222e", "#1a7f37", "#8250df", "#57606a", "#e16f24", "#6e7781")
+    palette = (
+        "#0969da",
+        "#bf8700",
+        "#cf222e",
+        "#1a7f37",
+        "#8250df",
+        "#57606a",
+        "#e16f24",
+        "#6e7781",
+    )
     for (key, label), color in zip(BREAKDOWN, palette, strict=True):
         values = [dict(memory[m].breakdown).get(key, 0) / GIB for m in methods]
         if any(values):

@@ -202,9 +202,7 @@ def siblings(page: ModelPageData, plan: Plan | None, others: list[Plan | None]) 
         total = dict(theirs.parameters).get("total")
         if not isinstance(total, int):
             continue
-        delta = (
-            f"{(total - own) / own * 100:+.1f}%" if isinstance(own, int) and own > 0 else "-"
-        )
+        delta = f"{(total - own) / own * 100:+.1f}%" if isinstance(own, int) and own > 0 else "-"
         out.append(Sibling(summary.repo.repo_id, f"{total:,}", delta))
     return out
 
@@ -216,7 +214,12 @@ def badge(plan: Plan | None) -> dict[str, object]:
     advisory's severity, so one figure has one colour on every server.
     """
     if plan is None:
-        return {"schemaVersion": 1, "label": "serve", "message": NOT_ESTIMATED, "color": "lightgrey"}
+        return {
+            "schemaVersion": 1,
+            "label": "serve",
+            "message": NOT_ESTIMATED,
+            "color": "lightgrey",
+        }
     serve = next(f for f in method_figures(plan) if f.method == "serve")
     w = plan.workload
     return {

@@ -295,8 +295,8 @@ class Daemon:
         self.database.close()
 
     def routers(self) -> tuple[APIRouter, ...]:
-        from feeds.cli_api import create_cli_router
         from feeds import shared_plans
+        from feeds.cli_api import create_cli_router
         from feeds.ops import create_ops_router
         from feeds.settings import PublishSettings
         from feeds.subscriptions_api import create_subscriptions_router

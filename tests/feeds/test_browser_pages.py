@@ -81,7 +81,9 @@ def test_model_page_states_workload_and_card_and_chart_agrees_with_table(
     headline = browser.find_element(By.ID, "headline").text
     assert f"At batch {w['batch']} × {w['seq_len']} tokens" in headline
     assert w["card"] in headline and ("fits" in headline)
-    assert "Reconstructed from its own config.json" in browser.find_element(By.ID, "provenance").text
+    assert (
+        "Reconstructed from its own config.json" in browser.find_element(By.ID, "provenance").text
+    )
     # the stated table says per method what the card table says on the stated card
     rows = browser.find_elements(By.CSS_SELECTOR, "#cards tbody tr")
     card_row = next(r for r in rows if r.find_element(By.TAG_NAME, "td").text == w["card"])
@@ -107,7 +109,9 @@ def test_index_and_an_advisory_page_read_as_prose(
     assert len(browser.find_elements(By.CSS_SELECTOR, "#models tbody tr")) >= 30
     screenshot(browser, shots / "index.png")
     advisory = next(
-        a for a in corpus_site.advisories if a.repo_id == "openai/whisper-base" and "Estimate" in str(a.osv)
+        a
+        for a in corpus_site.advisories
+        if a.repo_id == "openai/whisper-base" and "Estimate" in str(a.osv)
     )
     browser.get(f"{corpus_site.url}/advisories/{advisory.id}")
     details = browser.find_element(By.ID, "details")

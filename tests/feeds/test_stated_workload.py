@@ -29,10 +29,12 @@ def corpus_configs(corpus: Path) -> list[tuple[str, dict[str, object]]]:
         if e["file"] != "config.json" or not e.get("revision") or not e.get("date"):
             continue
         path = corpus / e["repo_id"] / e["revision"] / "config.json"
-        if path.is_file():
-            if e["repo_id"] not in newest or e["date"] > newest[e["repo_id"]][0]:
-                newest[e["repo_id"]] = (e["date"], path)
-    return [(repo, json.loads(path.read_text("utf-8"))) for repo, (_, path) in sorted(newest.items())]
+        fresher = e["repo_id"] not in newest or e["date"] > newest[e["repo_id"]][0]
+        if path.is_file() and fresher:
+            newest[e["repo_id"]] = (e["date"], path)
+    return [
+        (repo, json.loads(path.read_text("utf-8"))) for repo, (_, path) in sorted(newest.items())
+    ]
 
 
 def test_chart_draws_under_a_card_line_exactly_what_the_table_calls_a_fit(

@@ -32,7 +32,9 @@ def share(plan: Plan, settings: Settings) -> str:
     base = server_url(settings)
     token = settings.daemon.api_token
     if token is None:
-        raise UsageError("--share needs the server's api_token ([server] api_token or NEURARCH_API_TOKEN)")
+        raise UsageError(
+            "--share needs the server's api_token ([server] api_token or NEURARCH_API_TOKEN)"
+        )
     request = urllib.request.Request(
         base + PATH,
         data=json.dumps(plan.to_json()).encode(),
@@ -40,7 +42,7 @@ def share(plan: Plan, settings: Settings) -> str:
         method="POST",
     )
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
             answer = json.loads(response.read())
     except urllib.error.HTTPError as exc:
         detail = exc.read()[:300].decode("utf-8", "replace")
