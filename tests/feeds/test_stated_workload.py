@@ -148,3 +148,17 @@ def test_cost_is_never_priced_where_the_job_does_not_fit_and_serve_is_serving(
     lines = figures.cost_lines(plan)
     assert any(line.startswith("Full fine-tune on A10G: does not fit") for line in lines)
     assert any("per million generated tokens" in line for line in lines)
+
+
+def test_siblings_carry_their_size_and_delta_against_this_checkpoint(demo_site: Site) -> None:
+    with httpx.Client(base_url=demo_site.url) as client:
+        text = client.get(f"/models/{HOSTILE_REPO}.md").text
+    with demo_site.database.read_session() as session:
+        own = plan_at(session, HOSTILE_REPO, latest_revision(session, HOSTILE_REPO).sha)  # type: ignore[union-attr]
+        other = "neurarch-demo/llama3-8b-instruct"
+        theirs = plan_at(session, other, latest_revision(session, other).sha)  # type: ignore[union-attr]
+    assert own is not None and theirs is not None
+    assert own["model"]["family"] == theirs["model"]["family"]
+    a, b = own["parameters"]["total"], theirs["parameters"]["total"]
+    row = next(line for line in text.splitlines() if line.startswith(f"| [{other}]"))
+    assert row.endswith(f"| {b:,} | {(b - a) / a * 100:+.1f}% |")
