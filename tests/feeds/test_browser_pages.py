@@ -92,9 +92,21 @@ def test_model_page_states_workload_and_card_and_chart_agrees_with_table(
     for row, cell in zip(stated, cells, strict=True):
         verdict = row.find_elements(By.TAG_NAME, "td")[2].text
         assert verdict.startswith("fits") == cell.startswith("fits"), (verdict, cell)
-    # the history picture: one legend entry per card line, no script, static SVG
-    legend = browser.find_element(By.CSS_SELECTOR, "#history svg").get_attribute("innerHTML")
-    assert legend is not None and "room" in legend
+    # the history picture: each method's newest point is drawn under the stated card's
+    # dashed line exactly when the table calls it a fit there
+    svg = browser.find_element(By.CSS_SELECTOR, "#history svg")
+    legend = [
+        t.get_attribute("textContent") or ""
+        for t in svg.find_elements(By.CSS_SELECTOR, "g.legend text")
+    ]
+    line = next(i for i, text in enumerate(legend) if w["card"] in text.split(":")[0].split(" · "))
+    path = svg.find_element(By.CSS_SELECTOR, f"g.serie-{line} path.line").get_attribute("d")
+    line_y = float(re.findall(r"-?\d+(?:\.\d+)?", path or "")[1])
+    for index, row in enumerate(stated):
+        dots = svg.find_elements(By.CSS_SELECTOR, f"g.serie-{index} circle.dot")
+        under = float(dots[-1].get_attribute("cy") or "nan") >= line_y  # SVG y grows downwards
+        verdict = row.find_elements(By.TAG_NAME, "td")[2].text
+        assert under == verdict.startswith("fits"), (repo, index, verdict)
     for figure in ("history", "batches", "breakdown"):
         assert browser.find_elements(By.CSS_SELECTOR, f"#{figure} svg")
     assert browser.find_element(By.ID, "cost").text
