@@ -162,3 +162,15 @@ def test_siblings_carry_their_size_and_delta_against_this_checkpoint(demo_site: 
     a, b = own["parameters"]["total"], theirs["parameters"]["total"]
     row = next(line for line in text.splitlines() if line.startswith(f"| [{other}]"))
     assert row.endswith(f"| {b:,} | {(b - a) / a * 100:+.1f}% |")
+
+
+def test_the_plan_api_names_every_default_it_used_and_refuses_nothing_to_estimate(
+    demo_site: Site,
+) -> None:
+    with httpx.Client(base_url=demo_site.url) as client:
+        answer = client.post("/api/v1/plan", json={"model_type": "llama"})
+        empty = client.post("/api/v1/plan", json={})
+    assert answer.status_code == 200
+    found = {f["id"]: f for f in answer.json()["findings"]}
+    assert "hidden_size=4096" in found["config-key-defaulted"]["message"]
+    assert empty.status_code == 422 and "could not estimate" in empty.text
