@@ -132,7 +132,9 @@ def estimate_cost(
         bandwidth_s = steps * STATE_PASSES * _state_bytes(model) / bandwidth
         assumptions = (
             f"training FLOPs 6N (LoRA 4N) + 12·L·h·s per token at MFU {w.mfu} on {card.name}"
-            + (f"; the decoder over {w.target_len or w.seq_len} tokens" if is_seq2seq(arch) else ""),
+            + (
+                f"; the decoder over {w.target_len or w.seq_len} tokens" if is_seq2seq(arch) else ""
+            ),
             f"{w.epochs:g} epochs x {w.samples} samples x {w.seq_len} tokens, batch {w.batch}",
             "decode: bandwidth roofline at 90% of peak over active weights + full-context KV read",
         )

@@ -223,7 +223,9 @@ def _method_entries(old: Plan, new: Plan) -> list[DeltaEntry]:
         else:
             assert batch_b is not None and batch_a is not None
             kind = "largest_batch_changed"
-            severity = _minor(_relative(batch_b, batch_a), "moderate" if batch_a < batch_b else "low")
+            severity = _minor(
+                _relative(batch_b, batch_a), "moderate" if batch_a < batch_b else "low"
+            )
         entries.append(
             DeltaEntry(
                 kind,

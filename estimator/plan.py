@@ -240,16 +240,16 @@ def plan(
     checkpoint declares (config.json's ``quantization_config``), as engines load it.
     """
     arch = describe(config, exact)
+    stored = stored_quantization(config)
+    w = serving_workload(workload or Workload(), stored)
+    engine = None if engine is None else engine_request(engine, stored)
+    target = card(w.card)
     if arch.total_parameters == 0:
         raise ConfigError(
             "config.json: could not estimate: it gives no layer width (hidden_size or an alias "
             "such as d_model or n_embd), so there are no parameters to count",
             field="hidden_size",
         )
-    stored = stored_quantization(config)
-    w = serving_workload(workload or Workload(), stored)
-    engine = None if engine is None else engine_request(engine, stored)
-    target = card(w.card)
     split = split_parameters(arch)
     models = method_models(arch, w, target.bf16, split)
     memory = tuple(

@@ -129,8 +129,18 @@ def _md_table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def _cost_line(data: dict[str, Any]) -> str:
+    """The workload's cost: a job that does not fit says so instead of a price; serving is
+    priced per million generated tokens."""
     c = data["cost"]
-    price = "no price stored" if c["usd"] is None else f"${c['usd']:,.2f} ({c['price_source']})"
+    if c["usd"] is None:
+        return f"{c['method']} on {c['card']}: {c['price_source'] or 'no price stored'}"
+    price = f"${c['usd']:,.2f} ({c['price_source']})"
+    if c["method"] == "serve":
+        return (
+            f"serve on {c['card']}: {price} per million generated tokens at "
+            f"{c['decode_tokens_per_s']:,.0f} tok/s (batch {data['workload']['batch']}); "
+            f"decode {c['decode_tokens_per_s_batch1']:,.0f} tok/s at batch 1"
+        )
     return (
         f"{c['method']} on {c['card']}: {c['seconds'] / 3600:,.1f} h ({c['bound']}-bound), {price}; "
         f"decode {c['decode_tokens_per_s_batch1']:,.0f} tok/s at batch 1"

@@ -67,6 +67,10 @@ STYLE: Final = Style(
     major_label_font_size=11,
     legend_font_size=11,
     title_font_size=13,
+    guide_stroke_color="#eaeef2",
+    major_guide_stroke_color="#d0d7de",
+    guide_stroke_dasharray="1,0",
+    major_guide_stroke_dasharray="1,0",
 )
 
 
@@ -234,6 +238,7 @@ def _base(kind: type[pygal.Graph], title: str, logarithmic: bool = False) -> pyg
         value_formatter=lambda v: f"{v:,.2f}" if isinstance(v, float) else f"{v:,}",
         print_values=False,
         explicit_size=True,
+        include_x_axis=not logarithmic,  # memory starts at zero: heights are proportional
     )
 
 

@@ -12,10 +12,11 @@
     ├── OsvError              a query OSV.dev would refuse, with its gRPC code and HTTP status
     ├── FeedFilterError       a feed filter (artifact, min_severity) naming nothing we publish;
     │                         ValueError
-    └── ComputeError          a plan worker gave no value (feeds.compute)
-        ├── PoolBusy          every worker busy and the queue full; nothing was run (503)
-        ├── OverBudget        the call passed its CPU, memory or wall budget (422)
-        └── ComputeFailed     the function raised in the worker
+    ├── ComputeError          a plan worker gave no value (feeds.compute)
+    │   ├── PoolBusy          every worker busy and the queue full; nothing was run (503)
+    │   ├── OverBudget        the call passed its CPU, memory or wall budget (422)
+    │   └── ComputeFailed     the function raised in the worker
+    └── PasteError            what was pasted on /paste cannot be planned (400); ValueError
 
 Classes without a module named are defined here. Errors are caught at the
 edge (the app's exception handlers in feeds.app and the routes), never in
@@ -41,4 +42,8 @@ class FeedFilterError(FeedsError, ValueError):
     """A feed filter (artifact, min_severity) that names nothing we publish."""
 
 
-__all__ = ["FeedFilterError", "FeedsError", "OsvError"]
+class PasteError(FeedsError, ValueError):
+    """What was pasted on /paste cannot be planned; the message says why, in one line."""
+
+
+__all__ = ["FeedFilterError", "FeedsError", "OsvError", "PasteError"]

@@ -190,17 +190,21 @@ class Sibling:
     delta: str
 
 
-def siblings(page: ModelPageData, plan: Plan | None, others: list[Plan | None]) -> list[Sibling]:
-    """Other tracked checkpoints of the family: size, and delta against this one in %."""
-    own = None if plan is None else dict(plan.parameters).get("total")
+def siblings(page: ModelPageData, plan: Plan | None) -> list[Sibling]:
+    """Other tracked checkpoints of the family: size, and delta against this one in %.
+
+    Read off the other repos' stored plan JSON (family and total only), not
+    parsed into Plans: a page lists every tracked repo of its family.
+    """
+    if plan is None:
+        return []
+    family = dict(plan.model).get("family")
+    own = dict(plan.parameters).get("total")
     out = []
-    for summary, theirs in zip(page.others, others, strict=True):
-        if theirs is None or plan is None:
-            continue
-        if dict(theirs.model).get("family") != dict(plan.model).get("family"):
-            continue
-        total = dict(theirs.parameters).get("total")
-        if not isinstance(total, int):
+    for summary in page.others:
+        theirs = summary.plan or {}
+        total = (theirs.get("parameters") or {}).get("total")
+        if (theirs.get("model") or {}).get("family") != family or not isinstance(total, int):
             continue
         delta = f"{(total - own) / own * 100:+.1f}%" if isinstance(own, int) and own > 0 else "-"
         out.append(Sibling(summary.repo.repo_id, f"{total:,}", delta))

@@ -107,9 +107,7 @@ def router(state: AppState) -> APIRouter:
                 "batches": batch_svg(plan),
                 "breakdown": breakdown_svg(plan),
             },
-            "siblings": figures.siblings(
-                data, plan, [view.stored_plan(o.plan) for o in data.others]
-            ),
+            "siblings": figures.siblings(data, plan),
             "advisories": found,
             "accuracy": figures.accuracy_sentence(state.settings.accuracy),
         }

@@ -19,16 +19,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 import estimator
 from feeds.chart import batch_svg, breakdown_svg
+from feeds.errors import PasteError
 from feeds.pages import environment
 from feeds.state import AppState
 from storage import RepoNotFound
 from storage.publishing import model_page
 
 REPO_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
-
-
-class PasteError(ValueError):
-    """What was pasted cannot be planned; the message says why, in one line."""
 
 
 def router(state: AppState) -> APIRouter:
@@ -101,4 +98,4 @@ def planned(pasted: str) -> estimator.Plan:
         raise PasteError(str(exc)) from None
 
 
-__all__ = ["PasteError", "planned", "router", "tracked"]
+__all__ = ["planned", "router", "tracked"]

@@ -1,9 +1,10 @@
-"""What the model page, its Markdown twin and the badge show, read off the stored plans.
+"""What the model page and its Markdown twin show of a stored plan: card table, notes, diffs.
 
 The plan was computed once, when the revision was processed; pages read it
 back typed (``estimator.Plan.from_json``) and this module only picks numbers
 out of it and words them (labels and GiB from ``estimator.deltas``), so the
-HTML, the Markdown and the badge can never disagree. The card table's
+HTML and the Markdown can never disagree (the headline, badge and cost lines are
+worded by ``feeds.figures``). The card table's
 engine column is vLLM's start-up verdict on each card as the stored plan
 carries it (``serving.cards``, computed when the revision was processed; plans
 stored before it carry ``serving.engine`` for the workload's card only); a
@@ -17,9 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from estimator import Accuracy, EngineVerdict, Plan
+from estimator import EngineVerdict, Plan
 from estimator.deltas import METHOD_LABELS, gib, stored_plan
-from storage.publishing import ModelPageData, ModelSummary
 from storage.records import Change
 
 DIFF_VALUE_MAX_CHARS = 4000
@@ -43,34 +43,6 @@ class MethodNote:
     phase: str
     numerics: str
     notes: tuple[str, ...]
-
-
-def headline(repo_id: str, plan: Plan | None) -> str:
-    """One sentence: what serving and LoRA fine-tuning need, in the plan's own workload."""
-    if plan is None:
-        return f"{repo_id} has no memory estimate yet (no readable config.json)."
-    memory, w = dict(plan.memory), plan.workload
-    serve, lora = memory["serve"], memory["lora"]
-    return (
-        f"Serving {repo_id} with {w.serve_weights} weights peaks at "
-        f"{gib(serve.peak_allocated_bytes)} at batch {serve.batch}; "
-        f"LoRA r={w.lora_rank} at batch {lora.batch} x "
-        f"{w.seq_len} tokens peaks at {gib(lora.peak_allocated_bytes)}."
-    )
-
-
-def parameter_line(plan: Plan | None) -> str:
-    """The parameter count, set against the checkpoint's tensors when a manifest was read."""
-    total = None if plan is None else dict(plan.parameters).get("total")
-    if plan is None or not isinstance(total, int):
-        return "parameter count unknown"
-    checkpoint = plan.checkpoint
-    if checkpoint is not None and checkpoint.checkpoint_scalars is not None:
-        scalars = checkpoint.checkpoint_scalars
-        verdict = "matches" if scalars == total else f"differs by {scalars - total:+,}"
-        line = f"{total:,} parameters; the checkpoint holds {scalars:,} ({verdict})"
-        return line + "".join(f"; {e}" for e in checkpoint.explanations)
-    return f"{total:,} parameters; no weight manifest to check against"
 
 
 def methods() -> list[str]:
@@ -156,38 +128,12 @@ def method_notes(plan: Plan | None) -> list[MethodNote]:
     ]
 
 
-def workload_line(plan: Plan | None) -> str:
-    """The workload the stored plan was estimated for, as ``key=value`` pairs."""
-    if plan is None:
-        return ""
-    return ", ".join(f"{k}={v}" for k, v in plan.workload.to_json().items())
-
-
-def family(page: ModelPageData) -> list[ModelSummary]:
-    """The other tracked repos whose newest plan names the same family as this one's."""
-    own = stored_plan(page.summary.plan)
-    if own is None:
-        return []
-    name = dict(own.model).get("family")
-    return [
-        other
-        for other in page.others
-        if (theirs := stored_plan(other.plan)) is not None
-        and dict(theirs.model).get("family") == name
-    ]
-
-
 def diff_text(change: Change) -> str | None:
     """The change's old -> new values as text, for the history's diff view."""
     if change.old is None and change.new is None:
         return None
     text = f"- {_dump(change.old)}\n+ {_dump(change.new)}"
     return text if len(text) <= DIFF_VALUE_MAX_CHARS else text[:DIFF_VALUE_MAX_CHARS] + "\n…"
-
-
-def accuracy(measured: Accuracy | None) -> dict[str, Any] | None:
-    """The estimator benchmark's last score as the pages list it, or None (not yet measured)."""
-    return None if measured is None else dict(measured.scores())
 
 
 def _dump(value: Any) -> str:
@@ -199,17 +145,12 @@ __all__ = [
     "NO_ENGINE_VERDICT",
     "CardRow",
     "MethodNote",
-    "accuracy",
     "card_engine_cell",
     "card_rows",
     "diff_text",
     "engine_cell",
-    "family",
     "gib",
-    "headline",
     "method_notes",
     "methods",
-    "parameter_line",
     "stored_plan",
-    "workload_line",
 ]

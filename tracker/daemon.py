@@ -295,8 +295,10 @@ class Daemon:
         self.database.close()
 
     def routers(self) -> tuple[APIRouter, ...]:
+        from feeds import shared_plans
         from feeds.cli_api import create_cli_router
         from feeds.ops import create_ops_router
+        from feeds.settings import PublishSettings
         from feeds.subscriptions_api import create_subscriptions_router
         from feeds.webhooks import create_webhook_router
         from tracker.commands.documents import answer
@@ -318,6 +320,9 @@ class Daemon:
             create_cli_router(
                 partial(answer, self.database),
                 database_digest=database_digest(self.settings.storage.database_url),
+            ),
+            shared_plans.router(
+                self.database, PublishSettings(base_url=self.public_url), self.config.api_token
             ),
         )
 

@@ -7,9 +7,8 @@ type gets the generic decoder estimate marked ``supported=False``.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from collections.abc import Mapping
+from dataclasses import replace
 
 from estimator.architecture import Architecture
 from estimator.config import Config

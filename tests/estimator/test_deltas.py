@@ -52,7 +52,11 @@ def test_every_moved_number_is_an_entry_with_both_values(pair: tuple[Plan, Plan]
     assert (lora.old, lora.new, lora.unit) == (before, after, "bytes")
     was = next(c for c in old.cards if c.card.name == "A10G").method("lora")
     now = next(c for c in new.cards if c.card.name == "A10G").method("lora")
-    assert (lora.card, lora.batch_old, lora.batch_new) == ("A10G", was.largest_batch, now.largest_batch)
+    assert (lora.card, lora.batch_old, lora.batch_new) == (
+        "A10G",
+        was.largest_batch,
+        now.largest_batch,
+    )
     assert lora.message == (
         f"LoRA at batch 1 x 512 tokens on A10G: peak {before / 2**30:.2f} GiB -> "
         f"{after / 2**30:.2f} GiB; largest batch on A10G {was.largest_batch} -> "
@@ -87,7 +91,9 @@ def test_a_fit_that_flips_is_high_one_that_returns_is_low(pair: tuple[Plan, Plan
     )
     (back,) = delta(flipped, old).entries
     assert (back.kind, back.severity) == ("now_fits", "low")
-    other = replace(old.cards[0], methods=tuple(m._replace(fits=False) for m in old.cards[0].methods))
+    other = replace(
+        old.cards[0], methods=tuple(m._replace(fits=False) for m in old.cards[0].methods)
+    )
     elsewhere = replace(old, cards=(other, *old.cards[1:])) if old.cards[0] is not fit else old
     assert delta(old, elsewhere).empty, "another card's verdict is no estimate line"
 

@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from estimator import Plan, Workload, plan
+from estimator import ConfigError, Plan, Workload, plan
 from estimator.workload import Method
 
 LAYOUTLMV3 = "Theivaprakasham/layoutlmv3-finetuned-invoice/62af8a11c4cdcfa766aa7a2a1651266607451b28"
@@ -97,11 +97,10 @@ def test_without_the_layer_count_only_the_embeddings_and_head_remain(corpus_dir:
     assert _kv_bytes(p) == 0
 
 
-def test_without_the_width_nothing_is_estimated_but_the_plan_says_why(corpus_dir: Path) -> None:
-    p, message = _partial(_without(_config(corpus_dir, LAYOUTLMV3), "hidden_size"))
-    assert message.startswith("config.json lacks hidden_size,")
-    assert "no parameters or memory are estimated" in message
-    assert _total(p) == 0
+def test_without_the_width_nothing_is_estimated_and_the_refusal_says_why(corpus_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="could not estimate: it gives no layer width") as caught:
+        plan(_without(_config(corpus_dir, LAYOUTLMV3), "hidden_size"))
+    assert caught.value.field == "hidden_size"
 
 
 def test_a_field_missing_from_text_config_is_named_by_its_path(corpus_dir: Path) -> None:
@@ -125,11 +124,8 @@ def test_ultravox_as_published_names_the_fields_its_text_model_id_hides(
     assert _total(p) == 128256 * 4096 + 4096
 
 
-def test_an_empty_config_as_published_is_a_plan_not_an_error(corpus_dir: Path) -> None:
+def test_an_empty_config_as_published_could_not_be_estimated_not_zero(corpus_dir: Path) -> None:
     config = _config(corpus_dir, RMBG_EMPTY)
     assert config == {}
-    p, message = _partial(config)
-    assert message.startswith(
-        "config.json lacks hidden_size, num_hidden_layers, num_attention_heads, vocab_size,"
-    )
-    assert _total(p) == 0 and dict(p.model)["family"] == "generic"
+    with pytest.raises(ConfigError, match="could not estimate"):
+        plan(config)

@@ -181,3 +181,18 @@ def test_target_len_shortens_an_encoder_decoder_decoder(tmp_path: Path) -> None:
     assumptions = json.loads(result.stdout)["assumptions"]
     assert any("over 64 tokens per sample, decoder and logits over 3" in a for a in assumptions)
     assert run(str(path), "--target-len", "-1").returncode == 2
+
+
+def test_nothing_to_estimate_is_exit_2_and_a_job_that_does_not_fit_is_not_priced(
+    llama_dir: Path, tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty.json"  # beside llama_dir's own config.json
+    empty.write_text("{}")
+    refused = run(str(empty))
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "could not estimate" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    full = run(str(llama_dir)).stdout
+    assert "Cost: full on A10G: not priced: does not fit A10G at batch 32" in full
+    assert "$" not in full.split("Cost:")[1].split("\n")[0]
+    serve = run(str(llama_dir), "--method", "serve", "--batch", "1").stdout
+    assert "Cost: serve on A10G: $" in serve and "per million generated tokens" in serve

@@ -81,7 +81,9 @@ def test_model_page_states_workload_and_card_and_chart_agrees_with_table(
     headline = browser.find_element(By.ID, "headline").text
     assert f"At batch {w['batch']} × {w['seq_len']} tokens" in headline
     assert w["card"] in headline and ("fits" in headline)
-    assert "Reconstructed from its own config.json" in browser.find_element(By.ID, "provenance").text
+    assert (
+        "Reconstructed from its own config.json" in browser.find_element(By.ID, "provenance").text
+    )
     # the stated table says per method what the card table says on the stated card
     rows = browser.find_elements(By.CSS_SELECTOR, "#cards tbody tr")
     card_row = next(r for r in rows if r.find_element(By.TAG_NAME, "td").text == w["card"])
@@ -90,9 +92,21 @@ def test_model_page_states_workload_and_card_and_chart_agrees_with_table(
     for row, cell in zip(stated, cells, strict=True):
         verdict = row.find_elements(By.TAG_NAME, "td")[2].text
         assert verdict.startswith("fits") == cell.startswith("fits"), (verdict, cell)
-    # the history picture: one legend entry per card line, no script, static SVG
-    legend = browser.find_element(By.CSS_SELECTOR, "#history svg").get_attribute("innerHTML")
-    assert legend is not None and "room" in legend
+    # the history picture: each method's newest point is drawn under the stated card's
+    # dashed line exactly when the table calls it a fit there
+    svg = browser.find_element(By.CSS_SELECTOR, "#history svg")
+    legend = [
+        t.get_attribute("textContent") or ""
+        for t in svg.find_elements(By.CSS_SELECTOR, "g.legend text")
+    ]
+    line = next(i for i, text in enumerate(legend) if w["card"] in text.split(":")[0].split(" · "))
+    path = svg.find_element(By.CSS_SELECTOR, f"g.serie-{line} path.line").get_attribute("d")
+    line_y = float(re.findall(r"-?\d+(?:\.\d+)?", path or "")[1])
+    for index, row in enumerate(stated):
+        dots = svg.find_elements(By.CSS_SELECTOR, f"g.serie-{index} circle.dot")
+        under = float(dots[-1].get_attribute("cy") or "nan") >= line_y  # SVG y grows downwards
+        verdict = row.find_elements(By.TAG_NAME, "td")[2].text
+        assert under == verdict.startswith("fits"), (repo, index, verdict)
     for figure in ("history", "batches", "breakdown"):
         assert browser.find_elements(By.CSS_SELECTOR, f"#{figure} svg")
     assert browser.find_element(By.ID, "cost").text
@@ -107,7 +121,9 @@ def test_index_and_an_advisory_page_read_as_prose(
     assert len(browser.find_elements(By.CSS_SELECTOR, "#models tbody tr")) >= 30
     screenshot(browser, shots / "index.png")
     advisory = next(
-        a for a in corpus_site.advisories if a.repo_id == "openai/whisper-base" and "Estimate" in str(a.osv)
+        a
+        for a in corpus_site.advisories
+        if a.repo_id == "openai/whisper-base" and "Estimate" in str(a.osv)
     )
     browser.get(f"{corpus_site.url}/advisories/{advisory.id}")
     details = browser.find_element(By.ID, "details")

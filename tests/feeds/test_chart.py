@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 import estimator
-from feeds.chart import MAX_XLABELS, batch_svg, breakdown_svg, history_chart, history_svg, room_bytes
+from feeds.chart import (
+    MAX_XLABELS,
+    batch_svg,
+    breakdown_svg,
+    history_chart,
+    history_svg,
+    room_bytes,
+)
 from storage.publishing import RevisionEntry
 from storage.records import Revision, StoredRevision
 
@@ -21,7 +28,9 @@ START = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def entry(n: int, plan: dict | None, on_main: bool = True) -> RevisionEntry:  # type: ignore[type-arg]
-    revision = Revision("o/m", f"{n:07x}".ljust(40, "0"), (), START + timedelta(days=n), f"<b>commit {n}</b>")
+    revision = Revision(
+        "o/m", f"{n:07x}".ljust(40, "0"), (), START + timedelta(days=n), f"<b>commit {n}</b>"
+    )
     return RevisionEntry(StoredRevision(revision, START, on_main), (), None, plan)
 
 
@@ -29,7 +38,9 @@ def entry(n: int, plan: dict | None, on_main: bool = True) -> RevisionEntry:  # 
 def plans() -> list[dict]:  # type: ignore[type-arg]
     layers = CONFIG["num_hidden_layers"]
     return [
-        estimator.plan({**CONFIG, "num_hidden_layers": layers * k}, estimator.STATED_WORKLOAD).to_json()
+        estimator.plan(
+            {**CONFIG, "num_hidden_layers": layers * k}, estimator.STATED_WORKLOAD
+        ).to_json()
         for k in (1, 2, 3)
     ]
 

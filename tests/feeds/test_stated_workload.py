@@ -29,10 +29,12 @@ def corpus_configs(corpus: Path) -> list[tuple[str, dict[str, object]]]:
         if e["file"] != "config.json" or not e.get("revision") or not e.get("date"):
             continue
         path = corpus / e["repo_id"] / e["revision"] / "config.json"
-        if path.is_file():
-            if e["repo_id"] not in newest or e["date"] > newest[e["repo_id"]][0]:
-                newest[e["repo_id"]] = (e["date"], path)
-    return [(repo, json.loads(path.read_text("utf-8"))) for repo, (_, path) in sorted(newest.items())]
+        fresher = e["repo_id"] not in newest or e["date"] > newest[e["repo_id"]][0]
+        if path.is_file() and fresher:
+            newest[e["repo_id"]] = (e["date"], path)
+    return [
+        (repo, json.loads(path.read_text("utf-8"))) for repo, (_, path) in sorted(newest.items())
+    ]
 
 
 def test_chart_draws_under_a_card_line_exactly_what_the_table_calls_a_fit(
@@ -146,3 +148,29 @@ def test_cost_is_never_priced_where_the_job_does_not_fit_and_serve_is_serving(
     lines = figures.cost_lines(plan)
     assert any(line.startswith("Full fine-tune on A10G: does not fit") for line in lines)
     assert any("per million generated tokens" in line for line in lines)
+
+
+def test_siblings_carry_their_size_and_delta_against_this_checkpoint(demo_site: Site) -> None:
+    with httpx.Client(base_url=demo_site.url) as client:
+        text = client.get(f"/models/{HOSTILE_REPO}.md").text
+    with demo_site.database.read_session() as session:
+        own = plan_at(session, HOSTILE_REPO, latest_revision(session, HOSTILE_REPO).sha)  # type: ignore[union-attr]
+        other = "neurarch-demo/llama3-8b-instruct"
+        theirs = plan_at(session, other, latest_revision(session, other).sha)  # type: ignore[union-attr]
+    assert own is not None and theirs is not None
+    assert own["model"]["family"] == theirs["model"]["family"]
+    a, b = own["parameters"]["total"], theirs["parameters"]["total"]
+    row = next(line for line in text.splitlines() if line.startswith(f"| [{other}]"))
+    assert row.endswith(f"| {b:,} | {(b - a) / a * 100:+.1f}% |")
+
+
+def test_the_plan_api_names_every_default_it_used_and_refuses_nothing_to_estimate(
+    demo_site: Site,
+) -> None:
+    with httpx.Client(base_url=demo_site.url) as client:
+        answer = client.post("/api/v1/plan", json={"model_type": "llama"})
+        empty = client.post("/api/v1/plan", json={})
+    assert answer.status_code == 200
+    found = {f["id"]: f for f in answer.json()["findings"]}
+    assert "hidden_size=4096" in found["config-key-defaulted"]["message"]
+    assert empty.status_code == 422 and "could not estimate" in empty.text

@@ -53,6 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     out.add_argument("--markdown", action="store_true", help="print the model page as Markdown")
+    parser.add_argument(
+        "--share",
+        action="store_true",
+        help="store the plan on the configured server ([server] public_url, api_token) and "
+        "print its page's URL",
+    )
     # Flags a recipe can set default to None: an explicit flag wins over the recipe.
     parser.add_argument(
         "--recipe",
@@ -375,4 +381,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     except EstimateError as exc:
         raise UsageError(str(exc)) from exc
     sys.stdout.write(render(result, args, planned))
+    if args.share:
+        from tracker.commands.share import share
+
+        sys.stdout.write(f"Shared: {share(result, settings)}\n")
     return 0
