@@ -28,8 +28,9 @@ MAX_LINE_CHARS = 300
 MAX_PARTS = 3
 """Sub-keys or list items a line names before it says "and N more"."""
 MIN_VALUE_CHARS = 24
-EXCERPT_CONTEXT = 24
+EXCERPT_CONTEXT = 16
 FOLLOW_CHARS = 40
+FOLLOW_MIN = 24
 """Characters kept before the first difference of two texts (the rest of the budget follows)."""
 MISSING = object()
 """An unset key (``None`` is JSON's null)."""
@@ -84,7 +85,7 @@ def excerpt(old: str, new: str, budget: int = 2 * MAX_VALUE_CHARS) -> str:
     was, now = old[start:end_old], new[start:end_new]
     lead = _quoted(old[max(0, start - EXCERPT_CONTEXT) : start], before=start > EXCERPT_CONTEXT)
     at = f"after {lead}: " if start else "at the start: "
-    room = max(MIN_VALUE_CHARS, budget - len(at) - 16 - 24)
+    room = max(MIN_VALUE_CHARS, budget - len(at) - len(" removed, then ") - FOLLOW_MIN - 4)
     if not now:
         said = f"{at}{_quoted(was, limit=room)} removed"
     elif not was:
@@ -95,7 +96,7 @@ def excerpt(old: str, new: str, budget: int = 2 * MAX_VALUE_CHARS) -> str:
     rest = old[end_old:]
     if not rest:
         return f"{said}, at the end"
-    keep = min(FOLLOW_CHARS, max(16, budget - len(said) - 10))
+    keep = min(FOLLOW_CHARS, max(FOLLOW_MIN, budget - len(said) - 10))
     return f"{said}, then {_quoted(rest[:keep], after=len(rest) > keep)}"
 
 
@@ -111,11 +112,31 @@ def _span(old: str, new: str) -> tuple[int, int, int]:
         tail += 1
     end_old, end_new = len(old) - tail, len(new) - tail
     longer, end = (old, end_old) if end_new == start else (new, end_new)
-    if start in (end_old, end_new):  # removal or insertion: slide it left while it can
-        while start > 0 and end > start and longer[start - 1] == longer[end - 1]:
-            start, end = start - 1, end - 1
+    if start in (end_old, end_new) and end > start:  # a removal or an insertion
+        start, end = _best_place(longer, start, end)
         end_old, end_new = (end, start) if longer is old else (start, end)
     return start, end_old, end_new
+
+
+def _best_place(text: str, start: int, end: int) -> tuple[int, int]:
+    """Where a removed or inserted span reads best: it can slide left while the text before
+    it equals its own end, and reads as whole pieces where it starts and ends at a markup
+    boundary (``<...>``, a newline, a space); the nearest such place to the first
+    difference wins."""
+    places = [(start, end)]
+    while start > 0 and text[start - 1] == text[end - 1]:
+        start, end = start - 1, end - 1
+        places.append((start, end))
+    return max(places, key=lambda place: _boundaries(text, *place))
+
+
+def _boundaries(text: str, start: int, end: int) -> int:
+    if start == 0 or text[start] in "<[{\n":
+        opens = 2  # the span opens a piece of markup (or the text)
+    else:
+        opens = int(text[start - 1] in ">]}\n ")  # it follows one
+    closes = end == len(text) or text[end - 1] in ">]}\n" or text[end] in "<[{\n "
+    return opens + int(closes)
 
 
 def _quoted(
@@ -123,7 +144,7 @@ def _quoted(
 ) -> str:
     """``text`` JSON-quoted; cut to ``limit`` characters (its middle left out)."""
     if limit is not None and len(text) > limit:
-        keep = max(4, limit // 2)
+        keep = max(4, (limit - 8) // 2)  # two quoted halves and the cut between them
         return f"{_q(text[:keep])}…{_q(text[-keep:])}"
     return f"{'…' if before else ''}{_q(text)}{'…' if after else ''}"
 
