@@ -156,7 +156,7 @@ def test_weight_files_with_an_implausible_size_are_not_subtracted() -> None:
     assert "total size +500 bytes" in sane[0].message
 
 
-MANIFEST = {
+MANIFEST: dict[str, Any] = {
     "tensors": {
         "a.weight": {"dtype": "BF16", "shape": [4, 4], "file": "model-00001-of-00002.safetensors"},
         "b.weight": {"dtype": "BF16", "shape": [4], "file": "model-00002-of-00002.safetensors"},

@@ -43,7 +43,8 @@ from tracker.diff.template_probes import (
 )
 
 ARTIFACT = "chat_template"
-MIN_EXCERPT_CHARS = 120
+MIN_EXCERPT_CHARS = 100
+SHOWN_SHAPES = 3
 """The least of the two prompts a rendering line quotes, however long its lead."""
 ACCEPTED = (Support.RENDERS, Support.IGNORES)
 """Shapes a caller can pass without an error."""
@@ -152,6 +153,7 @@ def _compared(
     suffix = _generation_prompt_change(path, label, before, after)
     if suffix is not None:
         changes.append(suffix)
+    compared = [k for k in after if before[k].text is not None and after[k].text is not None]
     if not changes and old != new:  # same text, other tokens: the token lines say it
         changes.append(
             Change(
@@ -161,10 +163,22 @@ def _compared(
                 None,
                 None,
                 Severity.INFO,
-                f"{label} text changed; the {len(after)} probe prompts render identically",
+                f"{label} text changed; the {len(compared)} probe prompts it renders on both "
+                f"sides render identically{_uncompared(before, after, compared)}",
             )
         )
     return changes
+
+
+def _uncompared(
+    before: Mapping[str, Rendering], after: Mapping[str, Rendering], compared: list[str]
+) -> str:
+    """The probes left out of "render identically" (refused, or stopped on both sides)."""
+    left = [k for k in after if k not in compared]
+    if not left:
+        return ""
+    reason = after[left[0]].error or before[left[0]].error or "not rendered"
+    return f" ({len(left)} not compared: {left[0]}: {reason})"
 
 
 def _acceptance_changes(
@@ -235,9 +249,12 @@ def _rendering_change(
         notes += f"; now uses {', '.join(uses)}, which it ignored before"
     if drops:
         notes += f"; now drops {', '.join(drops)}"
+    shapes = ", ".join(touched[:SHOWN_SHAPES])
+    if len(touched) > SHOWN_SHAPES:
+        shapes += f" and {len(touched) - SHOWN_SHAPES} more"
     said = (
         f"{label} renders {len(differing)} of {len(after)} probe prompts differently "
-        f"({', '.join(touched)}){notes}; first {first}: "
+        f"({shapes}){notes}; first {first}: "
     )
     room = max(MIN_EXCERPT_CHARS, MAX_LINE_CHARS - len(said))
     return Change(

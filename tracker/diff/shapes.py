@@ -131,10 +131,8 @@ def _best_place(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _boundaries(text: str, start: int, end: int) -> int:
-    if start == 0 or text[start] in "<[{\n":
-        opens = 2  # the span opens a piece of markup (or the text)
-    else:
-        opens = int(text[start - 1] in ">]}\n ")  # it follows one
+    # 2: the span opens a piece of markup (or the text); 1: it follows one
+    opens = 2 if start == 0 or text[start] in "<[{\n" else int(text[start - 1] in ">]}\n ")
     closes = end == len(text) or text[end - 1] in ">]}\n" or text[end] in "<[{\n "
     return opens + int(closes)
 
