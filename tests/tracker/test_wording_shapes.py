@@ -290,3 +290,35 @@ def test_the_corpus_checks_pass_readable_lines() -> None:
         'config.json: s after "ab": "c" -> "d", at the end',
     ):
         assert equal_sides(line) + contradicting_ranges(line) + absurd_deltas(line) == [], line
+
+
+@EMPTY_HUB
+def test_a_shard_index_replaced_by_an_unreadable_single_file_is_not_weights_removed(
+    hub_emulator: HubEmulator, corpus_dir: Path, tmp_path: Path
+) -> None:
+    """granite-3.1's "Added bf16 tensors": the sharded index gives way to model.safetensors,
+    whose header the emulator cannot serve; the line says so instead of "218 removed"."""
+    upload = corpus_dir / GRANITE / "0a854d48947ba295cc76a294b46d5f55f26c4bf4"
+    repo = "replay/granite-bf16"
+    files = {p: (upload / p).read_bytes() for p in ("config.json", "model.safetensors.index.json")}
+    hub_emulator.publish(repo, files, title="Model upload", date=START)
+    hub_emulator.publish(
+        repo,
+        {"model.safetensors": b"\xff" * 64},
+        deletions=["model.safetensors.index.json"],
+        title="Added bf16 tensors",
+        date=START + timedelta(days=1),
+    )
+    database = open_database(f"sqlite:///{tmp_path}/db.sqlite")
+    database.migrate()
+    backfill(database, Hub(hub_emulator.endpoint, max_retries=0), repo)
+    text = history_text(history_document(database, repo))
+    database.close()
+    assert "tensors removed" not in text and "total scalars" not in text
+    assert (
+        "  [high] weights not readable at this revision (model.safetensors: header not read: "
+        "header declares 18,446,744,073,709,551,615 bytes, over the limit of 104,857,600; not "
+        "read); the previous revision's 218 tensors (1,334,628,352 scalars) of "
+        "model-00001-of-00002.safetensors, model-00002-of-00002.safetensors are not compared"
+        in text
+    )
