@@ -322,3 +322,14 @@ def test_a_shard_index_replaced_by_an_unreadable_single_file_is_not_weights_remo
         "model-00001-of-00002.safetensors, model-00002-of-00002.safetensors are not compared"
         in text
     )
+
+
+def test_a_changed_template_that_renders_nothing_on_either_side_does_not_claim_identical() -> None:
+    old, new = "{{ missing() }}", "{{ missing() }} "
+    (change,) = diff_chat_templates({"default": old}, {"default": new}, TOKENS, TOKENS, {})
+    assert change.severity is Severity.INFO
+    assert change.message.startswith(
+        "chat template text changed; no probe prompt renders on both sides to compare "
+        "(user (add_generation_prompt=off): UndefinedError: "
+    )
+    assert "render identically" not in change.message

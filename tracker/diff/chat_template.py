@@ -29,6 +29,7 @@ import json
 from collections.abc import Mapping
 
 from storage.records import Change, Severity
+from tracker.diff.common import format_value
 from tracker.diff.shapes import MAX_LINE_CHARS, excerpt
 from tracker.diff.template_probes import (
     LIMITED,
@@ -45,6 +46,7 @@ from tracker.diff.template_probes import (
 ARTIFACT = "chat_template"
 MIN_EXCERPT_CHARS = 100
 SHOWN_SHAPES = 3
+MAX_REASON_CHARS = 100
 """The least of the two prompts a rendering line quotes, however long its lead."""
 ACCEPTED = (Support.RENDERS, Support.IGNORES)
 """Shapes a caller can pass without an error."""
@@ -163,22 +165,31 @@ def _compared(
                 None,
                 None,
                 Severity.INFO,
-                f"{label} text changed; the {len(compared)} probe prompts it renders on both "
-                f"sides render identically{_uncompared(before, after, compared)}",
+                _unchanged_renders(label, before, after, compared),
             )
         )
     return changes
 
 
-def _uncompared(
-    before: Mapping[str, Rendering], after: Mapping[str, Rendering], compared: list[str]
+def _unchanged_renders(
+    label: str,
+    before: Mapping[str, Rendering],
+    after: Mapping[str, Rendering],
+    compared: list[str],
 ) -> str:
-    """The probes left out of "render identically" (refused, or stopped on both sides)."""
+    """A changed text with no prompt rendered differently: how many probes say so, and
+    why the others could not (refused by design, or stopped on both sides)."""
     left = [k for k in after if k not in compared]
     if not left:
-        return ""
+        return f"{label} text changed; the {len(compared)} probe prompts render identically"
     reason = after[left[0]].error or before[left[0]].error or "not rendered"
-    return f" ({len(left)} not compared: {left[0]}: {reason})"
+    why = f"{left[0]}: {format_value(reason, MAX_REASON_CHARS)}"
+    if not compared:
+        return f"{label} text changed; no probe prompt renders on both sides to compare ({why})"
+    return (
+        f"{label} text changed; the {len(compared)} probe prompts it renders on both sides "
+        f"render identically ({len(left)} not compared: {why})"
+    )
 
 
 def _acceptance_changes(

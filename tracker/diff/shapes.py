@@ -28,13 +28,16 @@ MAX_LINE_CHARS = 300
 MAX_PARTS = 3
 """Sub-keys or list items a line names before it says "and N more"."""
 MIN_VALUE_CHARS = 24
+"""The least room one printed value gets, however crowded its line."""
 EXCERPT_CONTEXT = 16
+"""Characters of shared text an excerpt shows before the first difference."""
 FOLLOW_CHARS = 40
 FOLLOW_MIN = 24
-"""Characters kept before the first difference of two texts (the rest of the budget follows)."""
+"""The most and the least of the text after a differing span an excerpt shows."""
+MAX_NAME_CHARS = 100
+"""The longest key path a line prints."""
 MISSING = object()
 """An unset key (``None`` is JSON's null)."""
-_MISSING = MISSING
 
 
 def describe(name: str, old: Any, new: Any, budget: int = 2 * MAX_VALUE_CHARS) -> str:
@@ -97,7 +100,12 @@ def excerpt(old: str, new: str, budget: int = 2 * MAX_VALUE_CHARS) -> str:
     if not rest:
         return f"{said}, at the end"
     keep = min(FOLLOW_CHARS, max(FOLLOW_MIN, budget - len(said) - 10))
-    return f"{said}, then {_quoted(rest[:keep], after=len(rest) > keep)}"
+    text = f"{said}, then {_quoted(rest[:keep], after=len(rest) > keep)}"
+    while len(text) > budget and keep > FOLLOW_MIN:  # escapes (\n) took more room than counted
+        keep -= len(text) - budget
+        keep = max(keep, FOLLOW_MIN)
+        text = f"{said}, then {_quoted(rest[:keep], after=len(rest) > keep)}"
+    return text
 
 
 def _span(old: str, new: str) -> tuple[int, int, int]:
@@ -158,22 +166,32 @@ def _as_json(value: Any, limit: int | None = None) -> str:
     return text
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
 def _differs(old: Any, new: Any) -> bool:
-    if old is _MISSING or new is _MISSING:
+    """Different as JSON (``5`` is not ``5.0``, nor ``1`` ``true``); key order aside."""
+    if old is MISSING or new is MISSING:
         return old is not new
+    if type(old) is type(new) and isinstance(old, _PLAIN):
+        return bool(old != new)  # the common case, without writing JSON
     return _as_json(old) != _as_json(new)
 
 
 class _Part:
     """One named difference, formatted once its share of the line is known."""
 
+    __slots__ = ("name", "new", "old")
+
     def __init__(self, name: str, old: Any, new: Any) -> None:
-        self.name, self.old, self.new = name, old, new
+        # upstream keys can be any length: a name is cut like a value
+        self.name = name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
+        self.old, self.new = old, new
 
     def __call__(self, budget: int) -> str:
-        if self.old is _MISSING:
+        if self.old is MISSING:
             return f"{self.name} added {format_value(self.new, max(MIN_VALUE_CHARS, budget))}"
-        if self.new is _MISSING:
+        if self.new is MISSING:
             return (
                 f"{self.name} removed (was {format_value(self.old, max(MIN_VALUE_CHARS, budget))})"
             )
@@ -185,14 +203,14 @@ class _Whole(_Part):
 
     def __call__(self, budget: int) -> str:
         half = max(MIN_VALUE_CHARS, budget // 2)
-        old = UNSET if self.old is _MISSING else format_value(self.old, half)
-        new = UNSET if self.new is _MISSING else format_value(self.new, half)
+        old = UNSET if self.old is MISSING else format_value(self.old, half)
+        new = UNSET if self.new is MISSING else format_value(self.new, half)
         return f"{self.name} {old} -> {new}"
 
 
 def _parts(name: str, old: Any, new: Any) -> list[_Part]:
-    """Each named difference between ``old`` and ``new`` (``_MISSING`` for unset)."""
-    if old is _MISSING or new is _MISSING:
+    """Each named difference between ``old`` and ``new`` (``MISSING`` for unset)."""
+    if old is MISSING or new is MISSING:
         return [_Whole(name, old, new)]
     if isinstance(old, dict) and isinstance(new, dict):
         return _dict_parts(name, old, new) or [_Part(name, old, new)]
@@ -207,13 +225,13 @@ def _dict_parts(name: str, old: dict[Any, Any], new: dict[Any, Any]) -> list[_Pa
     added: list[_Part] = []
     removed: list[_Part] = []
     for key in sorted(set(old) | set(new), key=str):
-        was, now = old.get(key, _MISSING), new.get(key, _MISSING)
+        was, now = old.get(key, MISSING), new.get(key, MISSING)
         if not _differs(was, now):
             continue
         sub = f"{name}.{key}"
-        if was is _MISSING:
+        if was is MISSING:
             added.append(_Part(sub, was, now))
-        elif now is _MISSING:
+        elif now is MISSING:
             removed.append(_Part(sub, was, now))
         elif isinstance(was, dict) and isinstance(now, dict):
             modified += _dict_parts(sub, was, now)
@@ -227,7 +245,7 @@ def _dict_parts(name: str, old: dict[Any, Any], new: dict[Any, Any]) -> list[_Pa
 def _list_parts(name: str, old: list[Any], new: list[Any]) -> list[_Part]:
     """Whole when short; else the items that came and went (lists of names, or lists that
     changed length) or each index that differs (same length: a table of numbers)."""
-    if len(_as_json(old)) + len(_as_json(new)) <= 2 * MAX_VALUE_CHARS // 2:
+    if len(_as_json(old)) + len(_as_json(new)) <= MAX_VALUE_CHARS:
         return [_Part(name, old, new)]
     if len(old) == len(new):
         at = "" if name == "(document)" else name  # a document that is a list: [2]
@@ -236,19 +254,17 @@ def _list_parts(name: str, old: list[Any], new: list[Any]) -> list[_Part]:
             for i, (a, b) in enumerate(zip(old, new, strict=True))
             if _differs(a, b)
         ]
-    came = [item for item in new if _not_in(item, old)]
-    went = [item for item in old if _not_in(item, new)]
+    before, after = {_as_json(i) for i in old}, {_as_json(i) for i in new}
+    came = [item for item in new if _as_json(item) not in before]
+    went = [item for item in old if _as_json(item) not in after]
     if not came and not went:
         return [_Counted(name, len(old), len(new), "the same items, repeated differently")]
     return [_CameWent(name, len(old), len(new), came, went)]
 
 
-def _not_in(item: Any, items: list[Any]) -> bool:
-    text = _as_json(item)
-    return all(_as_json(other) != text for other in items)
-
-
 class _Counted(_Part):
+    """A list whose length changed while holding the same items (repeats added or dropped)."""
+
     def __init__(self, name: str, before: int, after: int, note: str) -> None:
         super().__init__(name, before, after)
         self.note = note
@@ -258,6 +274,8 @@ class _Counted(_Part):
 
 
 class _CameWent(_Part):
+    """A list that changed length: how many items came and went, the first few named."""
+
     def __init__(
         self, name: str, before: int, after: int, came: list[Any], went: list[Any]
     ) -> None:
