@@ -149,9 +149,13 @@ def _quoted(
     text: str, *, limit: int | None = None, before: bool = False, after: bool = False
 ) -> str:
     """``text`` JSON-quoted; cut to ``limit`` characters (its middle left out)."""
-    if limit is not None and len(text) > limit:
+    if limit is not None and len(_q(text)) > limit:
         keep = max(4, (limit - 8) // 2)  # two quoted halves and the cut between them
-        return f"{_q(text[:keep])}…{_q(text[-keep:])}"
+        cut = f"{_q(text[:keep])}…{_q(text[-keep:])}"
+        while len(cut) > limit and keep > 4:  # escapes (\", \n) print longer than they count
+            keep = max(4, keep - (len(cut) - limit + 1) // 2)
+            cut = f"{_q(text[:keep])}…{_q(text[-keep:])}"
+        return cut
     return f"{'…' if before else ''}{_q(text)}{'…' if after else ''}"
 
 
