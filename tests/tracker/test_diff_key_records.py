@@ -112,7 +112,7 @@ def test_a_number_rewritten_as_a_float_is_named_as_the_same_number() -> None:
     (change,) = diff_json("config", "config.json", {"rope_theta": 10000}, {"rope_theta": 10000.0})
     assert (change.old, change.new, change.severity) == (10000, 10000.0, Severity.INFO)
     assert change.message == (
-        "config.json: rope_theta 10000 -> 10000.0: the same number, written as another JSON type"
+        "config.json: rope_theta 10000 -> 10000.0: the same value, now a float"
     )
 
 

@@ -94,7 +94,10 @@ def test_rope_scaling_change_is_reported_as_one_high_change(corpus_dir: Path) ->
     (change,) = diff_json("config", "config.json", old, new)
     assert change.severity is Severity.HIGH
     assert change.old["factor"] == 8.0 and change.new["factor"] == 32.0
-    assert change.message.startswith("config.json: rope_scaling {")
+    # the sub-key that changed is named, not the whole dict cut to the same prefix twice
+    assert change.message == (
+        "config.json: rope_scaling.factor 8.0 -> 32.0: position encoding at long context changes"
+    )
 
 
 def test_falcon_model_type_rename_is_high(corpus_dir: Path) -> None:
@@ -172,10 +175,7 @@ def test_mistral_template_rewrite_is_judged_by_rendered_prompts(corpus_dir: Path
     )
     assert change.kind == "rendering_changed" and change.severity is Severity.HIGH
     # The upstream rewrite dropped the space before [/INST]: visible in the rendered prompt.
-    assert (
-        '"What is the capital of France? [/INST]" -> "What is the capital of France?[/INST]"'
-        in change.message
-    )
+    assert 'after …"pital of France?": " " removed, then "[/INST]"' in change.message
 
 
 def test_reformatted_template_with_identical_prompts_is_only_info(corpus_dir: Path) -> None:

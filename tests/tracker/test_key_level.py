@@ -360,7 +360,7 @@ def test_advisory_markdown_names_the_path_once(corpus_dir: Path) -> None:
     assert (
         "config.json: config.json" not in text and "`config.json` modified: config.json" not in text
     )
-    assert "- **high** `config.json` modified: rope_scaling {" in text
+    assert "- **high** `config.json` modified: rope_scaling.factor 8.0 -> 32.0" in text
 
 
 def test_a_file_added_later_carries_every_field_with_its_value(corpus_dir: Path) -> None:

@@ -29,6 +29,7 @@ import json
 from collections.abc import Mapping
 
 from storage.records import Change, Severity
+from tracker.diff.common import format_value
 from tracker.diff.shapes import MAX_LINE_CHARS, excerpt
 from tracker.diff.template_probes import (
     LIMITED,
@@ -43,7 +44,9 @@ from tracker.diff.template_probes import (
 )
 
 ARTIFACT = "chat_template"
-MIN_EXCERPT_CHARS = 120
+MIN_EXCERPT_CHARS = 100
+SHOWN_SHAPES = 3
+MAX_REASON_CHARS = 100
 """The least of the two prompts a rendering line quotes, however long its lead."""
 ACCEPTED = (Support.RENDERS, Support.IGNORES)
 """Shapes a caller can pass without an error."""
@@ -152,6 +155,7 @@ def _compared(
     suffix = _generation_prompt_change(path, label, before, after)
     if suffix is not None:
         changes.append(suffix)
+    compared = [k for k in after if before[k].text is not None and after[k].text is not None]
     if not changes and old != new:  # same text, other tokens: the token lines say it
         changes.append(
             Change(
@@ -161,10 +165,31 @@ def _compared(
                 None,
                 None,
                 Severity.INFO,
-                f"{label} text changed; the {len(after)} probe prompts render identically",
+                _unchanged_renders(label, before, after, compared),
             )
         )
     return changes
+
+
+def _unchanged_renders(
+    label: str,
+    before: Mapping[str, Rendering],
+    after: Mapping[str, Rendering],
+    compared: list[str],
+) -> str:
+    """A changed text with no prompt rendered differently: how many probes say so, and
+    why the others could not (refused by design, or stopped on both sides)."""
+    left = [k for k in after if k not in compared]
+    if not left:
+        return f"{label} text changed; the {len(compared)} probe prompts render identically"
+    reason = after[left[0]].error or before[left[0]].error or "not rendered"
+    why = f"{left[0]}: {format_value(reason, MAX_REASON_CHARS)}"
+    if not compared:
+        return f"{label} text changed; no probe prompt renders on both sides to compare ({why})"
+    return (
+        f"{label} text changed; the {len(compared)} probe prompts it renders on both sides "
+        f"render identically ({len(left)} not compared: {why})"
+    )
 
 
 def _acceptance_changes(
@@ -235,9 +260,12 @@ def _rendering_change(
         notes += f"; now uses {', '.join(uses)}, which it ignored before"
     if drops:
         notes += f"; now drops {', '.join(drops)}"
+    shapes = ", ".join(touched[:SHOWN_SHAPES])
+    if len(touched) > SHOWN_SHAPES:
+        shapes += f" and {len(touched) - SHOWN_SHAPES} more"
     said = (
         f"{label} renders {len(differing)} of {len(after)} probe prompts differently "
-        f"({', '.join(touched)}){notes}; first {first}: "
+        f"({shapes}){notes}; first {first}: "
     )
     room = max(MIN_EXCERPT_CHARS, MAX_LINE_CHARS - len(said))
     return Change(

@@ -25,9 +25,12 @@ from typing import Any
 
 from storage.records import Change, Severity
 from tracker.artifacts import Side
+from tracker.diff.common import format_value
 
 ARTIFACT = "weights"
 MAX_NAMES = 200
+MAX_ERROR_CHARS = 100
+"""The part of a header's read error a line quotes (the change holds it whole)."""
 
 
 def total_scalars(manifest: Mapping[str, Any] | None) -> int:
@@ -76,6 +79,7 @@ def _not_compared(
     held = f"{len(gone)} tensors ({scalars:,} scalars) of {_names(files)}"
     if unread:
         shard, error = next(iter(unread.items()))
+        error = format_value(error.rpartition(f":{shard}: ")[2], MAX_ERROR_CHARS)
         more = f" and {len(unread) - 1} more files" if len(unread) > 1 else ""
         return Change(
             ARTIFACT,

@@ -28,12 +28,16 @@ MAX_LINE_CHARS = 300
 MAX_PARTS = 3
 """Sub-keys or list items a line names before it says "and N more"."""
 MIN_VALUE_CHARS = 24
-EXCERPT_CONTEXT = 24
+"""The least room one printed value gets, however crowded its line."""
+EXCERPT_CONTEXT = 16
+"""Characters of shared text an excerpt shows before the first difference."""
 FOLLOW_CHARS = 40
-"""Characters kept before the first difference of two texts (the rest of the budget follows)."""
+FOLLOW_MIN = 24
+"""The most and the least of the text after a differing span an excerpt shows."""
+MAX_NAME_CHARS = 100
+"""The longest key path a line prints."""
 MISSING = object()
 """An unset key (``None`` is JSON's null)."""
-_MISSING = MISSING
 
 
 def describe(name: str, old: Any, new: Any, budget: int = 2 * MAX_VALUE_CHARS) -> str:
@@ -84,7 +88,7 @@ def excerpt(old: str, new: str, budget: int = 2 * MAX_VALUE_CHARS) -> str:
     was, now = old[start:end_old], new[start:end_new]
     lead = _quoted(old[max(0, start - EXCERPT_CONTEXT) : start], before=start > EXCERPT_CONTEXT)
     at = f"after {lead}: " if start else "at the start: "
-    room = max(MIN_VALUE_CHARS, budget - len(at) - 16 - 24)
+    room = max(MIN_VALUE_CHARS, budget - len(at) - len(" removed, then ") - FOLLOW_MIN - 4)
     if not now:
         said = f"{at}{_quoted(was, limit=room)} removed"
     elif not was:
@@ -95,8 +99,13 @@ def excerpt(old: str, new: str, budget: int = 2 * MAX_VALUE_CHARS) -> str:
     rest = old[end_old:]
     if not rest:
         return f"{said}, at the end"
-    keep = min(FOLLOW_CHARS, max(16, budget - len(said) - 10))
-    return f"{said}, then {_quoted(rest[:keep], after=len(rest) > keep)}"
+    keep = min(FOLLOW_CHARS, max(FOLLOW_MIN, budget - len(said) - 10))
+    text = f"{said}, then {_quoted(rest[:keep], after=len(rest) > keep)}"
+    while len(text) > budget and keep > FOLLOW_MIN:  # escapes (\n) took more room than counted
+        keep -= len(text) - budget
+        keep = max(keep, FOLLOW_MIN)
+        text = f"{said}, then {_quoted(rest[:keep], after=len(rest) > keep)}"
+    return text
 
 
 def _span(old: str, new: str) -> tuple[int, int, int]:
@@ -111,20 +120,42 @@ def _span(old: str, new: str) -> tuple[int, int, int]:
         tail += 1
     end_old, end_new = len(old) - tail, len(new) - tail
     longer, end = (old, end_old) if end_new == start else (new, end_new)
-    if start in (end_old, end_new):  # removal or insertion: slide it left while it can
-        while start > 0 and end > start and longer[start - 1] == longer[end - 1]:
-            start, end = start - 1, end - 1
+    if start in (end_old, end_new) and end > start:  # a removal or an insertion
+        start, end = _best_place(longer, start, end)
         end_old, end_new = (end, start) if longer is old else (start, end)
     return start, end_old, end_new
+
+
+def _best_place(text: str, start: int, end: int) -> tuple[int, int]:
+    """Where a removed or inserted span reads best: it can slide left while the text before
+    it equals its own end, and reads as whole pieces where it starts and ends at a markup
+    boundary (``<...>``, a newline, a space); the nearest such place to the first
+    difference wins."""
+    places = [(start, end)]
+    while start > 0 and text[start - 1] == text[end - 1]:
+        start, end = start - 1, end - 1
+        places.append((start, end))
+    return max(places, key=lambda place: _boundaries(text, *place))
+
+
+def _boundaries(text: str, start: int, end: int) -> int:
+    # 2: the span opens a piece of markup (or the text); 1: it follows one
+    opens = 2 if start == 0 or text[start] in "<[{\n" else int(text[start - 1] in ">]}\n ")
+    closes = end == len(text) or text[end - 1] in ">]}\n" or text[end] in "<[{\n "
+    return opens + int(closes)
 
 
 def _quoted(
     text: str, *, limit: int | None = None, before: bool = False, after: bool = False
 ) -> str:
     """``text`` JSON-quoted; cut to ``limit`` characters (its middle left out)."""
-    if limit is not None and len(text) > limit:
-        keep = max(4, limit // 2)
-        return f"{_q(text[:keep])}…{_q(text[-keep:])}"
+    if limit is not None and len(_q(text)) > limit:
+        keep = max(4, (limit - 8) // 2)  # two quoted halves and the cut between them
+        cut = f"{_q(text[:keep])}…{_q(text[-keep:])}"
+        while len(cut) > limit and keep > 4:  # escapes (\", \n) print longer than they count
+            keep = max(4, keep - (len(cut) - limit + 1) // 2)
+            cut = f"{_q(text[:keep])}…{_q(text[-keep:])}"
+        return cut
     return f"{'…' if before else ''}{_q(text)}{'…' if after else ''}"
 
 
@@ -139,22 +170,32 @@ def _as_json(value: Any, limit: int | None = None) -> str:
     return text
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
 def _differs(old: Any, new: Any) -> bool:
-    if old is _MISSING or new is _MISSING:
+    """Different as JSON (``5`` is not ``5.0``, nor ``1`` ``true``); key order aside."""
+    if old is MISSING or new is MISSING:
         return old is not new
+    if type(old) is type(new) and isinstance(old, _PLAIN):
+        return bool(old != new)  # the common case, without writing JSON
     return _as_json(old) != _as_json(new)
 
 
 class _Part:
     """One named difference, formatted once its share of the line is known."""
 
+    __slots__ = ("name", "new", "old")
+
     def __init__(self, name: str, old: Any, new: Any) -> None:
-        self.name, self.old, self.new = name, old, new
+        # upstream keys can be any length: a name is cut like a value
+        self.name = name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
+        self.old, self.new = old, new
 
     def __call__(self, budget: int) -> str:
-        if self.old is _MISSING:
+        if self.old is MISSING:
             return f"{self.name} added {format_value(self.new, max(MIN_VALUE_CHARS, budget))}"
-        if self.new is _MISSING:
+        if self.new is MISSING:
             return (
                 f"{self.name} removed (was {format_value(self.old, max(MIN_VALUE_CHARS, budget))})"
             )
@@ -166,14 +207,14 @@ class _Whole(_Part):
 
     def __call__(self, budget: int) -> str:
         half = max(MIN_VALUE_CHARS, budget // 2)
-        old = UNSET if self.old is _MISSING else format_value(self.old, half)
-        new = UNSET if self.new is _MISSING else format_value(self.new, half)
+        old = UNSET if self.old is MISSING else format_value(self.old, half)
+        new = UNSET if self.new is MISSING else format_value(self.new, half)
         return f"{self.name} {old} -> {new}"
 
 
 def _parts(name: str, old: Any, new: Any) -> list[_Part]:
-    """Each named difference between ``old`` and ``new`` (``_MISSING`` for unset)."""
-    if old is _MISSING or new is _MISSING:
+    """Each named difference between ``old`` and ``new`` (``MISSING`` for unset)."""
+    if old is MISSING or new is MISSING:
         return [_Whole(name, old, new)]
     if isinstance(old, dict) and isinstance(new, dict):
         return _dict_parts(name, old, new) or [_Part(name, old, new)]
@@ -188,13 +229,13 @@ def _dict_parts(name: str, old: dict[Any, Any], new: dict[Any, Any]) -> list[_Pa
     added: list[_Part] = []
     removed: list[_Part] = []
     for key in sorted(set(old) | set(new), key=str):
-        was, now = old.get(key, _MISSING), new.get(key, _MISSING)
+        was, now = old.get(key, MISSING), new.get(key, MISSING)
         if not _differs(was, now):
             continue
         sub = f"{name}.{key}"
-        if was is _MISSING:
+        if was is MISSING:
             added.append(_Part(sub, was, now))
-        elif now is _MISSING:
+        elif now is MISSING:
             removed.append(_Part(sub, was, now))
         elif isinstance(was, dict) and isinstance(now, dict):
             modified += _dict_parts(sub, was, now)
@@ -208,7 +249,7 @@ def _dict_parts(name: str, old: dict[Any, Any], new: dict[Any, Any]) -> list[_Pa
 def _list_parts(name: str, old: list[Any], new: list[Any]) -> list[_Part]:
     """Whole when short; else the items that came and went (lists of names, or lists that
     changed length) or each index that differs (same length: a table of numbers)."""
-    if len(_as_json(old)) + len(_as_json(new)) <= 2 * MAX_VALUE_CHARS // 2:
+    if len(_as_json(old)) + len(_as_json(new)) <= MAX_VALUE_CHARS:
         return [_Part(name, old, new)]
     if len(old) == len(new):
         at = "" if name == "(document)" else name  # a document that is a list: [2]
@@ -217,19 +258,17 @@ def _list_parts(name: str, old: list[Any], new: list[Any]) -> list[_Part]:
             for i, (a, b) in enumerate(zip(old, new, strict=True))
             if _differs(a, b)
         ]
-    came = [item for item in new if _not_in(item, old)]
-    went = [item for item in old if _not_in(item, new)]
+    before, after = {_as_json(i) for i in old}, {_as_json(i) for i in new}
+    came = [item for item in new if _as_json(item) not in before]
+    went = [item for item in old if _as_json(item) not in after]
     if not came and not went:
         return [_Counted(name, len(old), len(new), "the same items, repeated differently")]
     return [_CameWent(name, len(old), len(new), came, went)]
 
 
-def _not_in(item: Any, items: list[Any]) -> bool:
-    text = _as_json(item)
-    return all(_as_json(other) != text for other in items)
-
-
 class _Counted(_Part):
+    """A list whose length changed while holding the same items (repeats added or dropped)."""
+
     def __init__(self, name: str, before: int, after: int, note: str) -> None:
         super().__init__(name, before, after)
         self.note = note
@@ -239,6 +278,8 @@ class _Counted(_Part):
 
 
 class _CameWent(_Part):
+    """A list that changed length: how many items came and went, the first few named."""
+
     def __init__(
         self, name: str, before: int, after: int, came: list[Any], went: list[Any]
     ) -> None:
