@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backfill",
         action="store_true",
-        help="record every revision of main, oldest first (default: only the head)",
+        help="record and publish every revision of main, oldest first (default: only the head)",
     )
 
 
