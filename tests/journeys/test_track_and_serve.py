@@ -9,8 +9,10 @@ published an "everything removed" advisory for its initial commit) and Llama-2-7
 
 from __future__ import annotations
 
+import json
 import re
 
+from tests.daemon.harness import free_port
 from tests.journeys.conftest import MISTRAL, Person
 
 LLAMA = "meta-llama/Llama-2-7b-hf"
@@ -100,6 +102,30 @@ def test_audit_of_a_repo_nobody_tracks_says_it_cannot_judge(person: Person) -> N
         "--server URL"
     ) in audited.out
     assert audited.out.rstrip().endswith("1 pins audited, 0 findings, 1 could not be judged")
+
+    as_json = person.run("audit", f"openai/whisper-base@{first[:12]}", "--format", "json")
+    assert as_json.code == 3
+    assert json.loads(as_json.out)["pins"][0]["cannot_judge"].startswith(
+        "openai/whisper-base is not tracked here"
+    )
+    sarif = person.run("audit", f"openai/whisper-base@{first[:12]}", "--format", "sarif")
+    assert sarif.code == 3
+    (invocation,) = json.loads(sarif.out)["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False
+    assert invocation["toolExecutionNotifications"][0]["message"]["text"].startswith(
+        f"openai/whisper-base@{first[:12]}: cannot judge: "
+    )
+
+
+def test_an_advisory_server_that_does_not_answer_is_an_incomplete_audit(
+    person: Person,
+) -> None:
+    pin = f"{LLAMA}@{LLAMA_PIN}"
+    audited = person.run("audit", pin, "--server", f"http://127.0.0.1:{free_port()}")
+    assert audited.code == 3
+    assert audited.out == ""
+    assert audited.err.startswith("neurarch-trace: could not complete the audit: ")
+    assert audited.err.count("\n") == 1
 
 
 def test_nothing_published_yet_is_not_a_clean_audit(person: Person) -> None:
