@@ -342,7 +342,7 @@ class Daemon:
     @property
     def public_url(self) -> str:
         """Where users reach the app: links in feeds, advisories and alerts."""
-        return public_url(self.config)
+        return _public_url(self.config)
 
 
 class TrackedShas(Mapping[str, str | None]):
@@ -393,7 +393,7 @@ def default_instance(config: DaemonConfig) -> str:
     return f"{socket.gethostname()}:{config.port}"
 
 
-def public_url(config: DaemonConfig) -> str:
+def _public_url(config: DaemonConfig) -> str:
     """Where users reach the app ([server] public_url, else host and port)."""
     return (config.public_url or f"http://{config.host}:{config.port}").rstrip("/")
 
@@ -409,15 +409,8 @@ def revision_publishers(settings: Settings) -> Publishers:
     """The table a daemon's workers run (advisories, then alerts), for a command that records
     revisions itself (``track``): what it records is published in the same transaction,
     exactly as a worker would, and the daemon delivers the alerts it queued."""
-    links = AlertLinks(base_url=public_url(settings.daemon))
+    links = AlertLinks(base_url=_public_url(settings.daemon))
     return publisher().plus("alerts", alert_publisher(links, utc_now))
 
 
-__all__ = [
-    "Daemon",
-    "default_instance",
-    "public_url",
-    "publisher",
-    "revision_publishers",
-    "utc_now",
-]
+__all__ = ["Daemon", "default_instance", "publisher", "revision_publishers", "utc_now"]
