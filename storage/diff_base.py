@@ -1,8 +1,10 @@
 """What a worker reads before it prepares a revision, in as few round trips as it can.
 
-Preparing one revision asks whether it is recorded, which recorded revision it is
-diffed against (its parent, else the newest on main), that one's snapshot and its
-estimate. Asked one function at a time that was eight queries, three of them finding
+Preparing one revision asks whether it is recorded, whether its parent on main (its
+first parent) is, that one's snapshot and its estimate. A revision is only ever diffed
+against that parent, never against whatever else happens to be recorded: recorded or
+not, the parent is the caller's to read (from the Hub when storage lacks it), so the
+changes of a revision do not depend on the order in which revisions arrived. Asked one function at a time that was eight queries, three of them finding
 the same revision rows again; here the revision and its parents are one query, and
 the base's files, snapshot extras and estimate one each. Against a database across a
 network every round trip is a wait per revision, and at backfill scale per million.
@@ -16,7 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.history import latest_revision_row, snapshot_of
+from storage.history import snapshot_of
 from storage.models import EstimateRow, RevisionRow
 from storage.records import Revision, Snapshot
 from storage.repos import repo_row
@@ -29,30 +31,37 @@ class DiffBase:
     recorded: bool
     """(repo, sha) is recorded, on main or not: nothing is to be prepared."""
     previous: Snapshot | None = None
-    """The parent's snapshot if the parent is recorded, else the newest on main; None for a first."""
+    """The parent's snapshot when the parent is recorded; None for a first or a missing parent."""
     previous_plan: dict[str, Any] | None = None
     """The estimate stored with ``previous``, None where none was computed."""
+    unrecorded_parent: str | None = None
+    """The parent's sha when it has one that storage does not hold: read it elsewhere."""
 
 
 def diff_base(session: Session, revision: Revision) -> DiffBase:
-    """Whether ``revision`` is recorded and, if not, the snapshot and plan it is diffed against."""
+    """Whether ``revision`` is recorded and, if not, its first parent's snapshot and plan.
+
+    The first parent is main's previous commit (``Hub.commits`` lists main's
+    first-parent history); a merge's other parents are never the base.
+    """
     repo_pk = repo_row(session, revision.repo_id).id
+    parent = revision.parents[0] if revision.parents else None
     rows = {
         row.sha: row
         for row in session.scalars(
             select(RevisionRow).where(
                 RevisionRow.repo_pk == repo_pk,
-                RevisionRow.sha.in_([revision.sha, *revision.parents]),
+                RevisionRow.sha.in_([revision.sha, *([parent] if parent else [])]),
             )
         )
     }
     if revision.sha in rows:
         return DiffBase(recorded=True)
-    base = next((rows[parent] for parent in revision.parents if parent in rows), None)
-    if base is None:
-        base = latest_revision_row(session, revision.repo_id)
-    if base is None:
+    if parent is None:
         return DiffBase(recorded=False)
+    base = rows.get(parent)
+    if base is None:
+        return DiffBase(recorded=False, unrecorded_parent=parent)
     estimate = session.get(EstimateRow, base.id)
     return DiffBase(
         recorded=False,

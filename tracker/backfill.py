@@ -1,8 +1,10 @@
 """Walk a repo's main history oldest to newest and record every revision not yet stored.
 
 Each new revision is snapshotted (fetching only unseen blobs), diffed against
-the previous recorded snapshot, estimated, and written with
-``record_revision`` in one transaction together with the blobs it fetched.
+its parent on main (read from the Hub when it is not recorded), estimated, and
+written with ``record_revision`` in one transaction together with the blobs it
+fetched and what the publishers wrote: the same path as the daemon's
+(``tracker.process``), so a revision recorded here is published here, once.
 A crash loses at most the revision in flight: a rerun skips every (repo,
 sha) already recorded, so backfills resume where they stopped. Network
 reads happen outside the write transaction, so a slow Hub never holds a
@@ -12,6 +14,7 @@ SQLite write lock.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -27,7 +30,7 @@ from storage import (
 from storage.records import Change, Revision
 from tracker.diff.revision import Parsed, RevisionContent
 from tracker.hub import Hub
-from tracker.process import SessionBlobs, commit, content_of, prepare
+from tracker.process import Publishers, SessionBlobs, commit, content_of, prepare
 from tracker.progress import Progress
 from tracker.repo_id import validate_repo_id
 
@@ -42,6 +45,7 @@ class BackfillReport:
     changes: int
     seconds: float
     off_main: tuple[str, ...] = ()
+    advisories: int = 0
 
 
 def backfill(
@@ -51,11 +55,15 @@ def backfill(
     *,
     progress: Progress | None = None,
     newest_only: bool = False,
+    publish: Publishers | None = None,
 ) -> BackfillReport:
-    """Record every revision of ``repo_id``'s main branch that is not stored yet.
+    """Record (and publish, with ``publish``) every revision of main that is not stored yet.
 
     With ``newest_only`` only the head is recorded when it is new (what
-    ``track`` without ``--backfill`` does); the older history is left alone.
+    ``track`` without ``--backfill`` does), diffed against its parent; the
+    older history is left to the daemon's first check. ``publish`` is the
+    daemon's table (``tracker.daemon.revision_publishers``); without it
+    nothing is published, which only tests that fill a database use.
     ``progress`` (the caller's, it closes it) counts this repo's revisions
     into its total and each one as it is done, then the repo.
     """
@@ -71,20 +79,28 @@ def backfill(
     if newest_only:
         todo = [r for r in todo if r.sha == history[-1].sha]
     cache: dict[tuple[str, str], Parsed] = {}
-    recorded = changes = 0
+    listed = {r.sha: r for r in history}
+    recorded = changes = published = 0
     if progress is not None:
         progress.revisions_total = (progress.revisions_total or 0) + len(todo)
     for revision in todo:
-        found = record_one(database, hub, revision, cache)
+        found = _record(database, hub, revision, cache, listed, publish)
         if found is not None:
             recorded += 1
-            changes += len(found)
+            changes += len(found.changes)
+            published += found.advisory is not None
         if progress is not None:
             progress.revision_done()
     if progress is not None:
         progress.repo_done()
     return BackfillReport(
-        repo_id, len(history), recorded, changes, time.monotonic() - started, tuple(off_main)
+        repo_id,
+        len(history),
+        recorded,
+        changes,
+        time.monotonic() - started,
+        tuple(off_main),
+        published,
     )
 
 
@@ -99,12 +115,34 @@ def record_one(
     The same outcome record as the daemon's path (``tracker.process.prepare``)
     is built and recorded; the repo must be tracked already
     (``storage.ensure_repo``; ``backfill`` does it). Nothing is published:
-    advisories and alerts belong to the daemon's path.
+    tests use it to fill a database; ``backfill`` with ``publish`` is what
+    commands call.
     """
-    prepared = prepare(database, hub, revision, {} if cache is None else cache)
-    if prepared is None or commit(database, prepared, fence=_no_fence, publish=None) is None:
+    found = _record(database, hub, revision, {} if cache is None else cache, None, None)
+    return None if found is None else list(found.changes)
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    changes: tuple[Change, ...]
+    advisory: str | None
+
+
+def _record(
+    database: Database,
+    hub: Hub,
+    revision: Revision,
+    cache: dict[tuple[str, str], Parsed],
+    listed: Mapping[str, Revision] | None,
+    publish: Publishers | None,
+) -> _Recorded | None:
+    prepared = prepare(database, hub, revision, cache, listed)
+    if prepared is None:
         return None
-    return list(prepared.outcome.changes)
+    publication = commit(database, prepared, fence=_no_fence, publish=publish)
+    if publication is None:  # another process recorded (and published) it first
+        return None
+    return _Recorded(prepared.outcome.changes, publication.advisory_id)
 
 
 def _no_fence(session: Session) -> None:

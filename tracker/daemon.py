@@ -347,7 +347,7 @@ class Daemon:
     @property
     def public_url(self) -> str:
         """Where users reach the app: links in feeds, advisories and alerts."""
-        return (self.config.public_url or self.local_url).rstrip("/")
+        return _public_url(self.config)
 
 
 class TrackedShas(Mapping[str, str | None]):
@@ -398,6 +398,11 @@ def default_instance(config: DaemonConfig) -> str:
     return f"{socket.gethostname()}:{config.port}"
 
 
+def _public_url(config: DaemonConfig) -> str:
+    """Where users reach the app ([server] public_url, else host and port)."""
+    return (config.public_url or f"http://{config.host}:{config.port}").rstrip("/")
+
+
 def publisher() -> Publishers:
     """The publisher table every worker starts from: the advisory writer from feeds."""
     from feeds.publish import write_advisory
@@ -405,4 +410,12 @@ def publisher() -> Publishers:
     return Publishers().plus("advisories", write_advisory)
 
 
-__all__ = ["Daemon", "default_instance", "publisher", "utc_now"]
+def revision_publishers(settings: Settings) -> Publishers:
+    """The table a daemon's workers run (advisories, then alerts), for a command that records
+    revisions itself (``track``): what it records is published in the same transaction,
+    exactly as a worker would, and the daemon delivers the alerts it queued."""
+    links = AlertLinks(base_url=_public_url(settings.daemon))
+    return publisher().plus("alerts", alert_publisher(links, utc_now))
+
+
+__all__ = ["Daemon", "default_instance", "publisher", "revision_publishers", "utc_now"]

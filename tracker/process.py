@@ -6,7 +6,8 @@ lock) is ``prepare``; it builds the revision's one outcome record
 revision, the published rows (through the ``Publishers`` table the daemon
 passes in: feeds builds advisories, tracker may not import it) and the lease
 renewal in ONE transaction keyed by (repo, sha). ``tracker.backfill.record_one``
-is the same two steps with no lease and no publishers. A crash before the
+is the same two steps with no lease, and the same publishers where the caller
+passes them (``track`` always does). A crash before the
 commit leaves nothing; a retry after it finds (repo, sha) recorded and writes
 nothing.
 
@@ -44,10 +45,11 @@ and one plan each.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Final
+from typing import Any, Final
 
 from sqlalchemy.orm import Session
 
@@ -63,6 +65,7 @@ from storage.records import JsonValue, Publication, Revision, RevisionOutcome, S
 from tracker.diff.common import by_severity
 from tracker.diff.plan_delta import diff_plans
 from tracker.diff.revision import Parsed, RevisionContent, diff_revisions
+from tracker.errors import RevisionGone
 from tracker.estimate import estimate
 from tracker.exact_parameters import available as exact_available
 from tracker.hub import Hub
@@ -74,17 +77,34 @@ CONFIG_PATHS: Final = ("config.json", "generation_config.json")
 
 
 class SessionBlobs:
-    """The blob store seen through one session, as snapshots and differs need it."""
+    """The blob store seen through one session, as snapshots and differs need it.
 
-    def __init__(self, session: Session) -> None:
+    ``fetched`` holds texts read from the Hub for a parent that is not recorded:
+    they count as known, so the revision's own snapshot does not fetch them again,
+    and they are written with the revision (``Prepared.fetched``).
+    """
+
+    def __init__(self, session: Session, fetched: Mapping[str, bytes] | None = None) -> None:
         self._session = session
         self._read: dict[str, bytes] = {}
+        self.fetched: dict[str, bytes] = dict(fetched or {})
+
+    def with_fetched(self, fetched: Mapping[str, bytes]) -> SessionBlobs:
+        """This view with ``fetched`` (Hub texts not in the store) added."""
+        view = SessionBlobs(self._session, {**self.fetched, **fetched})
+        view._read = self._read
+        return view
 
     def known(self, keys: Iterable[str]) -> set[str]:
-        return known_content_keys(self._session, keys)
+        wanted = list(keys)
+        return {k for k in wanted if k in self.fetched} | known_content_keys(
+            self._session, [k for k in wanted if k not in self.fetched]
+        )
 
     def read(self, key: str) -> bytes:
         """The blob at ``key``, read from the store at most once through this view."""
+        if key in self.fetched:
+            return self.fetched[key]
         if key not in self._read:
             self._read[key] = get_blob(self._session, key)
         return self._read[key]
@@ -139,29 +159,43 @@ def prepare(
     hub: Hub,
     revision: Revision,
     cache: dict[tuple[str, str], Parsed],
+    history: Mapping[str, Revision] | None = None,
     *,
     deadline: float | None = None,
 ) -> Prepared | None:
-    """Snapshot, diff and estimate ``revision``; None if it is already recorded.
+    """Snapshot, diff and estimate ``revision`` against its parent; None if already recorded.
 
-    ``deadline`` (``time.monotonic()``) bounds the fetching: what is not read
-    by then is left out with a finding (``tracker.snapshot.take_snapshot``).
+    The parent is main's previous commit. When storage does not hold it (``track``
+    records a head alone, a backfill of older history comes later, a re-track after
+    ``untrack``), it is snapshotted from the Hub here, not recorded, so the outcome is
+    the one an oldest-first walk would have built. ``history`` (sha -> revision, the
+    caller's commit listing) names the parent's date and title; without it, or when
+    it lacks the parent, the Hub's listing is read. ``deadline`` (``time.monotonic()``)
+    bounds the fetching: what is not read by then is left out with a finding
+    (``tracker.snapshot.take_snapshot``).
     """
     with database.read_session() as session:
         base = diff_base(session, revision)
         if base.recorded:
             return None
         blobs = SessionBlobs(session)
-        previous = base.previous
+        builds = StoredBuilds(session) if exact_available() else None
+        previous, old_plan = base.previous, base.previous_plan
+        old: RevisionContent | None = None
+        if base.unrecorded_parent is not None:
+            parent = _parent_revision(hub, revision, base.unrecorded_parent, history)
+            result = take_snapshot(hub, parent, None, blobs, parse_cache=cache, deadline=deadline)
+            blobs = blobs.with_fetched(result.fetched)
+            previous, old = result.snapshot, result.content(blobs)
+            old_plan = _as_stored(estimate(old, None, builds)[0])
+        elif previous is not None:
+            old = content_of(previous, blobs, cache)
         result = take_snapshot(hub, revision, previous, blobs, parse_cache=cache, deadline=deadline)
         new = result.content(blobs)
-        old = content_of(previous, blobs, cache) if previous else None
         found = diff_revisions(old, new) + list(result.problems)
-        builds = StoredBuilds(session) if exact_available() else None
         plan, problem = estimate(new, old, builds)
         if problem is not None:
             found.append(problem)
-        old_plan = base.previous_plan
         found = by_severity(found + diff_plans(old_plan, plan))
         configs = configs_of(new)
         previous_configs = _previous_configs(old, new, configs) if old else {}
@@ -174,8 +208,27 @@ def prepare(
         plan=plan,
         previous_plan=old_plan,
     )
-    # New meta-device builds are blobs of their own, written in the revision's transaction.
-    return Prepared(outcome, {**result.fetched, **(builds.new if builds else {})})
+    # New meta-device builds are blobs of their own, written in the revision's transaction,
+    # and so are the texts read for an unrecorded parent that this revision's snapshot names.
+    return Prepared(outcome, {**blobs.fetched, **result.fetched, **(builds.new if builds else {})})
+
+
+def _parent_revision(
+    hub: Hub, revision: Revision, sha: str, history: Mapping[str, Revision] | None
+) -> Revision:
+    """The parent ``sha`` of ``revision`` as main's listing names it (date, title, author)."""
+    if history is not None and sha in history:
+        return history[sha]
+    for listed in hub.commits(revision.repo_id):
+        if listed.sha == sha:
+            return listed
+    raise RevisionGone(f"{revision.repo_id}@{sha}: the parent of {revision.sha} is not on main")
+
+
+def _as_stored(plan: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A plan as storage hands it back (through JSON), so a parent estimated here compares
+    with the revision's plan exactly as a recorded parent's stored plan would."""
+    return None if plan is None else dict(json.loads(json.dumps(plan)))
 
 
 def commit(

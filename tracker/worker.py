@@ -185,14 +185,19 @@ class Worker:
                 history_checked(session, claim.repo_id, [r.sha for r in history], now=self.clock())
             )
         cache: dict[tuple[str, str], Parsed] = {}
+        listed = {r.sha: r for r in history}
         for revision in history:
             if self.stop.is_set():
                 raise Stopping
-            self._record(claim, revision, cache)
+            self._record(claim, revision, cache, listed)
         return history[-1].sha
 
     def _record(
-        self, claim: Claim, revision: Revision, cache: dict[tuple[str, str], Parsed]
+        self,
+        claim: Claim,
+        revision: Revision,
+        cache: dict[tuple[str, str], Parsed],
+        listed: dict[str, Revision],
     ) -> None:
         deadline = time.monotonic() + self.policy.budget_s
         with Heartbeat(
@@ -202,7 +207,7 @@ class Worker:
             until=deadline + self.policy.lease_s,
             clock=self.clock,
         ):
-            prepared = prepare(self.database, self.hub, revision, cache, deadline=deadline)
+            prepared = prepare(self.database, self.hub, revision, cache, listed, deadline=deadline)
         if prepared is None:
             return
 

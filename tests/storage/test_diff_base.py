@@ -58,26 +58,28 @@ def test_the_first_revision_of_a_repo_has_no_base(database: Database) -> None:
 def test_the_recorded_parent_is_the_base_with_its_plan(database: Database) -> None:
     for index in range(3):
         _record(database, index, {"params": index})
-    # A merge whose first parent is unknown: the recorded second parent (revision 1) wins
-    # over the newest on main (revision 2).
-    merge = revision(REPO, 3, parents=(sha_of("elsewhere"), sha_of(f"{REPO}/1")))
+    # Revision 1 is the parent (main's previous commit), though revision 2 is newer.
+    child = revision(REPO, 3, parents=(sha_of(f"{REPO}/1"),))
     with database.read_session() as session:
-        base = diff_base(session, merge)
+        base = diff_base(session, child)
     assert base.recorded is False
     assert base.previous is not None
     assert base.previous.revision.sha == sha_of(f"{REPO}/1")
     assert base.previous.texts == {"config.json": git_blob_id(CONFIG)}
     assert base.previous_plan == {"params": 1}
+    assert base.unrecorded_parent is None
 
 
-def test_without_a_recorded_parent_the_newest_on_main_is_the_base(database: Database) -> None:
+def test_an_unrecorded_parent_is_named_and_nothing_else_stands_in(database: Database) -> None:
     for index in range(2):
         _record(database, index, {"params": index} if index else None)
-    orphan = revision(REPO, 5, parents=(sha_of("never recorded"),))
+    # Neither the newest on main nor a recorded second parent is a base: the caller
+    # reads the first parent itself, so the diff never depends on what arrived first.
+    orphan = revision(REPO, 5, parents=(sha_of("never recorded"), sha_of(f"{REPO}/1")))
     with database.read_session() as session:
         base = diff_base(session, orphan)
-    assert base.previous is not None and base.previous.revision.sha == sha_of(f"{REPO}/1")
-    assert base.previous_plan == {"params": 1}
+    assert (base.recorded, base.previous, base.previous_plan) == (False, None, None)
+    assert base.unrecorded_parent == sha_of("never recorded")
 
 
 def test_a_base_with_its_snapshot_and_plan_is_five_queries(database: Database) -> None:

@@ -20,14 +20,14 @@ refused rather than followed for ever.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote
 
 import requests
 
-from storage import Database, advisories
+from storage import Database, NotFound, advisories, get_repo, revisions
 from storage.records import Advisory, Severity
 from tracker.errors import JsonInputError, TrackerError
 from tracker.json_input import read_json
@@ -78,9 +78,14 @@ class Published:
 
 
 class AdvisorySource(Protocol):
-    """Advisories per repo id, from wherever they are kept."""
+    """Advisories per repo id, from wherever they are kept, and what they cannot speak for."""
 
     def for_repos(self, repo_ids: Iterable[str]) -> dict[str, list[Published]]: ...
+
+    def gap(self, repo_id: str, after: Sequence[str]) -> str | None:
+        """Why no advisory list from here can judge the revisions ``after`` a pin (main's,
+        oldest first), or None when it can: an empty list then means "no finding"."""
+        ...
 
 
 class DatabaseAdvisories:
@@ -88,6 +93,38 @@ class DatabaseAdvisories:
 
     def __init__(self, database: Database) -> None:
         self._database = database
+
+    def gap(self, repo_id: str, after: Sequence[str]) -> str | None:
+        """The repo is not known here, or revisions after the pin are not recorded yet.
+
+        A recorded revision is published in its own transaction, so recorded
+        means judged; an unrecorded one has published nothing yet.
+        """
+        with self._database.read_session() as session:
+            try:
+                tracked = get_repo(session, repo_id).tracked
+                recorded = {r.sha for r in revisions(session, repo_id, include_off_main=True)}
+            except NotFound:
+                tracked, recorded = False, set()
+        if not recorded and not tracked:
+            return (
+                f"{repo_id} is not tracked here, so no advisories are published for it: "
+                f"run `neurarch-trace track {repo_id}`, or give --server URL of a "
+                "neurarch-trace that tracks it"
+            )
+        missing = [sha for sha in after if sha not in recorded]
+        if not missing:
+            return None
+        how = (
+            "the daemon (`neurarch-trace serve`) records them on its next check, or "
+            f"`neurarch-trace track --backfill {repo_id}` records them now"
+            if tracked
+            else f"{repo_id} is no longer tracked: `neurarch-trace track --backfill {repo_id}`"
+        )
+        return (
+            f"nothing published yet for {len(missing)} of the {len(after)} revisions after "
+            f"the pin (first: {missing[0][:12]}); {how}"
+        )
 
     def for_repos(self, repo_ids: Iterable[str]) -> dict[str, list[Published]]:
         found: dict[str, list[Published]] = {}
@@ -108,6 +145,11 @@ class OsvServerAdvisories:
         self._base = base_url.rstrip("/")
         self._session = session or requests.Session()
         self._timeout = timeout
+
+    def gap(self, repo_id: str, after: Sequence[str]) -> str | None:
+        """None: the server's answer is taken as its judgement (OSV says nothing of what
+        a server has not processed yet)."""
+        return None
 
     def for_repos(self, repo_ids: Iterable[str]) -> dict[str, list[Published]]:
         wanted = list(dict.fromkeys(repo_ids))

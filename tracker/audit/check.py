@@ -9,6 +9,13 @@ For a pin at revision P of repo R, on R's main history oldest first:
   card, whether the workload fits now and at the newest revision. A card the
   pin fits now but the newest revision does not is a finding of its own.
 
+Main is read from the Hub. When the audit cannot judge a pin, the report says
+why (``cannot_judge``) instead of passing it clean: the advisory source does not
+cover the revisions after it (a repo not tracked here, revisions not processed
+yet), or the Hub did not answer. Exit codes: 0 clean, 1 a finding reaches the
+threshold, 3 some pin could not be judged (it wins over 1: the audit is
+incomplete); 2 is bad input, raised before any report.
+
 Each plan is computed once per (repo, sha); a repo's history and advisories
 are read once per audit whatever the number of pins.
 """
@@ -40,7 +47,7 @@ FetchInputs = Callable[[HubRef], PlanInputs]
 class Finding:
     """One thing the audit found about a pin, with a severity ``--min-severity`` compares."""
 
-    kind: str  # advisory, no-longer-fits, not-on-main, vanished, unpinned, error
+    kind: str  # advisory, no-longer-fits, not-on-main, vanished, remote-code, unpinned
     severity: Severity
     message: str
     advisory: Published | None = None
@@ -67,6 +74,8 @@ class PinReport:
     cards: tuple[CardVerdict, ...] = field(default=())
     ignored: tuple[IgnoredFinding, ...] = ()
     """Findings an ignore rule accepted (tracker.audit.ignore): reported, never counted."""
+    cannot_judge: str | None = None
+    """Why the audit could not judge this pin (its findings may then be incomplete)."""
 
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
@@ -99,7 +108,7 @@ class Auditor:
         try:
             history = self._history.shas(pin.repo_id) or []
         except TrackerError as exc:
-            return PinReport(pin, None, None, None, (Finding("error", Severity.HIGH, str(exc)),))
+            return PinReport(pin, None, None, None, cannot_judge=_could_not(pin, exc))
         newest = history[-1] if history else None
         if pin.revision is None:
             note = Finding(
@@ -115,7 +124,7 @@ class Auditor:
         except RevisionGone:
             return PinReport(pin, None, newest, None, (_vanished(pin, newest),))
         except TrackerError as exc:
-            return PinReport(pin, None, newest, None, (Finding("error", Severity.HIGH, str(exc)),))
+            return PinReport(pin, None, newest, None, cannot_judge=_could_not(pin, exc))
         if position is None:
             gone = Finding(
                 "not-on-main",
@@ -140,7 +149,9 @@ class Auditor:
             if newest and c.fits_pinned and c.fits_newest is False
         )
         behind = len(history) - 1 - position
-        return PinReport(pin, sha, newest, behind, tuple(findings), cards)
+        later = history[position + 1 :]
+        gap = self._advisories.gap(pin.repo_id, later) if later else None
+        return PinReport(pin, sha, newest, behind, tuple(findings), cards, cannot_judge=gap)
 
     def _place(self, pin: Pin, history: Sequence[str]) -> tuple[str, int | None]:
         assert pin.revision is not None
@@ -195,9 +206,36 @@ def _fits(result: Plan | str | None, card: str, workload: Workload) -> bool | No
     return None
 
 
+CLEAN, FOUND, USAGE, INCOMPLETE = 0, 1, 2, 3
+"""The audit's exit codes, as osv-scanner separates findings from a scan that did not finish."""
+
+
 def exit_code(reports: Iterable[PinReport], minimum: Severity) -> int:
-    """1 when any finding reaches ``minimum`` (the check found something), else 0."""
-    return 1 if any(r.at_least(minimum) for r in reports) else 0
+    """3 when a pin could not be judged, else 1 when a finding reaches ``minimum``, else 0."""
+    listed = list(reports)
+    if any(r.cannot_judge for r in listed):
+        return INCOMPLETE
+    return FOUND if any(r.at_least(minimum) for r in listed) else CLEAN
 
 
-__all__ = ["Auditor", "CardVerdict", "Finding", "PinReport", "exit_code"]
+def _could_not(pin: Pin, exc: TrackerError) -> str:
+    """A Hub failure in the pin's words: the Hub's own ``repo@main:`` prefix is dropped,
+    so the line names the pin the user wrote, never a branch they did not ask about."""
+    text = str(exc)
+    where, sep, detail = text.partition(": ")
+    if sep and where.startswith(f"{pin.repo_id}@"):
+        text = detail
+    return f"the Hub did not answer for {pin.label}: {text}"
+
+
+__all__ = [
+    "CLEAN",
+    "FOUND",
+    "INCOMPLETE",
+    "USAGE",
+    "Auditor",
+    "CardVerdict",
+    "Finding",
+    "PinReport",
+    "exit_code",
+]

@@ -1,4 +1,4 @@
-"""Where a repo's main history comes from: the local database when it tracks the repo, else the Hub.
+"""Where a repo's main history comes from: the Hub, as it lists main now.
 
 An audit places each pin and each advisory on main's first-parent history,
 oldest first: an advisory affects a pin when its transition starts at or
@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from storage import Database, NotFound, revisions
 from tracker.errors import HubError
 from tracker.hub import Hub
 
@@ -22,21 +21,6 @@ class MainHistory(Protocol):
     """Main's commit shas of a repo, oldest first; None when this source does not know the repo."""
 
     def shas(self, repo_id: str) -> list[str] | None: ...
-
-
-class DatabaseHistory:
-    """Main as the local database recorded it (nothing fetched)."""
-
-    def __init__(self, database: Database) -> None:
-        self._database = database
-
-    def shas(self, repo_id: str) -> list[str] | None:
-        with self._database.read_session() as session:
-            try:
-                recorded = revisions(session, repo_id)
-            except NotFound:
-                return None
-        return [r.sha for r in reversed(recorded)] or None
 
 
 class HubHistory:
@@ -79,4 +63,4 @@ def locate(history: Sequence[str], revision: str) -> int | None:
     return matches[0] if len(matches) == 1 else None
 
 
-__all__ = ["DatabaseHistory", "FirstKnown", "HubHistory", "MainHistory", "locate"]
+__all__ = ["FirstKnown", "HubHistory", "MainHistory", "locate"]

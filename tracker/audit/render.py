@@ -26,6 +26,8 @@ def to_table(reports: Sequence[PinReport]) -> str:
     for report in reports:
         lines.append(f"{report.pin.label}  ({report.pin.origin})")
         lines.append(f"  {_position(report)}")
+        if report.cannot_judge:
+            lines.append(f"  cannot judge: {report.cannot_judge}")
         for finding in _ordered(report.findings):
             lines.append(f"  [{finding.severity.label}] {_finding_line(finding)}")
         for accepted in report.ignored:
@@ -39,7 +41,9 @@ def to_table(reports: Sequence[PinReport]) -> str:
             )
     found = sum(len(r.findings) for r in reports)
     ignored = sum(len(r.ignored) for r in reports)
+    unjudged = sum(1 for r in reports if r.cannot_judge)
     tail = f", {ignored} ignored" if ignored else ""
+    tail += f", {unjudged} could not be judged" if unjudged else ""
     lines.append(f"{len(reports)} pins audited, {found} findings{tail}")
     return "\n".join(lines) + "\n"
 
@@ -51,7 +55,9 @@ def to_markdown(reports: Sequence[PinReport]) -> str:
     ]
     for report in reports:
         findings = _ordered(report.findings) or ()
-        if not findings:
+        if report.cannot_judge:
+            rows.append(_row(report, "", f"cannot judge: {report.cannot_judge}"))
+        elif not findings:
             rows.append(_row(report, "", "no findings"))
         for finding in findings:
             rows.append(_row(report, finding.severity.label, _finding_line(finding)))
@@ -121,6 +127,7 @@ def _report_json(report: PinReport) -> dict[str, Any]:
         "revision": report.sha,
         "newest": report.newest,
         "behind": report.behind,
+        "cannot_judge": report.cannot_judge,
         "origin": {
             "where": pin.origin.where,
             "path": str(pin.origin.path) if pin.origin.path else None,

@@ -53,7 +53,6 @@ KIND_TEXT = {
     "vanished": "The pinned revision no longer exists: history was rewritten under it",
     "remote-code": "The model loads code from another repo at that repo's main, not pinned",
     "unpinned": "The model is not pinned to a revision",
-    "error": "The model's repo could not be audited",
 }
 
 
@@ -84,10 +83,24 @@ def to_sarif(reports: Sequence[PinReport], root: Path) -> str:
                     }
                 },
                 "results": results,
+                "invocations": [_invocation(reports)],
             }
         ],
     }
     return json.dumps(log, indent=2) + "\n"
+
+
+def _invocation(reports: Sequence[PinReport]) -> dict[str, Any]:
+    """SARIF's place for a run that did not finish: each pin it could not judge, as an error."""
+    notes = [
+        {
+            "level": "error",
+            "message": {"text": f"{r.pin.label}: cannot judge: {r.cannot_judge}"},
+        }
+        for r in reports
+        if r.cannot_judge
+    ]
+    return {"executionSuccessful": not notes, "toolExecutionNotifications": notes}
 
 
 def _rule_id(finding: Finding) -> str:

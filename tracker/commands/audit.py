@@ -11,8 +11,11 @@ cards, whether it fits now and at the newest revision.
 
 Advisories come from the local database, or from --server URL: any
 OSV-compatible API (/v1/querybatch, /v1/vulns/{id}), such as a remote
-`neurarch-trace serve`. Exit codes: 1 when a finding reaches --min-severity,
-0 when none does, 2 on bad input.
+`neurarch-trace serve`. A pin the audit cannot judge is reported as such: its
+repo is not tracked here, revisions after it have not been processed (nothing
+published yet), or the Hub or the advisory server did not answer. Exit codes:
+0 clean, 1 a finding reaches --min-severity, 2 bad input, 3 the audit could
+not complete (some pin could not be judged; this wins over 1).
 """
 
 from __future__ import annotations
@@ -119,7 +122,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from storage.records import Severity
-    from tracker.audit.check import exit_code
+    from tracker.audit.advisories import AdvisoryServerError
+    from tracker.audit.check import INCOMPLETE, exit_code
     from tracker.commands.common import user_errors
 
     with user_errors():
@@ -128,7 +132,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         if args.fix and not args.lock:
             raise UsageError("--fix rewrites lock files: give --lock FILE")
         pins = collect_pins(args)
-        reports = audit(pins, args, settings)
+        try:
+            reports = audit(pins, args, settings)
+        except AdvisoryServerError as exc:
+            print(f"neurarch-trace: could not complete the audit: {exc}", file=sys.stderr)
+            return INCOMPLETE
     text = render(reports, args)
     if args.output is not None:
         args.output.write_text(text, "utf-8")
@@ -172,7 +180,7 @@ def audit(pins: list[Pin], args: argparse.Namespace, settings: Settings) -> list
     from tracker.audit.advisories import AdvisorySource, DatabaseAdvisories, OsvServerAdvisories
     from tracker.audit.check import Auditor
     from tracker.audit.fix import choose_moves, rewrite_locks
-    from tracker.audit.history import DatabaseHistory, FirstKnown, HubHistory, MainHistory
+    from tracker.audit.history import FirstKnown, HubHistory
     from tracker.audit.ignore import apply_ignores
     from tracker.audit.remote import add_remote_code_findings
     from tracker.hub import Hub
@@ -191,9 +199,9 @@ def audit(pins: list[Pin], args: argparse.Namespace, settings: Settings) -> list
                 "no local database to read advisories from: run `neurarch-trace track`, "
                 "or give --server URL of an OSV-compatible API"
             )
-        histories: list[MainHistory] = [DatabaseHistory(database)] if database else []
-        histories.append(HubHistory(hub))
-        history = FirstKnown(histories)
+        # Main as the Hub lists it now: what the local database has not recorded after a
+        # pin is "nothing published yet" (AdvisorySource.gap), not "no finding".
+        history = FirstKnown([HubHistory(hub)])
         auditor = Auditor(source, history, hub.head_sha, lambda ref: fetch_inputs(ref, settings))
         rules = ignore_rules_of(args)
         found = auditor.audit(pins)

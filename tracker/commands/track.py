@@ -1,4 +1,5 @@
-"""Start following a Hub model repo; with --backfill, record its whole main history."""
+"""Start following a Hub model repo: record and publish its head (with --backfill, its whole
+main history), each revision diffed against its parent on main, as the daemon does."""
 
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backfill",
         action="store_true",
-        help="record every revision of main, oldest first (default: only the head)",
+        help="record and publish every revision of main, oldest first (default: only the head)",
     )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.backfill import backfill
     from tracker.commands.common import open_storage, user_errors
+    from tracker.daemon import revision_publishers
     from tracker.hub import Hub
     from tracker.progress import Progress
     from tracker.repo_id import validate_repo_id
@@ -31,18 +33,25 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         repo_id = validate_repo_id(args.repo)
         with open_storage(settings) as database:
             hub = Hub.from_settings(settings)
-            # Without --backfill only the head is recorded: the history before it is not walked.
+            # Without --backfill only the head is recorded (against its parent, read from the
+            # Hub); the daemon's first check records the history before it.
             progress = Progress(sys.stderr, repos_total=1) if args.backfill else None
             try:
                 report = backfill(
-                    database, hub, repo_id, progress=progress, newest_only=not args.backfill
+                    database,
+                    hub,
+                    repo_id,
+                    progress=progress,
+                    newest_only=not args.backfill,
+                    publish=revision_publishers(settings),
                 )
             finally:
                 if progress is not None:
                     progress.close()
     print(
         f"{repo_id}: {report.recorded} new revisions recorded "
-        f"({report.revisions} on main, {report.changes} changes) in {report.seconds:.1f}s"
+        f"({report.revisions} on main, {report.changes} changes, "
+        f"{report.advisories} advisories published) in {report.seconds:.1f}s"
     )
     if report.off_main:
         print(f"{repo_id}: {len(report.off_main)} recorded revisions are no longer on main")
