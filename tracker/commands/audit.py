@@ -145,11 +145,13 @@ def audit(pins: list[Pin], args: argparse.Namespace, settings: Settings) -> list
     from tracker.audit.advisories import AdvisorySource, DatabaseAdvisories, OsvServerAdvisories
     from tracker.audit.check import Auditor
     from tracker.audit.history import DatabaseHistory, FirstKnown, HubHistory, MainHistory
+    from tracker.audit.pins import canonical_pins
     from tracker.hub import Hub
     from tracker.local_database import existing_database
     from tracker.plan_fetch import fetch_inputs
 
     hub = Hub.from_settings(settings)
+    pins = canonical_pins(pins, hub.known_id)
     with existing_database(settings.storage.database_url) as database:
         source: AdvisorySource
         if args.server is not None:
