@@ -111,6 +111,17 @@ def test_an_online_plan_leaves_the_cache_an_offline_plan_reads(
     assert source_of(down)["revision"] == online["revision"]  # the cache answers, as the library's
 
 
+def test_offline_at_a_planned_sha_needs_no_header_request_and_ends_in_no_traceback(
+    person: Run, hub_emulator: HubEmulator
+) -> None:
+    repo = "google-bert/bert-base-uncased"  # one model.safetensors: its header is never cached
+    sha = hub_emulator.head(repo)
+    assert source_of(person("plan", f"{repo}@{sha}", "--json"))["revision"] == sha
+    offline = person("plan", f"{repo}@{sha}", HF_HUB_OFFLINE="1")  # was OfflineModeIsEnabled
+    assert offline.returncode == 0, offline.stderr
+    assert "Traceback" not in offline.stderr
+
+
 def test_offline_without_the_files_cached_is_one_line(person: Run) -> None:
     line = one_line(person("plan", "google-bert/bert-base-uncased", HF_HUB_OFFLINE="1"))
     assert "HF_HUB_OFFLINE is set and the HF cache does not hold it" in line
