@@ -249,6 +249,56 @@ def test_a_day_of_failures_ends_in_the_dead_letters(
     assert row.last_error == "connection refused (gave up after 30 attempts)"
 
 
+def test_a_flapping_receiver_loses_nothing_to_the_time_its_alerts_waited_in_line(
+    database: Database, clock: Clock, receivers: list[Receiver], http: requests.Session
+) -> None:
+    receiver = Receiver(free_port(), SECRET, clock, flap=(500, 500, 500, 204)).start()
+    receivers.append(receiver)
+    subscription = subscribe(database, [{"type": "webhook", "url": receiver.url, "secret": SECRET}])
+    enqueue(database, subscription, lane_of(subscription), 5)
+    policy = RetryPolicy(base_s=10, max_delay_s=40, give_up_after_s=100)
+    deliver = DeliveryWorker(
+        database,
+        {"webhook": WebhookSender(http, clock, timeout_s=5, egress=LOOPBACK)},
+        clock,
+        policy,
+    )
+    while pending := [
+        r
+        for r in rows(database, subscription, lane_of(subscription))
+        if r.status.value == "pending"
+    ]:
+        clock.now = max(clock.now, pending[0].next_attempt_at)  # the lane's head
+        deliver.run_once()
+        assert clock.now < T0 + timedelta(hours=1)
+    stored = rows(database, subscription, lane_of(subscription))
+    # each waited up to 280 s behind the ones before it, past the 100 s horizon, and still
+    # counts only its own 10 + 20 + 40 s of retries (queue time made 4 of 5 dead letters)
+    assert [(r.status, r.attempts) for r in stored] == [(DeliveryStatus.DELIVERED, 4)] * 5
+    assert [s for _, s in receiver.seen() if _] == [
+        1,
+        1,
+        1,
+        1,
+        2,
+        2,
+        2,
+        2,
+        3,
+        3,
+        3,
+        3,
+        4,
+        4,
+        4,
+        4,
+        5,
+        5,
+        5,
+        5,
+    ]
+
+
 class WorkerDied(BaseException):
     """Stands for the process dying (kill -9) in the middle of a round."""
 
