@@ -47,6 +47,7 @@ from storage.inbox import (
     record_webhook_event,
 )
 from storage.outbox import (
+    channel_key,
     claim_due_deliveries,
     dead_letters,
     deliveries,
@@ -140,6 +141,7 @@ __all__ = [
     "advisories",
     "changes_between",
     "changes_of",
+    "channel_key",
     "check_repo_id",
     "claim_due_deliveries",
     "claim_due_repos",

@@ -11,11 +11,20 @@ ever due, so a receiver that is down holds back what comes after it on that
 channel rather than seeing it out of order, while the subscription's other
 channels go on. A claim pushes ``next_attempt_at`` forward by a
 lease, so a worker that dies mid-delivery leaves the row to be retried.
+
+A row names its channel by identity, ``channel_key(kind, url)`` (or ``feed``),
+never by its position in the subscription's list: a queued alert goes to the
+destination it was queued for or nowhere. Replacing a subscription
+(``storage.subscriptions.put_subscription``) keeps the queued alerts of every
+channel the new version still lists (same kind and URL; a new secret signs
+them) and cancels the others explicitly (``cancel_unlisted_channels``): they
+become dead letters saying so, visible and never sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import Select, exists, select, update
@@ -29,6 +38,46 @@ from storage.records import Delivery, DeliveryStatus, JsonValue
 from storage.values import require_aware, require_text, storable_text
 
 MAX_ERROR_LENGTH = 2000
+FEED_CHANNEL = "feed"
+CHANNEL_KEY_DIGITS = 16
+"""Hex digits of the URL's SHA-256 in a channel key (64 bits: no two URLs of one subscription meet)."""
+CANCELLED = "cancelled: the subscription was replaced without this channel"
+
+
+def channel_key(kind: str, url: str) -> str:
+    """A channel's identity in the outbox: its kind and a digest of its URL.
+
+    A digest, not the URL: a webhook or apprise URL may carry a token, and the
+    key is shown with the row (and sent as part of ``X-Neurarch-Delivery``).
+    """
+    return f"{kind}:{hashlib.sha256(url.encode('utf-8')).hexdigest()[:CHANNEL_KEY_DIGITS]}"
+
+
+def listed_channel_keys(channels: Sequence[Mapping[str, JsonValue]]) -> set[str]:
+    """The keys of a subscription's stored channels (``{"type", "url", ...}``), plus the feed."""
+    keys = {FEED_CHANNEL}
+    for channel in channels:
+        kind, url = channel.get("type"), channel.get("url")
+        if isinstance(kind, str) and isinstance(url, str):
+            keys.add(channel_key(kind, url))
+    return keys
+
+
+def cancel_unlisted_channels(
+    session: Session, subscription_id: int, channels: Sequence[Mapping[str, JsonValue]]
+) -> int:
+    """Cancel the pending rows whose channel ``channels`` no longer lists; how many."""
+    result = session.execute(
+        update(DeliveryRow)
+        .where(
+            DeliveryRow.subscription_pk == subscription_id,
+            DeliveryRow.status == DeliveryStatus.PENDING.value,
+            DeliveryRow.channel.not_in(sorted(listed_channel_keys(channels))),
+        )
+        .values(status=DeliveryStatus.DEAD_LETTER.value, last_error=CANCELLED)
+        .execution_options(synchronize_session=False)
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 def enqueue_delivery(
@@ -88,11 +137,17 @@ def enqueue_delivery(
 
 
 def claim_due_deliveries(
-    session: Session, now: datetime, limit: int, lease_seconds: float
+    session: Session,
+    now: datetime,
+    limit: int,
+    lease_seconds: float,
+    *,
+    lane: tuple[int, str] | None = None,
 ) -> list[Delivery]:
     """Take up to ``limit`` due deliveries, each the oldest undelivered of its channel.
 
     Each claim counts an attempt and hides the row for ``lease_seconds``.
+    ``lane`` (subscription id, channel) keeps the claim to that one channel.
     """
     require_aware(now, "claim_due_deliveries now")
     earlier = aliased(DeliveryRow)
@@ -110,6 +165,11 @@ def claim_due_deliveries(
             DeliveryRow.status == DeliveryStatus.PENDING.value,
             DeliveryRow.next_attempt_at <= now,
             ~blocked,
+            *(
+                ()
+                if lane is None
+                else (DeliveryRow.subscription_pk == lane[0], DeliveryRow.channel == lane[1])
+            ),
         )
         .order_by(DeliveryRow.next_attempt_at, DeliveryRow.id)
         .limit(limit)
@@ -221,11 +281,17 @@ def _deliveries(
 
 
 __all__ = [
+    "CANCELLED",
+    "CHANNEL_KEY_DIGITS",
+    "FEED_CHANNEL",
     "MAX_ERROR_LENGTH",
+    "cancel_unlisted_channels",
+    "channel_key",
     "claim_due_deliveries",
     "dead_letters",
     "deliveries",
     "enqueue_delivery",
+    "listed_channel_keys",
     "record_delivery_failure",
     "record_delivery_success",
 ]

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from storage.errors import IntegrityConflict, InvalidRecord, NotFound
 from storage.models import SubscriptionRow
+from storage.outbox import cancel_unlisted_channels
 from storage.records import JsonValue, Severity, Subscription
 from storage.values import require_aware, require_text
 
@@ -61,7 +62,8 @@ def put_subscription(
     """Store ``columns`` under ``name``: add it, or replace (and reactivate) the stored one.
 
     True when added. A replaced subscription keeps its outbox history and
-    sequence counter.
+    sequence counter; its queued alerts for channels ``columns`` no longer
+    lists are cancelled (storage.outbox.cancel_unlisted_channels).
     """
     exists = session.scalar(select(SubscriptionRow.id).where(SubscriptionRow.name == name))
     arguments = (name, columns.repo_patterns, columns.spec, columns.channels)
@@ -70,7 +72,9 @@ def put_subscription(
             session, *arguments, created_at=now, min_severity=columns.min_severity
         )
         return added, True
-    return update_subscription(session, *arguments, min_severity=columns.min_severity), False
+    replaced = update_subscription(session, *arguments, min_severity=columns.min_severity)
+    cancel_unlisted_channels(session, replaced.id, columns.channels)
+    return replaced, False
 
 
 def add_subscription(

@@ -77,6 +77,7 @@ PUBLIC = {
         "changes_between",
         "changes_of",
         "check_repo_id",
+        "channel_key",
         "claim_due_deliveries",
         "claim_due_repos",
         "dead_letters",

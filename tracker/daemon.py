@@ -83,6 +83,7 @@ class Daemon:
     """What /metrics exports; None: this process's own ``metrics``."""
     _workers: list[threading.Thread] = field(default_factory=list)
     _ticker: Ticker | None = None
+    _alerts: DeliveryWorker | None = None
     _watermark: datetime | None = None
     _server: uvicorn.Server | None = None
 
@@ -124,7 +125,8 @@ class Daemon:
         return table.plus("alerts", alert_publisher(links, utc_now))
 
     def deliver_alerts(self, worker: DeliveryWorker) -> None:
-        report = worker.run_once()
+        """Start a lane for each channel with a due alert; a slow receiver holds no tick."""
+        report = worker.dispatch()
         if report.delivered or report.retried or report.dead:
             log.info(json.dumps({"event": "alerts_delivered", **report.__dict__}))
 
@@ -174,6 +176,7 @@ class Daemon:
         ticker.add(lambda: self.deliver_alerts(alerts), self.config.alerts.tick_s, name="alerts")
         ticker.start()
         self._ticker = ticker
+        self._alerts = alerts
 
     def delivery_worker(self) -> DeliveryWorker:
         """The outbox drainer: webhooks, apprise URLs and the feed channel, with retries."""
@@ -289,6 +292,9 @@ class Daemon:
         if self._ticker is not None:
             self._ticker.shutdown(wait=True)
             self._ticker = None
+        if self._alerts is not None:
+            self._alerts.close()  # rows being sent finish (each within its timeout)
+            self._alerts = None
         for thread in self._workers:
             thread.join()
         self._workers.clear()

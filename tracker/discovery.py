@@ -61,7 +61,7 @@ class Discovery:
     """Bulk change discovery over ``list_models`` (one walk per cycle)."""
 
     def __init__(self, endpoint: str, token: str | None = None) -> None:
-        self._api = HfApi(endpoint=endpoint, token=token or False)
+        self._api = HfApi(endpoint=endpoint, token=token)
 
     def walk(self, watermark: datetime | None, known: Mapping[str, str | None]) -> DiscoveryResult:
         """Walk newest first down to ``watermark``; ``known`` maps tracked repos to their last sha.
@@ -104,7 +104,7 @@ class HeadProbe:
     def __init__(
         self, endpoint: str, token: str | None = None, *, retrying: Retrying | None = None
     ) -> None:
-        self._api = HfApi(endpoint=endpoint, token=token or False)
+        self._api = HfApi(endpoint=endpoint, token=token)
         self.retrying = retrying or Retrying()
         """A transient failure of the probe costs a retry, not the check (tracker.retry)."""
 

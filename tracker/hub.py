@@ -4,8 +4,12 @@ Everything the tracker learns from the Hub comes through ``Hub``: the head
 sha, the commit list, a revision's file list with sizes and content keys,
 small text files read into memory under a byte limit, and safetensors
 headers read with two range requests (8 bytes, then exactly the header) so a
-weight body is never fetched. ``HF_ENDPOINT``/``HF_TOKEN`` arrive through
-``Settings``; tests point the endpoint at the Hub emulator. huggingface_hub's
+weight body is never fetched. ``HF_ENDPOINT`` arrives through ``Settings``;
+tests point it at the Hub emulator. Without a token in the settings
+(``HF_TOKEN``) the token is huggingface_hub's to find, as the library does:
+``HF_TOKEN``, the file ``HF_TOKEN_PATH`` names, or ``$HF_HOME/token`` that
+``hf auth login`` writes. A legacy one-part id (``gpt2``) is resolved to the
+ORG/NAME the Hub answers with (``resolve_legacy``). huggingface_hub's
 exceptions are translated into ``tracker.errors.HubError`` subclasses with
 ``raise ... from``. Nothing here writes to disk: file names from the Hub are
 only ever URL parts.
@@ -30,12 +34,13 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx2
-from huggingface_hub import HfApi, hf_hub_url
+from huggingface_hub import HfApi, constants, hf_hub_url
 from huggingface_hub.errors import (
     DisabledRepoError,
     GatedRepoError,
     HfHubHTTPError,
     LocalEntryNotFoundError,
+    OfflineModeIsEnabled,
     RemoteEntryNotFoundError,
     RepositoryNotFoundError,
     RevisionNotFoundError,
@@ -61,7 +66,7 @@ from tracker.errors import (
     RevisionGone,
 )
 from tracker.json_input import JsonInputError, read_json
-from tracker.repo_id import validate_repo_id
+from tracker.repo_id import RepoRef, validate_repo_id
 from tracker.retry import RETRY_STATUSES, Retrying, RetryPolicy
 from tracker.settings import Settings
 
@@ -93,14 +98,27 @@ class Hub:
     ) -> None:
         """``max_retries`` retries per request; ``retrying``, when given, replaces that policy."""
         self.endpoint = endpoint.rstrip("/")
-        self._token: str | bool = token or False
+        self._token = token  # None: huggingface_hub finds HF_TOKEN, HF_TOKEN_PATH, $HF_HOME/token
         self._api = HfApi(endpoint=self.endpoint, token=self._token)
         self.retrying = retrying or Retrying(RetryPolicy(attempts=max_retries + 1))
         self._timeout = timeout
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Hub:
-        return cls(settings.hub.endpoint, settings.hub.token)
+    def from_settings(cls, settings: Settings, retrying: Retrying | None = None) -> Hub:
+        return cls(settings.hub.endpoint, settings.hub.token, retrying=retrying)
+
+    def canonical(self, ref: RepoRef) -> RepoRef:
+        """``ref`` with a legacy one-part id replaced by the ORG/NAME the Hub answers with."""
+        if not ref.legacy:
+            return ref
+        return resolve_legacy(self._api, ref, self.retrying, self._timeout)
+
+    def known_id(self, legacy_id: str) -> str | None:
+        """The ORG/NAME a legacy id resolves to, or None when the Hub knows no such repo."""
+        try:
+            return self.canonical(RepoRef(legacy_id)).repo_id
+        except RepoGone:
+            return None
 
     def head_sha(self, repo_id: str, revision: str = "main") -> str:
         """The commit ``revision`` points at now (one API request)."""
@@ -276,6 +294,26 @@ class Hub:
             return _read_capped(where, response.iter_bytes(CHUNK), limit)
 
 
+def resolve_legacy(api: HfApi, ref: RepoRef, retrying: Retrying, timeout: float) -> RepoRef:
+    """The ORG/NAME a legacy id (``gpt2``) now lives at: ``model_info``'s ``id`` (one request).
+
+    The Hub redirects a legacy id to the repo it moved to and answers with that
+    repo's id; a table of ours would go stale as the Hub moves more of them.
+    """
+    with translate_hub_errors(ref.repo_id):
+        try:
+            info = retrying.call(
+                partial(api.model_info, ref.repo_id, expand=["sha"], timeout=timeout)
+            )
+        except HfHubHTTPError as exc:
+            if exc.response is not None and exc.response.status_code == 404:
+                raise RepoGone(f"{ref.repo_id}: the Hub knows no repo by this id") from exc
+            raise
+    if not isinstance(info.id, str) or "/" not in info.id:
+        raise HubError(f"{ref.repo_id}: the Hub answered with no ORG/NAME id ({info.id!r})")
+    return RepoRef(validate_repo_id(info.id), ref.revision)
+
+
 def _read_capped(where: str, chunks: Iterator[bytes], limit: int) -> bytes:
     parts: list[bytes] = []
     size = 0
@@ -309,7 +347,7 @@ def translate_hub_errors(where: str) -> Iterator[None]:
         yield
     except GatedRepoError as exc:
         raise Gated(
-            f"{where}: repo is gated; accept its terms on the Hub and set HF_TOKEN"
+            f"{where}: repo is gated; accept its terms on the Hub, then set HF_TOKEN or run `hf auth login`"
         ) from exc
     except DisabledRepoError as exc:
         raise RepoGone(f"{where}: repo is disabled on the Hub") from exc
@@ -319,14 +357,30 @@ def translate_hub_errors(where: str) -> Iterator[None]:
         raise RevisionGone(f"{where}: revision not found (history rewritten?)") from exc
     except RemoteEntryNotFoundError as exc:
         raise FileGone(f"{where}: file not found at this revision") from exc
-    except LocalEntryNotFoundError as exc:
+    except OfflineModeIsEnabled as exc:
         raise HubUnavailable(
-            f"{where}: the Hub cannot be reached and the HF cache does not hold it"
+            f"{where}: HF_HUB_OFFLINE is set and the HF cache does not hold it"
         ) from exc
+    except LocalEntryNotFoundError as exc:
+        cause = exc.__cause__ or exc.__context__
+        if constants.HF_HUB_OFFLINE:
+            reason = "HF_HUB_OFFLINE is set"
+        elif cause is not None and not isinstance(cause, LocalEntryNotFoundError):
+            reason = f"the Hub cannot be reached ({_reason(cause)})"
+        else:
+            reason = "the Hub cannot be reached"
+        raise HubUnavailable(f"{where}: {reason} and the HF cache does not hold it") from exc
     except HfHubHTTPError as exc:
         raise _from_status(where, exc) from exc
     except httpx2.HTTPError as exc:
-        raise HubUnavailable(f"{where}: {type(exc).__name__}: {exc}") from exc
+        raise HubUnavailable(f"{where}: {_reason(exc)}") from exc
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as one clause: its type, its text, and the retry's note if it gave up."""
+    notes = "; ".join(getattr(exc, "__notes__", ()))
+    text = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+    return f"{text} ({notes})" if notes else text
 
 
 def _from_status(where: str, exc: HfHubHTTPError) -> HubError:
@@ -337,8 +391,11 @@ def _from_status(where: str, exc: HfHubHTTPError) -> HubError:
         retry_after = float(hint) if hint and hint.replace(".", "", 1).isdigit() else None
         return RateLimited(f"{where}: rate limited by the Hub (HTTP 429)", retry_after)
     if status is not None and (status >= 500 or status in RETRY_STATUSES):
-        return HubUnavailable(f"{where}: the Hub answered HTTP {status}")
+        notes = "; ".join(getattr(exc, "__notes__", ()))
+        return HubUnavailable(
+            f"{where}: the Hub answered HTTP {status}" + (f" ({notes})" if notes else "")
+        )
     return HubError(f"{where}: the Hub answered HTTP {status}: {exc}")
 
 
-__all__ = ["MAX_HEADER_BYTES", "Hub", "RepoFiles", "translate_hub_errors"]
+__all__ = ["MAX_HEADER_BYTES", "Hub", "RepoFiles", "resolve_legacy", "translate_hub_errors"]

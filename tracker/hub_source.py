@@ -6,12 +6,14 @@ the weight manifest, never a weight body, so a Hub source costs these
 requests, all through huggingface_hub (``HF_ENDPOINT``, ``HF_TOKEN`` and the
 HF cache honoured as the library does):
 
-1. config.json with ``hf_hub_download``: first a dry run, a HEAD that
-   resolves REV to its commit, says the file's size (and is where a gated or
+1. config.json: first its metadata (``get_hf_file_metadata``, a HEAD that
+   resolves REV to its commit, says the file's size, and is where a gated or
    missing repo answers), so a file larger than the tracker reads
    (``tracker.artifacts.TEXT_LIMIT``) is refused before a byte of it is
-   downloaded; then the download itself, a HEAD and a GET. None at all when
-   the cache already holds the file at that commit.
+   downloaded; then ``hf_hub_download`` at REV itself (a HEAD and a GET), so
+   the HF cache holds the file *and* ``refs/REV`` as huggingface_hub would
+   leave them, and a later ``HF_HUB_OFFLINE=1`` plan finds them. None at all
+   when the cache already holds the file at that commit.
 2. model.safetensors.index.json the same way; huggingface_hub keeps a 404 in
    the cache as "no such file at this commit" (``_CACHED_NO_EXIST``, read
    with ``try_to_load_from_cache``), so it is asked once per commit.
@@ -20,6 +22,17 @@ HF cache honoured as the library does):
    2.4.0, hf_api.py ``parse_safetensors_file_metadata``: the first 100,000
    bytes, a second request only for a larger header). The cache does not
    hold headers, so this one is made again on a repeated plan.
+
+A legacy one-part id (``gpt2``) costs one ``model_info`` first, whose ``id``
+is the ORG/NAME the Hub moved it to (tracker.hub.resolve_legacy).
+
+Retries are ``tracker.retry``'s alone: the metadata HEAD and the header read
+go through one ``Retrying`` whose policy bounds the total time, and the HEAD
+is made without huggingface_hub's own backoff (``retry_on_errors=False``), so
+an unreachable Hub costs a few seconds and one line, not two stacked layers.
+When the Hub cannot be reached (or ``HF_HUB_OFFLINE`` is set) the HF cache
+answers as huggingface_hub's does: ``refs/REV``, then the snapshot; a
+manifest the cache does not hold is left out rather than failing the plan.
 
 That is six requests at most for a header under 100 kB; a repeated plan of
 the same sha costs none for a sharded checkpoint and one for a single file.
@@ -32,26 +45,30 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from huggingface_hub import (
     _CACHED_NO_EXIST,
     HfApi,
+    constants,
+    get_hf_file_metadata,
     hf_hub_download,
-    parse_hf_uri,
+    hf_hub_url,
     try_to_load_from_cache,
 )
-from huggingface_hub.errors import HfUriError
+from huggingface_hub.errors import LocalEntryNotFoundError, RemoteEntryNotFoundError
 
 from estimator import WeightManifest
 from estimator.errors import EstimateError
 from storage import Database, get_blob, has_revision, snapshot_at
 from tracker.artifacts import TEXT_LIMIT
 from tracker.errors import FileGone, HubError
-from tracker.hub import translate_hub_errors
+from tracker.hub import resolve_legacy, translate_hub_errors
 from tracker.json_input import JsonInputError, read_json
-from tracker.repo_id import validate_repo_id
+from tracker.repo_id import RepoRef, parse_repo_ref
+from tracker.retry import INTERACTIVE, Retrying, is_transient
 from tracker.source_shape import could_be_hub_ref
 
 CONFIG = "config.json"
@@ -65,16 +82,8 @@ The corpus's largest config.json is 30 kB and its largest index 1.7 MB.
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
 
-@dataclass(frozen=True)
-class HubRef:
-    """A model repo on the Hub and the revision asked for (None: its default branch)."""
-
-    repo_id: str
-    revision: str | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.repo_id}@{self.revision}" if self.revision else self.repo_id
+HubRef = RepoRef
+"""A model repo on the Hub and the revision asked for (tracker.repo_id's ``RepoRef``)."""
 
 
 @dataclass(frozen=True)
@@ -89,23 +98,14 @@ class PlanInputs:
 
 
 def parse_hub_ref(text: str, endpoint: str | None = None) -> HubRef | None:
-    """``ORG/NAME``, ``ORG/NAME@REV``, ``hf://...`` or a model page URL; None when none of these.
+    """The Hub reference ``text`` names (tracker.repo_id's one parser); None when not one.
 
-    URLs on ``endpoint`` count as Hub URLs too, so a mirror's (or the emulator's)
-    page URLs work. Dataset, space and bucket URIs are refused with a reason.
+    None only for what cannot be a reference (a path-like SOURCE); a reference
+    that breaks a rule raises RepoIdError naming it.
     """
     if not could_be_hub_ref(text):
         return None
-    uri = text if "://" in text else f"hf://{text}"
-    try:
-        parsed = parse_hf_uri(uri, endpoint=endpoint)
-    except HfUriError as exc:
-        if uri.startswith("hf://") or "huggingface.co" in uri:
-            raise HubError(f"{text}: not a model repo reference ({exc})") from exc
-        return None
-    if parsed.type != "model":
-        raise HubError(f"{text}: a {parsed.type}, not a model repo")
-    return HubRef(validate_repo_id(parsed.id), parsed.revision or None)
+    return parse_repo_ref(text, endpoint)
 
 
 class HubPlanSource:
@@ -118,15 +118,23 @@ class HubPlanSource:
         *,
         cache_dir: Path | None = None,
         timeout: float = 30.0,
+        retrying: Retrying | None = None,
     ) -> None:
+        """``token`` None: huggingface_hub finds HF_TOKEN, HF_TOKEN_PATH or $HF_HOME/token."""
         self._endpoint = endpoint.rstrip("/")
-        self._token: str | bool = token or False
+        self._token = token
         self._cache_dir = cache_dir
         self._timeout = timeout
+        self._retrying = retrying or Retrying(INTERACTIVE)
+        self._cache_only = False
+        """Set for the rest of a fetch once the cache had to answer (offline, or the Hub down)."""
         self._api = HfApi(endpoint=self._endpoint, token=self._token)
 
     def fetch(self, ref: HubRef) -> PlanInputs:
         """config.json and the manifest at ``ref``; HubError subclasses on every Hub refusal."""
+        if ref.legacy:
+            ref = resolve_legacy(self._api, ref, self._retrying, self._timeout)
+        self._cache_only = bool(constants.HF_HUB_OFFLINE)
         config_path = self._download(ref, ref.revision, CONFIG)
         sha = config_path.parent.name  # hf_hub_download's snapshots/<commit>/<file> layout
         where = f"{ref.repo_id}@{sha[:12]}"
@@ -134,7 +142,10 @@ class HubPlanSource:
         return PlanInputs(ref, sha, config, self._manifest(ref, sha, where), "hub")
 
     def _manifest(self, ref: HubRef, sha: str, where: str) -> WeightManifest | None:
-        if self._cached(ref, sha, INDEX) is not _CACHED_NO_EXIST:
+        cached = self._cached(ref, sha, INDEX)
+        if self._cache_only and not isinstance(cached, str):
+            return None  # the Hub is out of reach: the cache's index or nothing (no header)
+        if cached is not _CACHED_NO_EXIST:
             try:
                 index = _json_file(self._download(ref, sha, INDEX), f"{where}:{INDEX}")
                 return _checked(lambda: WeightManifest.from_index(index), f"{where}:{INDEX}")
@@ -142,8 +153,14 @@ class HubPlanSource:
                 pass
         try:
             with translate_hub_errors(f"{where}:{SINGLE_FILE}"):
-                metadata = self._api.parse_safetensors_file_metadata(
-                    ref.repo_id, SINGLE_FILE, revision=sha, timeout=self._timeout
+                metadata = self._retrying.call(
+                    partial(
+                        self._api.parse_safetensors_file_metadata,
+                        ref.repo_id,
+                        SINGLE_FILE,
+                        revision=sha,
+                        timeout=self._timeout,
+                    )
                 )
         except FileGone:
             return None
@@ -162,12 +179,40 @@ class HubPlanSource:
     def _download(self, ref: HubRef, revision: str | None, filename: str) -> Path:
         """The cached file at ``revision``, its size checked before it is downloaded."""
         where = f"{ref.label}:{filename}"
+        args = self._download_args(ref, revision, filename)
+        if revision is not None and FULL_SHA.fullmatch(revision):
+            cached = self._cached(ref, revision, filename)
+            if isinstance(cached, str):  # a commit's file never changes: no request
+                return _sized(Path(cached), where)
         with translate_hub_errors(where):
-            probe = hf_hub_download(**self._download_args(ref, revision, filename), dry_run=True)
-            if probe.will_download and (probe.file_size or 0) > MAX_INPUT_BYTES:
-                raise HubError(_too_large(where, probe.file_size or 0))
-            path = hf_hub_download(**self._download_args(ref, probe.commit_hash, filename))
-            return _sized(Path(path), where)
+            if self._cache_only:
+                return _sized(Path(hf_hub_download(**args, local_files_only=True)), where)
+            url = hf_hub_url(ref.repo_id, filename, revision=revision, endpoint=self._endpoint)
+            try:
+                metadata = self._retrying.call(
+                    partial(get_hf_file_metadata, url, token=self._token, timeout=self._timeout)
+                )
+            except RemoteEntryNotFoundError:
+                hf_hub_download(**args)  # raises it again, and the cache keeps the 404 for this sha
+                raise
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                path = self._from_cache(args, exc)  # the Hub is down: the cache answers
+                self._cache_only = True
+                return _sized(path, where)
+            if metadata.size is not None and metadata.size > MAX_INPUT_BYTES:
+                raise HubError(_too_large(where, metadata.size))
+            return _sized(Path(hf_hub_download(**args)), where)
+
+    @staticmethod
+    def _from_cache(args: dict[str, Any], failure: Exception) -> Path:
+        """The cache's copy (``refs/REV``, then the snapshot), or the Hub's failure if none."""
+        try:
+            return Path(hf_hub_download(**args, local_files_only=True))
+        except LocalEntryNotFoundError:
+            failure.add_note("the HF cache does not hold it")
+            raise failure from None
 
     def _download_args(self, ref: HubRef, revision: str | None, filename: str) -> dict[str, Any]:
         return {

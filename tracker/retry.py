@@ -6,8 +6,15 @@ one transient answer: ``Retrying.call`` runs the request again after an
 exponential backoff with full jitter (a uniform draw in ``[0, min(cap, base *
 2**n))``), waits at least what a 429's ``Retry-After`` or ``RateLimit`` header
 asks, and stops after ``attempts`` tries or when the next wait would pass the
-request's ``total_s`` budget. Then the last error goes up and the worker's own
-per-repo backoff takes over.
+request's ``total_s`` budget. Then the last error goes up, carrying a note
+("gave up after 4 tries in 1.9 s") that ``tracker.hub.translate_hub_errors``
+puts in its one-line message, and the worker's own per-repo backoff takes over.
+
+This is the only retry layer over the Hub: ``tracker.hub`` sends its requests
+through huggingface_hub's session without the library's ``http_backoff``, and
+``tracker.hub_source`` asks for file metadata with ``retry_on_errors=False``.
+A command a person waits on (``plan``, ``track``, ``audit``) uses
+``INTERACTIVE``, 15 s at most; the daemon the default, a minute per request.
 
 Transient means what huggingface_hub's own ``http_backoff`` retries
 (huggingface_hub 2.4.0, ``utils/_http.py``: ``_DEFAULT_RETRY_ON_STATUS_CODES`` and
@@ -69,6 +76,8 @@ class RetryPolicy:
 
 
 NO_RETRIES = RetryPolicy(attempts=1)
+INTERACTIVE = RetryPolicy(attempts=4, total_s=15.0)
+"""What a command a person waits on spends on one request: 4 tries, at most 15 s of waiting."""
 
 
 def retry_after(exc: BaseException) -> float | None:
@@ -89,6 +98,12 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, HfHubHTTPError) and exc.response is not None:
         return exc.response.status_code in RETRY_STATUSES
     return False
+
+
+def gave_up(attempts: int, seconds: float) -> str:
+    """The note a request's last error carries when the policy stops trying."""
+    tries = "1 try" if attempts == 1 else f"{attempts} tries"
+    return f"gave up after {tries} in {seconds:.1f} s"
 
 
 class Retrying:
@@ -117,10 +132,14 @@ class Retrying:
             try:
                 return request()
             except Exception as exc:
-                if attempt == self.policy.attempts or not is_transient(exc):
+                if not is_transient(exc):
                     raise
                 delay = self._delay(attempt, exc)
-                if self._clock() - started + delay > self.policy.total_s:
+                if attempt == self.policy.attempts or (
+                    self._clock() - started + delay > self.policy.total_s
+                ):
+                    if attempt > 1:
+                        exc.add_note(gave_up(attempt, self._clock() - started))
                     raise
             with self._lock:
                 self.retries += 1
@@ -136,11 +155,13 @@ class Retrying:
 
 
 __all__ = [
+    "INTERACTIVE",
     "NO_RETRIES",
     "RETRY_EXCEPTIONS",
     "RETRY_STATUSES",
     "RetryPolicy",
     "Retrying",
+    "gave_up",
     "is_transient",
     "retry_after",
 ]

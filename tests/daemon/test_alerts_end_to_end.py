@@ -15,7 +15,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from storage import DeliveryStatus, deliveries, get_subscription, open_database
+from storage import DeliveryStatus, channel_key, deliveries, get_subscription, open_database
 from tests.daemon.harness import START, DaemonProcess, caught_up, free_port, wait_for, write_config
 from tests.fixtures.receiver import Receiver
 from tracker.demo import HISTORIES
@@ -88,6 +88,7 @@ def test_alerts_survive_a_down_receiver_and_kill_9_and_arrive_once_in_order(
     )
     config.write_text(config.read_text() + subscription_toml(receiver))
     expected = 2 + FLIPS  # L4 then A100 stop fitting on llama2; every flip moves L4
+    webhook = channel_key("webhook", receiver.url)  # the outbox names the channel by identity
     first = DaemonProcess(config, tmp_path / "first.log").start()
     processes = [first]
     database = open_database(url)
@@ -99,7 +100,7 @@ def test_alerts_survive_a_down_receiver_and_kill_9_and_arrive_once_in_order(
             """Every alert is in the outbox and the first has met the closed port."""
             with database.read_session() as session:
                 subscription = get_subscription(session, "serve-full-context")
-                rows = [d for d in deliveries(session, subscription.id) if d.channel == "webhook:0"]
+                rows = [d for d in deliveries(session, subscription.id) if d.channel == webhook]
             return len(rows) == expected and rows[0].attempts >= 1
 
         wait_for(queued_and_refused, 60, "failed attempts at a down receiver", processes)
@@ -113,7 +114,7 @@ def test_alerts_survive_a_down_receiver_and_kill_9_and_arrive_once_in_order(
         assert second.terminate() == 0
         with database.read_session() as session:
             subscription = get_subscription(session, "serve-full-context")
-            rows = [d for d in deliveries(session, subscription.id) if d.channel == "webhook:0"]
+            rows = [d for d in deliveries(session, subscription.id) if d.channel == webhook]
     finally:
         for process in processes:
             if process.alive():

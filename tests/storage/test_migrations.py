@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from storage import open_database, revisions
+from storage import channel_key, open_database, revisions
 from storage.migrations import head_revision
 from storage.models import Base
 from tests.storage.builders import BASE_DATE
@@ -121,3 +123,52 @@ def test_0004_places_revisions_stored_before_it_in_the_order_they_were_recorded(
     finally:
         db.close()
     assert listed == ["c", "b", "a"]
+
+
+def test_0005_names_queued_alerts_by_their_channel_not_its_position(database_url: str) -> None:
+    hooks = [
+        {"type": "webhook", "url": "https://a.example/hook", "secret": "s"},
+        {"type": "apprise", "url": "json://b.example/inbox"},
+    ]
+    db = open_database(database_url)
+    try:
+        db.migrate("0003")
+        with db.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO subscriptions (id, name, repo_patterns, spec, channels,"
+                    " min_severity, created_at, active, next_sequence)"
+                    " VALUES (3, 'team', '[\"org/*\"]', '{}', :channels, 0, :at, true, 5)"
+                ),
+                {"channels": json.dumps(hooks), "at": BASE_DATE},
+            )
+            for sequence, label in enumerate(["feed", "webhook:0", "apprise:1", "webhook:4"]):
+                connection.execute(
+                    text(
+                        "INSERT INTO deliveries (subscription_pk, sequence, channel, event_key,"
+                        " payload, status, attempts, next_attempt_at, created_at)"
+                        " VALUES (3, :sequence, :label, 'e1', '{}', 'pending', 0, :at, :at)"
+                    ),
+                    {"sequence": sequence + 1, "label": label, "at": BASE_DATE},
+                )
+        db.migrate()
+        with db.engine.connect() as connection:
+            labels = connection.execute(
+                text("SELECT channel FROM deliveries ORDER BY sequence")
+            ).scalars()
+            upgraded = list(labels)
+        db.downgrade("0003")
+        with db.engine.connect() as connection:
+            labels = connection.execute(
+                text("SELECT channel FROM deliveries ORDER BY sequence")
+            ).scalars()
+            downgraded = list(labels)
+    finally:
+        db.close()
+    assert upgraded == [
+        "feed",
+        channel_key("webhook", "https://a.example/hook"),
+        channel_key("apprise", "json://b.example/inbox"),
+        "webhook:4",  # its index is gone: it matches no channel and is cancelled when due
+    ]
+    assert downgraded == ["feed", "webhook:0", "apprise:1", "webhook:4"]

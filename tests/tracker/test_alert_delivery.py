@@ -29,11 +29,14 @@ from storage import (
     DeliveryStatus,
     Subscription,
     add_subscription,
+    channel_key,
     dead_letters,
     deliveries,
     enqueue_delivery,
+    put_subscription,
     update_subscription,
 )
+from storage.outbox import CANCELLED
 from tests.fixtures.receiver import Receiver, free_port
 from tracker.alerts import signing
 from tracker.alerts.channels import (
@@ -120,6 +123,12 @@ def enqueue(
             )
 
 
+def lane_of(subscription: Subscription, index: int = 0) -> str:
+    """The outbox's name for the subscription's channel at ``index``: its identity, not its place."""
+    channel = subscription.channels[index]
+    return channel_key(str(channel["type"]), str(channel["url"]))
+
+
 def rows(database: Database, subscription: Subscription, channel: str) -> list[Delivery]:
     with database.read_session() as session:
         return [d for d in deliveries(session, subscription.id) if d.channel == channel]
@@ -138,14 +147,13 @@ def worker(
 
 def test_backoff_doubles_from_30_s_and_caps_at_an_hour() -> None:
     policy = RetryPolicy()
-    delays = [
-        (policy.next_attempt(T0, attempts, T0) or T0) - T0 for attempts in (1, 2, 3, 4, 7, 8, 500)
-    ]
+    delays = [(policy.next_attempt(attempts, T0) or T0) - T0 for attempts in (1, 2, 3, 4, 7, 8, 29)]
     assert [d.total_seconds() for d in delays] == [30, 60, 120, 240, 1920, 3600, 3600]
-    end = T0 + timedelta(hours=24)
-    assert policy.next_attempt(T0, 9, end - timedelta(seconds=3599)) is None  # past 24 h
-    assert policy.next_attempt(T0, 9, end - timedelta(seconds=3600)) == end  # just inside
-    assert policy.next_attempt(T0, 9, T0 + timedelta(hours=22)) == T0 + timedelta(hours=23)
+    # the horizon is the row's own backoff: 30 + ... + 1920 s, then hourly, up to 24 h
+    assert policy.waited_s(29) == 83010 and policy.waited_s(30) == 86610
+    assert policy.next_attempt(30, T0) is None
+    # however long the row waited in line before its first attempt
+    assert policy.next_attempt(1, T0 + timedelta(days=9)) == T0 + timedelta(days=9, seconds=30)
 
 
 def test_down_receiver_backs_off_then_gets_every_alert_once_in_order(
@@ -153,7 +161,7 @@ def test_down_receiver_backs_off_then_gets_every_alert_once_in_order(
 ) -> None:
     receiver = Receiver(free_port(), SECRET, clock)
     subscription = subscribe(database, [{"type": "webhook", "url": receiver.url, "secret": SECRET}])
-    enqueue(database, subscription, "webhook:0", 5)
+    enqueue(database, subscription, lane_of(subscription), 5)
     enqueue(database, subscription, "feed", 5)
     deliver = worker(database, clock, http)
 
@@ -162,12 +170,12 @@ def test_down_receiver_backs_off_then_gets_every_alert_once_in_order(
     gaps: list[float] = []
     errors: list[str | None] = []
     for _ in range(4):
-        head = rows(database, subscription, "webhook:0")[0]
+        head = rows(database, subscription, lane_of(subscription))[0]
         gaps.append((head.next_attempt_at - clock.now).total_seconds())
         errors.append(head.last_error)
         clock.now = head.next_attempt_at
         assert deliver.run_once() == DeliveryReport(retried=1)
-    webhook_rows = rows(database, subscription, "webhook:0")
+    webhook_rows = rows(database, subscription, lane_of(subscription))
     assert gaps == [30, 60, 120, 240]
     assert errors == ["connection refused"] * 4
     assert [r.attempts for r in webhook_rows] == [5, 0, 0, 0, 0]  # the rest wait their turn
@@ -177,9 +185,9 @@ def test_down_receiver_backs_off_then_gets_every_alert_once_in_order(
     assert deliver.run_once() == DeliveryReport(delivered=5)
     assert deliver.run_once() == DeliveryReport()
 
-    stored = rows(database, subscription, "webhook:0")
+    stored = rows(database, subscription, lane_of(subscription))
     assert receiver.seen() == [
-        (f"{subscription.id}-{r.sequence}-webhook:0", r.sequence) for r in stored
+        (f"{subscription.id}-{r.sequence}-{lane_of(subscription)}", r.sequence) for r in stored
     ]
     assert [s for _, s in receiver.seen()] == sorted(r.sequence for r in stored)
     assert receiver.rejected == 0
@@ -204,7 +212,7 @@ def test_receiver_that_rejects_the_signature_dead_letters_at_once(
     receiver = Receiver(free_port(), "a-different-secret-456789", clock).start()
     receivers.append(receiver)
     subscription = subscribe(database, [{"type": "webhook", "url": receiver.url, "secret": SECRET}])
-    enqueue(database, subscription, "webhook:0", 2)
+    enqueue(database, subscription, lane_of(subscription), 2)
 
     assert worker(database, clock, http).run_once() == DeliveryReport(dead=2)
     with database.read_session() as session:
@@ -228,17 +236,67 @@ def test_a_day_of_failures_ends_in_the_dead_letters(
     subscription = subscribe(
         database, [{"type": "webhook", "url": f"http://127.0.0.1:{free_port()}/", "secret": SECRET}]
     )
-    enqueue(database, subscription, "webhook:0", 1)
+    enqueue(database, subscription, lane_of(subscription), 1)
     deliver = worker(database, clock, http)
     while (report := deliver.run_once()) == DeliveryReport(retried=1):
-        clock.now = rows(database, subscription, "webhook:0")[0].next_attempt_at
+        clock.now = rows(database, subscription, lane_of(subscription))[0].next_attempt_at
     assert report == DeliveryReport(dead=1)
-    [row] = rows(database, subscription, "webhook:0")
+    [row] = rows(database, subscription, lane_of(subscription))
     # 30 + 60 + ... + 1920 s, then hourly: the 30th attempt is the last one inside 24 h
     assert (clock.now - T0).total_seconds() == 83010
     assert row.attempts == 30
     assert row.status is DeliveryStatus.DEAD_LETTER
     assert row.last_error == "connection refused (gave up after 30 attempts)"
+
+
+def test_a_flapping_receiver_loses_nothing_to_the_time_its_alerts_waited_in_line(
+    database: Database, clock: Clock, receivers: list[Receiver], http: requests.Session
+) -> None:
+    receiver = Receiver(free_port(), SECRET, clock, flap=(500, 500, 500, 204)).start()
+    receivers.append(receiver)
+    subscription = subscribe(database, [{"type": "webhook", "url": receiver.url, "secret": SECRET}])
+    enqueue(database, subscription, lane_of(subscription), 5)
+    policy = RetryPolicy(base_s=10, max_delay_s=40, give_up_after_s=100)
+    deliver = DeliveryWorker(
+        database,
+        {"webhook": WebhookSender(http, clock, timeout_s=5, egress=LOOPBACK)},
+        clock,
+        policy,
+    )
+    while pending := [
+        r
+        for r in rows(database, subscription, lane_of(subscription))
+        if r.status.value == "pending"
+    ]:
+        clock.now = max(clock.now, pending[0].next_attempt_at)  # the lane's head
+        deliver.run_once()
+        assert clock.now < T0 + timedelta(hours=1)
+    stored = rows(database, subscription, lane_of(subscription))
+    # each waited up to 280 s behind the ones before it, past the 100 s horizon, and still
+    # counts only its own 10 + 20 + 40 s of retries (queue time made 4 of 5 dead letters)
+    assert [(r.status, r.attempts) for r in stored] == [(DeliveryStatus.DELIVERED, 4)] * 5
+    assert [s for _, s in receiver.seen() if _] == [
+        1,
+        1,
+        1,
+        1,
+        2,
+        2,
+        2,
+        2,
+        3,
+        3,
+        3,
+        3,
+        4,
+        4,
+        4,
+        4,
+        5,
+        5,
+        5,
+        5,
+    ]
 
 
 class WorkerDied(BaseException):
@@ -265,7 +323,7 @@ def test_claim_of_a_dead_worker_is_retried_after_the_lease_and_delivered_once(
     receiver = Receiver(free_port(), SECRET, clock).start()
     receivers.append(receiver)
     subscription = subscribe(database, [{"type": "webhook", "url": receiver.url, "secret": SECRET}])
-    enqueue(database, subscription, "webhook:0", 1)
+    enqueue(database, subscription, lane_of(subscription), 1)
 
     with pytest.raises(WorkerDied):
         worker(database, clock, http, webhook=DiesBeforeSending()).run_once()
@@ -275,8 +333,8 @@ def test_claim_of_a_dead_worker_is_retried_after_the_lease_and_delivered_once(
     clock.now = T0 + timedelta(seconds=60)
     assert survivor.run_once() == DeliveryReport(delivered=1)
     assert survivor.run_once() == DeliveryReport()
-    assert receiver.seen() == [(f"{subscription.id}-1-webhook:0", 1)]
-    [row] = rows(database, subscription, "webhook:0")
+    assert receiver.seen() == [(f"{subscription.id}-1-{lane_of(subscription)}", 1)]
+    [row] = rows(database, subscription, lane_of(subscription))
     assert (row.status, row.attempts) == (DeliveryStatus.DELIVERED, 2)
 
 
@@ -286,67 +344,90 @@ def test_crash_after_the_post_resends_under_the_same_delivery_id(
     receiver = Receiver(free_port(), SECRET, clock).start()
     receivers.append(receiver)
     subscription = subscribe(database, [{"type": "webhook", "url": receiver.url, "secret": SECRET}])
-    enqueue(database, subscription, "webhook:0", 1)
+    enqueue(database, subscription, lane_of(subscription), 1)
 
     sender = WebhookSender(http, clock, timeout_s=5, egress=LOOPBACK)
     with pytest.raises(WorkerDied):
         worker(database, clock, http, webhook=DiesAfterSending(sender)).run_once()
     clock.now = T0 + timedelta(seconds=61)
     assert worker(database, clock, http).run_once() == DeliveryReport(delivered=1)
-    delivery_id = f"{subscription.id}-1-webhook:0"
+    delivery_id = f"{subscription.id}-1-{lane_of(subscription)}"
     assert receiver.seen() == [(delivery_id, 1), (delivery_id, 1)]  # the receiver drops one
     assert receiver.arrivals[0].raw == receiver.arrivals[1].raw  # the same bytes, re-signed
 
 
-@dataclass
-class SlowSender:
-    """A receiver that takes 31 s to answer, on the test's clock."""
-
-    inner: Sender
-    clock: Clock
-
-    def send(self, delivery: Delivery, channel: Channel | None) -> None:
-        self.clock.now += timedelta(seconds=31)
-        self.inner.send(delivery, channel)
-
-
-def test_rows_whose_lease_ran_low_wait_for_it_instead_of_racing_another_worker(
+def test_a_queued_alert_never_goes_to_the_channel_that_took_its_place(
     database: Database, clock: Clock, receivers: list[Receiver], http: requests.Session
 ) -> None:
-    receiver = Receiver(free_port(), SECRET, clock).start()
-    receivers.append(receiver)
-    hook = {"type": "webhook", "url": receiver.url, "secret": SECRET}
-    subscription = subscribe(database, [hook, hook])
-    enqueue(database, subscription, "webhook:0", 1)
-    enqueue(database, subscription, "webhook:1", 1)
-    slow = SlowSender(WebhookSender(http, clock, timeout_s=5, egress=LOOPBACK), clock)
-
-    assert worker(database, clock, http, webhook=slow).run_once() == DeliveryReport(
-        delivered=1, deferred=1
+    old = Receiver(free_port(), SECRET, clock).start()
+    kept = Receiver(free_port(), SECRET, clock).start()
+    new = Receiver(free_port(), SECRET, clock).start()
+    receivers.extend([old, kept, new])
+    hook = {"type": "webhook", "secret": SECRET}
+    subscription = subscribe(database, [{**hook, "url": old.url}, {**hook, "url": kept.url}])
+    enqueue(database, subscription, lane_of(subscription), 2)
+    enqueue(database, subscription, lane_of(subscription, 1), 2)
+    replacement = parse_subscription(
+        {
+            "name": subscription.name,
+            "repos": ["org/*"],
+            "cards": ["T4"],
+            # the old channel's place now holds another receiver; the kept one moved
+            "channels": [{**hook, "url": new.url}, {**hook, "url": kept.url}],
+        }
     )
-    clock.now = T0 + timedelta(seconds=60)  # the deferred row's lease is over
-    assert worker(database, clock, http).run_once() == DeliveryReport(delivered=1)
-    assert receiver.seen() == [
-        (f"{subscription.id}-1-webhook:0", 1),
-        (f"{subscription.id}-2-webhook:1", 2),
-    ]
+    with database.session() as session:
+        _, added = put_subscription(session, replacement.name, replacement.columns(), now=clock.now)
+    assert not added
+
+    assert worker(database, clock, http).run_once() == DeliveryReport(delivered=2)
+    assert old.arrivals == [] and new.arrivals == []  # position 0 is not an identity
+    assert [s for _, s in kept.seen()] == [3, 4]  # still its channel: its alerts go on
+    cancelled = rows(database, subscription, lane_of(subscription))
+    assert [(r.status, r.last_error, r.attempts) for r in cancelled] == [
+        (DeliveryStatus.DEAD_LETTER, CANCELLED, 0)
+    ] * 2
 
 
-def test_edited_subscription_dead_letters_rows_for_a_removed_channel(
+def test_a_row_for_a_channel_edited_away_behind_storage_is_cancelled_not_sent(
     database: Database, clock: Clock, http: requests.Session
 ) -> None:
     subscription = subscribe(
         database, [{"type": "webhook", "url": "http://127.0.0.1:9/", "secret": SECRET}]
     )
-    enqueue(database, subscription, "webhook:0", 1)
+    enqueue(database, subscription, lane_of(subscription), 1)
     with database.session() as session:
         update_subscription(session, subscription.name, ["org/*"], dict(subscription.spec), [])
     assert worker(database, clock, http).run_once() == DeliveryReport(dead=1)
-    [row] = rows(database, subscription, "webhook:0")
+    [row] = rows(database, subscription, lane_of(subscription))
     assert (row.status, row.last_error) == (
         DeliveryStatus.DEAD_LETTER,
-        "channel no longer configured",
+        "cancelled: the channel is no longer in the subscription",
     )
+
+
+def test_a_hanging_receiver_delays_no_other_channel(
+    database: Database, receivers: list[Receiver], http: requests.Session
+) -> None:
+    healthy = Receiver(free_port(), SECRET).start()
+    hanging = [Receiver(free_port(), SECRET, delay_s=3.0).start() for _ in range(3)]
+    receivers.extend([healthy, *hanging])
+    hook = {"type": "webhook", "secret": SECRET}
+    subscription = subscribe(database, [{**hook, "url": r.url} for r in [*hanging, healthy]])
+    for index in range(4):
+        enqueue(database, subscription, lane_of(subscription, index), 1, at=datetime.now(UTC))
+    table: dict[str, Sender] = {
+        "webhook": WebhookSender(http, lambda: datetime.now(UTC), timeout_s=2, egress=LOOPBACK)
+    }
+    deliver = DeliveryWorker(database, table, lambda: datetime.now(UTC), RetryPolicy())
+    started = time.monotonic()
+    deliver.dispatch()
+    while not healthy.arrivals and time.monotonic() - started < 5:
+        time.sleep(0.01)
+    assert len(healthy.arrivals) == 1
+    assert time.monotonic() - started < 1.0  # not behind three 2 s timeouts
+    assert deliver.run_once() == DeliveryReport(delivered=1, retried=3)
+    deliver.close()
 
 
 def test_apprise_json_url_posts_the_summary_to_a_local_receiver(
@@ -356,7 +437,7 @@ def test_apprise_json_url_posts_the_summary_to_a_local_receiver(
     receivers.append(receiver)
     url = f"json://127.0.0.1:{receiver.port}/apprise/inbox"
     subscription = subscribe(database, [{"type": "apprise", "url": url}])
-    enqueue(database, subscription, "apprise:0", 2)
+    enqueue(database, subscription, lane_of(subscription), 2)
 
     assert worker(database, clock, http).run_once() == DeliveryReport(delivered=2)
     assert [a.path for a in receiver.arrivals] == ["/apprise/inbox"] * 2
@@ -376,11 +457,11 @@ def test_apprise_failures_retry_and_unknown_urls_dead_letter(
             {"type": "apprise", "url": "no-such-service://token@host"},
         ],
     )
-    enqueue(database, subscription, "apprise:0", 1)
-    enqueue(database, subscription, "apprise:1", 1)
+    enqueue(database, subscription, lane_of(subscription), 1)
+    enqueue(database, subscription, lane_of(subscription, 1), 1)
     assert worker(database, clock, http).run_once() == DeliveryReport(retried=1, dead=1)
-    [down] = rows(database, subscription, "apprise:0")
-    [unknown] = rows(database, subscription, "apprise:1")
+    [down] = rows(database, subscription, lane_of(subscription))
+    [unknown] = rows(database, subscription, lane_of(subscription, 1))
     assert (down.last_error, down.next_attempt_at) == (
         "the notification service did not accept it",
         T0 + timedelta(seconds=30),
@@ -443,7 +524,7 @@ def a_delivery() -> Delivery:
         id=1,
         subscription_id=7,
         sequence=3,
-        channel="webhook:0",
+        channel="webhook:3f2a5c0e9b1d4a67",
         event_key="alert-1",
         payload=alert(1),
         status=DeliveryStatus.PENDING,

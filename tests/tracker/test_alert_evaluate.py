@@ -28,6 +28,7 @@ from storage import (
     Revision,
     Severity,
     add_subscription,
+    channel_key,
     deliveries,
     put_advisory,
     put_blob,
@@ -370,8 +371,8 @@ def test_each_configured_channel_gets_its_own_row_beside_the_feed(database: Data
 
     assert [(d.channel, d.sequence) for d in queued] == [
         ("feed", 1),
-        ("webhook:0", 2),
-        ("apprise:1", 3),
+        (channel_key("webhook", "https://hooks.example.org/a"), 2),  # by identity, not place
+        (channel_key("apprise", "discord://id/token"), 3),
     ]
     assert {d.event_key for d in queued} == {f"{REPO}@{LONGER}/fit"}
     assert queued[0].payload == queued[1].payload == queued[2].payload

@@ -25,7 +25,14 @@ from pathlib import Path
 import pytest
 import requests
 
-from storage import Database, DeliveryStatus, add_subscription, deliveries, enqueue_delivery
+from storage import (
+    Database,
+    DeliveryStatus,
+    add_subscription,
+    channel_key,
+    deliveries,
+    enqueue_delivery,
+)
 from storage import subscriptions as stored_subscriptions
 from storage.records import Delivery
 from tests.fixtures.hostile_hosts import PUBLIC_ADDRESSES, REFUSED_HOSTS
@@ -463,7 +470,8 @@ def test_apprise_json_to_loopback_dead_letters_without_the_allow_list_and_arrive
     def alert_then_drain(key: str, egress: Egress) -> None:
         with database.session() as session:
             payload = {"summary": f"{key}: T4 no longer fits"}
-            enqueue_delivery(session, record.id, "apprise:0", key, payload, now=T0)
+            channel = channel_key("apprise", spec.channels[0].url)
+            enqueue_delivery(session, record.id, channel, key, payload, now=T0)
         senders: dict[str, Sender] = {"apprise": AppriseSender(egress), "feed": FeedSender()}
         DeliveryWorker(database, senders, lambda: T0, RetryPolicy()).run_once()
 

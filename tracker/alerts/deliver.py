@@ -1,22 +1,27 @@
-"""Draining the alert outbox: claim, send outside any transaction, record, retry with backoff.
+"""Draining the alert outbox: one lane per channel, lanes side by side, each in order.
 
-One round of ``DeliveryWorker.run_once``:
+A lane is one (subscription, channel): storage makes only the oldest pending
+row of a lane due, so a lane is sent strictly in sequence order. Lanes run
+concurrently on a thread pool, so a receiver that hangs for its whole
+timeout holds back its own lane and nobody else's. One lane's work:
 
-1. claim due rows in one short transaction and commit it (the claim counts an
-   attempt and hides each row for ``lease_s``), so no lock or connection is
-   held while a receiver is slow;
-2. push each row through the sender of its channel kind, outside any
-   transaction;
+1. claim its due row in one short transaction and commit it (the claim
+   counts an attempt and hides the row for ``lease_s``), so no lock or
+   connection is held while a receiver is slow;
+2. push it through the sender of its channel kind, outside any transaction;
 3. record success or failure in a new transaction: a retryable failure comes
-   back after the policy's backoff, a permanent one (or one past the give-up
-   horizon) becomes a dead letter.
+   back after the policy's backoff, a permanent one (or one whose own
+   attempts have used up the give-up horizon) becomes a dead letter; after a
+   success the lane claims its next row at once, so a receiver that comes
+   back drains its backlog without waiting for a tick.
 
-A worker that dies between 1 and 3 leaves its rows to come back when the
-lease runs out; if it died after the POST, the receiver sees the same
-``X-Neurarch-Delivery`` id again and can drop it. Storage makes only the
-oldest pending row of each (subscription, channel) due, so alerts arrive in
-sequence order per channel; the round claims again after each batch until
-nothing is due, so a receiver that comes back drains its backlog in one round.
+``dispatch`` starts lanes for every channel with a due row and returns at
+once (the daemon's tick); ``run_once`` also waits for them (tests, scripts).
+Rows are claimed only for free pool threads, so a claimed row is sent
+straight away, well inside its lease. A worker that dies between 1 and 3
+leaves its row to come back when the lease runs out; if it died after the
+POST, the receiver sees the same ``X-Neurarch-Delivery`` id again and can
+drop it.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -33,6 +40,7 @@ from storage import (
     Database,
     Delivery,
     Subscription,
+    channel_key,
     claim_due_deliveries,
     record_delivery_failure,
     record_delivery_success,
@@ -43,7 +51,7 @@ from tracker.alerts.spec import CHANNEL_KINDS, Channel
 from tracker.errors import TrackerError
 
 FEED_CHANNEL: Final = "feed"
-GONE_CHANNEL: Final = "channel no longer configured"
+GONE_CHANNEL: Final = "cancelled: the channel is no longer in the subscription"
 GONE_SUBSCRIPTION: Final = "subscription no longer exists"
 
 log = logging.getLogger(__name__)
@@ -65,10 +73,10 @@ class RetryPolicyError(TrackerError, ValueError):
 class RetryPolicy:
     """Exponential backoff: 30 s, 60 s, 120 s ... capped at an hour, given up after a day.
 
-    The horizon counts from when the alert was queued, not from the first
-    failure, so an alert is never delivered more than ``give_up_after_s``
-    late: past that, news about a revision is stale and goes to the dead
-    letters, where it stays visible.
+    The horizon counts the row's own retries (the backoff its failures have
+    scheduled so far), not the time since it was queued: rows queued behind a
+    failing one wait their turn without that wait counting against them, so a
+    receiver that recovers receives every alert it missed.
     """
 
     base_s: float = 30
@@ -94,26 +102,29 @@ class RetryPolicy:
             return float(self.max_delay_s)  # before factor**exponent can overflow
         return float(min(self.base_s * self.factor**exponent, self.max_delay_s))
 
-    def next_attempt(self, created_at: datetime, attempts: int, now: datetime) -> datetime | None:
+    def waited_s(self, attempts: int) -> float:
+        """The backoff ``attempts`` failures schedule in all (the row's own retry time)."""
+        return sum(self.delay_s(n) for n in range(1, attempts + 1))
+
+    def next_attempt(self, attempts: int, now: datetime) -> datetime | None:
         """When to try again after ``attempts`` failures, or None to give up."""
-        retry_at = now + timedelta(seconds=self.delay_s(attempts))
-        if retry_at > created_at + timedelta(seconds=self.give_up_after_s):
+        if self.waited_s(attempts) > self.give_up_after_s:
             return None
-        return retry_at
+        return now + timedelta(seconds=self.delay_s(attempts))
 
 
 @dataclass(frozen=True)
 class DeliveryReport:
-    """What one round did: rows delivered, rows scheduled for a retry, rows dead-lettered.
-
-    ``deferred`` counts claimed rows left to their lease because the round
-    ran out of lease time before reaching them (see ``DeliveryWorker``).
-    """
+    """What lanes did: rows delivered, rows scheduled for a retry, rows dead-lettered."""
 
     delivered: int = 0
     retried: int = 0
     dead: int = 0
-    deferred: int = 0
+
+    def __add__(self, other: DeliveryReport) -> DeliveryReport:
+        return DeliveryReport(
+            self.delivered + other.delivered, self.retried + other.retried, self.dead + other.dead
+        )
 
 
 @dataclass(frozen=True)
@@ -129,10 +140,9 @@ class DeliveryWorker:
     """Drains the outbox through ``senders`` (keyed "webhook", "apprise", "feed").
 
     Any number of workers, in any number of processes, may share one
-    database: claims are row leases. A claimed row is only sent while at least
-    half its lease is left, so a slow receiver early in a batch cannot make
-    a later row's lease run out mid-send (which would let another worker
-    claim and send it too); rows not reached come back when their lease ends.
+    database: claims are row leases. ``lanes`` is how many channels are sent
+    to at once (pool threads); a lane's row is claimed only when a thread is
+    free to send it.
     """
 
     def __init__(
@@ -143,38 +153,97 @@ class DeliveryWorker:
         policy: RetryPolicy | None = None,
         lease_s: float = 60,
         batch: int = 50,
+        lanes: int = 16,
     ) -> None:
-        if lease_s <= 0 or batch < 1:
-            raise ValueError(f"lease_s ({lease_s}) must be > 0 and batch ({batch}) >= 1")
+        if lease_s <= 0 or batch < 1 or lanes < 1:
+            raise ValueError(
+                f"lease_s ({lease_s}) must be > 0, batch ({batch}) and lanes ({lanes}) >= 1"
+            )
         self.database = database
         self.senders = dict(senders)
         self.clock = clock
         self.policy = policy or RetryPolicy()
         self.lease_s = lease_s
         self.batch = batch
+        self._pool = ThreadPoolExecutor(lanes, thread_name_prefix="alert-lane")
+        self._lanes = lanes
+        self._lock = threading.Lock()
+        self._running: dict[tuple[int, str], Future[DeliveryReport]] = {}
+        self._done = DeliveryReport()
 
     def run_once(self) -> DeliveryReport:
-        """Claim and send until nothing is due or ``batch`` rows were claimed."""
-        delivered = retried = dead = deferred = handled = 0
-        while handled < self.batch:
-            claimed_at = self.clock()
-            claimed, targets = self._claim(claimed_at, self.batch - handled)
+        """Send until nothing is due (or ``batch`` rows per lane), lanes side by side; wait."""
+        while True:
+            started = self._start_lanes()
+            with self._lock:
+                running = list(self._running.values())
+            if not started and not running:
+                break
+            wait(running)
+            self._collect()
+        return self.dispatch_report()
+
+    def dispatch(self) -> DeliveryReport:
+        """Start lanes for the channels with a due row and return at once.
+
+        The report is what lanes finished since the last call: a lane still
+        waiting on a slow receiver is counted when it finishes.
+        """
+        self._collect()
+        self._start_lanes()
+        return self.dispatch_report()
+
+    def dispatch_report(self) -> DeliveryReport:
+        """What finished lanes did since the last report (and forget it)."""
+        self._collect()
+        with self._lock:
+            report, self._done = self._done, DeliveryReport()
+        return report
+
+    def close(self) -> None:
+        """Stop taking lanes; wait for the rows being sent (each bounded by its timeout)."""
+        self._pool.shutdown(wait=True)
+
+    def _start_lanes(self) -> int:
+        with self._lock:
+            free = self._lanes - len(self._running)
+        if free <= 0:
+            return 0
+        claimed, targets = self._claim(self.clock(), free)
+        with self._lock:
+            for delivery in claimed:
+                lane = (delivery.subscription_id, delivery.channel)
+                self._running[lane] = self._pool.submit(self._lane, delivery, targets[delivery.id])
+        return len(claimed)
+
+    def _collect(self) -> None:
+        with self._lock:
+            finished = [lane for lane, future in self._running.items() if future.done()]
+            for lane in finished:
+                self._done = self._done + self._running.pop(lane).result()
+
+    def _lane(self, delivery: Delivery, target: _Target) -> DeliveryReport:
+        """Send a lane's rows in order, while they succeed and are due (``batch`` at most)."""
+        report = DeliveryReport()
+        lane = (delivery.subscription_id, delivery.channel)
+        for _ in range(self.batch):
+            outcome = self._deliver(delivery, target)
+            report = report + DeliveryReport(
+                outcome == "delivered", outcome == "retried", outcome == "dead"
+            )
+            if outcome != "delivered":
+                break
+            claimed, targets = self._claim(self.clock(), 1, lane)
             if not claimed:
                 break
-            handled += len(claimed)
-            for delivery in claimed:
-                if self.clock() - claimed_at > timedelta(seconds=self.lease_s / 2):
-                    deferred += 1
-                    continue
-                outcome = self._deliver(delivery, targets[delivery.id])
-                delivered += outcome == "delivered"
-                retried += outcome == "retried"
-                dead += outcome == "dead"
-        return DeliveryReport(delivered=delivered, retried=retried, dead=dead, deferred=deferred)
+            delivery, target = claimed[0], targets[claimed[0].id]
+        return report
 
-    def _claim(self, now: datetime, limit: int) -> tuple[list[Delivery], dict[int, _Target]]:
+    def _claim(
+        self, now: datetime, limit: int, lane: tuple[int, str] | None = None
+    ) -> tuple[list[Delivery], dict[int, _Target]]:
         with self.database.session() as session:
-            claimed = claim_due_deliveries(session, now, limit, self.lease_s)
+            claimed = claim_due_deliveries(session, now, limit, self.lease_s, lane=lane)
             if not claimed:
                 return [], {}
             by_id = subscriptions_by_id(session, [d.subscription_id for d in claimed])
@@ -183,10 +252,10 @@ class DeliveryWorker:
     def _target(self, delivery: Delivery, subscription: Subscription | None) -> _Target:
         if subscription is None:
             return _Target(None, None, GONE_SUBSCRIPTION)
-        kind, _, index = delivery.channel.partition(":")
+        kind = delivery.channel.partition(":")[0]
         channel: Channel | None = None
         if kind != FEED_CHANNEL:
-            channel = _configured_channel(subscription, kind, index)
+            channel = _configured_channel(subscription, delivery.channel)
             if channel is None:
                 return _Target(None, None, GONE_CHANNEL)
         sender = self.senders.get(kind)
@@ -212,7 +281,7 @@ class DeliveryWorker:
         now = self.clock()
         retry_at = None
         if not permanent:
-            retry_at = self.policy.next_attempt(delivery.created_at, delivery.attempts, now)
+            retry_at = self.policy.next_attempt(delivery.attempts, now)
             if retry_at is None:
                 message = f"{message} (gave up after {delivery.attempts} attempts)"
         with self.database.session() as session:
@@ -236,17 +305,19 @@ class DeliveryWorker:
         return "dead"
 
 
-def _configured_channel(subscription: Subscription, kind: str, index: str) -> Channel | None:
-    """``spec.channels[index]`` if it still exists and is still of ``kind``."""
-    if kind not in CHANNEL_KINDS or not index.isdigit():
-        return None
-    position = int(index)
-    if position >= len(subscription.channels):
-        return None
-    stored = subscription.channels[position]
-    url, secret = stored.get("url"), stored.get("secret")
-    if stored.get("type") != kind or not isinstance(url, str):
-        return None
-    if kind == "webhook":
-        return Channel("webhook", url, secret if isinstance(secret, str) else None)
-    return Channel("apprise", url)
+def _configured_channel(subscription: Subscription, key: str) -> Channel | None:
+    """The subscription's channel whose identity is ``key`` (``storage.channel_key``), if listed.
+
+    Never a channel by position: after a replace, a row queued for a channel
+    the subscription no longer lists matches nothing and is not sent.
+    """
+    for stored in subscription.channels:
+        kind, url, secret = stored.get("type"), stored.get("url"), stored.get("secret")
+        if kind not in CHANNEL_KINDS or not isinstance(url, str):
+            continue
+        if channel_key(str(kind), url) != key:
+            continue
+        if kind == "webhook":
+            return Channel("webhook", url, secret if isinstance(secret, str) else None)
+        return Channel("apprise", url)
+    return None

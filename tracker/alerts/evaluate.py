@@ -33,7 +33,7 @@ from typing import Final, Literal
 from sqlalchemy.orm import Session
 
 from estimator.errors import EstimateError
-from storage import Delivery, enqueue_delivery, subscriptions
+from storage import Delivery, channel_key, enqueue_delivery, subscriptions
 from storage.records import (
     Change,
     JsonValue,
@@ -192,7 +192,7 @@ def enqueue_alerts(
         alerts = evaluate(
             spec, repo_id, sha, previous.revision.sha, old_side, new_side, outcome.changes, plans
         )
-        channels = [FEED_CHANNEL] + [f"{c.kind}:{i}" for i, c in enumerate(spec.channels)]
+        channels = [FEED_CHANNEL] + [channel_key(c.kind, c.url) for c in spec.channels]
         for alert in alerts:
             payload = {
                 **alert.payload,

@@ -6,7 +6,10 @@ import the tracker) stores the same ``columns()`` with the same storage
 functions, so a subscription is written the same way whichever door it came
 in by. A name is a subscription's identity: saving a
 spec under a stored name replaces what that subscription asks for (and
-reactivates it) while its outbox history and sequence counter stay.
+reactivates it) while its outbox history and sequence counter stay; its
+queued alerts for channels the new spec no longer lists are cancelled
+(storage.outbox.cancel_unlisted_channels), the others go on to the same
+channel, which a row names by identity (``storage.channel_key``).
 """
 
 from __future__ import annotations

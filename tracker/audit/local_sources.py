@@ -31,7 +31,7 @@ from huggingface_hub.errors import CacheNotFound, CorruptedCacheException
 
 from tracker.audit.pins import AuditInputError, Origin, Pin
 from tracker.errors import RepoIdError
-from tracker.repo_id import validate_repo_id
+from tracker.repo_id import parse_repo_ref
 
 MAX_SOURCE_BYTES = 2 * 2**20
 SKIPPED_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", "build"})
@@ -99,9 +99,12 @@ def _pins_of_call(call: ast.Call, path: Path) -> list[Pin]:
     if repo is None:
         return []
     try:
-        repo_id = validate_repo_id(repo)
+        ref = parse_repo_ref(repo)  # a legacy "gpt2" too: resolved by the Hub before the audit
     except RepoIdError:
         return []
+    if ref.revision is not None:
+        return []
+    repo_id = ref.repo_id
     revision = _literal(_argument(call, None, "revision"))
     pins = [Pin(repo_id, revision, Origin(f"{name}()", path, call.lineno))]
     for extra in EXTRA_REVISIONS:

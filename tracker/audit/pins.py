@@ -17,15 +17,15 @@ seq_len, precision, optimizer, grad_checkpointing, lora_rank, gpus ...).
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from estimator import Workload, card
 from estimator.errors import EstimateError
 from tracker.errors import RepoIdError, TrackerError
-from tracker.repo_id import validate_repo_id
+from tracker.repo_id import parse_repo_ref
 
 MAX_LOCK_BYTES = 4 * 2**20
 LOCK_KEYS = frozenset({"repo", "revision", "workload", "cards"})
@@ -65,10 +65,36 @@ class Pin:
         return f"{self.repo_id}@{self.revision}" if self.revision else self.repo_id
 
 
-def pin_from_argument(text: str) -> Pin:
-    """``ORG/NAME`` or ``ORG/NAME@REV`` as typed on the command line."""
-    repo_id, _, revision = text.partition("@")
-    return Pin(repo_pin_id(repo_id, text), revision or None, Origin("command line"))
+def pin_from_argument(text: str, endpoint: str | None = None) -> Pin:
+    """``ORG/NAME[@REV]``, a legacy ``NAME[@REV]``, ``hf://...`` or a model page URL, as typed."""
+    try:
+        ref = parse_repo_ref(text, endpoint)
+    except RepoIdError as exc:
+        raise AuditInputError(f"{text}: {exc}") from exc
+    return Pin(ref.repo_id, ref.revision, Origin("command line"))
+
+
+def canonical_pins(pins: Sequence[Pin], resolve: Callable[[str], str | None]) -> list[Pin]:
+    """``pins`` with legacy ids (``gpt2``) under the ORG/NAME ``resolve`` gets from the Hub.
+
+    ``resolve`` answers None for an id the Hub does not know: a name found in
+    source may be a local directory (``from_pretrained("checkpoints")``), so
+    that pin is left out; typed or locked, it is an error naming it.
+    """
+    resolved: dict[str, str | None] = {}
+    kept: list[Pin] = []
+    for pin in pins:
+        if "/" in pin.repo_id:
+            kept.append(pin)
+            continue
+        if pin.repo_id not in resolved:
+            resolved[pin.repo_id] = resolve(pin.repo_id)
+        repo_id = resolved[pin.repo_id]
+        if repo_id is not None:
+            kept.append(replace(pin, repo_id=repo_id))
+        elif pin.origin.where in ("command line", "lock file"):
+            raise AuditInputError(f"{pin.origin}: the Hub knows no repo {pin.repo_id!r}")
+    return kept
 
 
 def pins_from_lock_file(path: Path) -> list[Pin]:
@@ -173,15 +199,19 @@ def _model_lines(path: Path) -> Sequence[int]:
 def repo_pin_id(repo_id: str, where: str) -> str:
     """A lock file's repo id, checked against the Hub's naming rule; names where it was."""
     try:
-        return validate_repo_id(repo_id)
+        ref = parse_repo_ref(repo_id)
     except RepoIdError as exc:
         raise AuditInputError(f"{where}: {exc}") from exc
+    if ref.revision is not None:
+        raise AuditInputError(f"{where}: give the revision as 'revision', not in 'repo'")
+    return ref.repo_id
 
 
 __all__ = [
     "AuditInputError",
     "Origin",
     "Pin",
+    "canonical_pins",
     "card_names",
     "pin_from_argument",
     "pins_from_lock_file",

@@ -182,12 +182,14 @@ def audit(pins: list[Pin], args: argparse.Namespace, settings: Settings) -> list
     from tracker.audit.fix import choose_moves, rewrite_locks
     from tracker.audit.history import FirstKnown, HubHistory
     from tracker.audit.ignore import apply_ignores
+    from tracker.audit.pins import canonical_pins
     from tracker.audit.remote import add_remote_code_findings
     from tracker.hub import Hub
     from tracker.local_database import existing_database
     from tracker.plan_fetch import fetch_inputs
 
     hub = Hub.from_settings(settings)
+    pins = canonical_pins(pins, hub.known_id)
     with existing_database(settings.storage.database_url) as database:
         source: AdvisorySource
         if args.server is not None:

@@ -18,21 +18,31 @@ HELP = "changes between two recorded revisions (OLD must not be newer than NEW)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("repo", metavar="REPO", help="model repo id, ORG/NAME")
-    parser.add_argument("old", metavar="OLD", help="older revision (sha or unique prefix)")
-    parser.add_argument("new", metavar="NEW", help="newer revision (sha or unique prefix)")
+    parser.add_argument(
+        "repo",
+        metavar="REPO",
+        help="model repo: ORG/NAME, a legacy id, hf://ORG/NAME or its page URL",
+    )
+    parser.add_argument("old", metavar="OLD", help="older revision (sha, unique prefix or main)")
+    parser.add_argument(
+        "new",
+        metavar="NEW",
+        help="newer revision (sha, unique prefix or main: the newest recorded)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.commands.local_daemon import ask
     from tracker.commands.render import diff_text, json_text
+    from tracker.commands.repo_arg import repo_argument
 
-    document = ask(settings, NAME, {"repo": args.repo, "old": args.old, "new": args.new})
+    repo, _ = repo_argument(args.repo, settings)
+    document = ask(settings, NAME, {"repo": repo, "old": args.old, "new": args.new})
     if document is None:  # no daemon here answers: read storage
         from tracker.commands.documents import diff_document
         from tracker.commands.reading import read_storage
 
-        document = read_storage(settings, diff_document, args.repo, args.old, args.new)
+        document = read_storage(settings, diff_document, repo, args.old, args.new)
     print(json_text(document) if args.json else diff_text(document), end="")
     return 1 if document["changes"] else 0

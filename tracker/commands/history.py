@@ -11,19 +11,25 @@ HELP = "list a repo's recorded revisions, newest first, and their changes"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("repo", metavar="REPO", help="model repo id, ORG/NAME")
+    parser.add_argument(
+        "repo",
+        metavar="REPO",
+        help="model repo: ORG/NAME, a legacy id, hf://ORG/NAME or its page URL",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (newest first)")
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.commands.local_daemon import ask
     from tracker.commands.render import history_text, json_text
+    from tracker.commands.repo_arg import repo_argument
 
-    entries = ask(settings, NAME, {"repo": args.repo})
+    repo, _ = repo_argument(args.repo, settings)
+    entries = ask(settings, NAME, {"repo": repo})
     if entries is None:  # no daemon here answers: read storage
         from tracker.commands.documents import history_document
         from tracker.commands.reading import read_storage
 
-        entries = read_storage(settings, history_document, args.repo)
+        entries = read_storage(settings, history_document, repo)
     print(json_text(entries) if args.json else history_text(entries), end="")
     return 0

@@ -13,7 +13,11 @@ HELP = "follow a repo (and record its history with --backfill)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("repo", metavar="REPO", help="model repo id, ORG/NAME")
+    parser.add_argument(
+        "repo",
+        metavar="REPO",
+        help="model repo: ORG/NAME, a legacy id, hf://ORG/NAME or its page URL",
+    )
     parser.add_argument(
         "--backfill",
         action="store_true",
@@ -24,15 +28,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.backfill import backfill
     from tracker.commands.common import open_storage, user_errors
+    from tracker.commands.repo_arg import repo_argument
     from tracker.daemon import revision_publishers
     from tracker.hub import Hub
     from tracker.progress import Progress
     from tracker.repo_id import validate_repo_id
+    from tracker.retry import INTERACTIVE, Retrying
 
     with user_errors():
-        repo_id = validate_repo_id(args.repo)
+        repo_id = validate_repo_id(repo_argument(args.repo, settings)[0])
         with open_storage(settings) as database:
-            hub = Hub.from_settings(settings)
+            hub = Hub.from_settings(settings, Retrying(INTERACTIVE))
             # Without --backfill only the head is recorded (against its parent, read from the
             # Hub); the daemon's first check records the history before it.
             progress = Progress(sys.stderr, repos_total=1) if args.backfill else None

@@ -17,11 +17,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from storage import untrack
     from tracker.commands.common import open_storage, user_errors
+    from tracker.commands.repo_arg import repo_argument
     from tracker.errors import NotTracked
     from tracker.repo_id import validate_repo_id
 
     with user_errors():
-        repo_id = validate_repo_id(args.repo)
+        repo_id = validate_repo_id(repo_argument(args.repo, settings)[0])
         with open_storage(settings) as database:
             with database.session() as session:
                 was_tracked = untrack(session, repo_id)
