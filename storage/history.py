@@ -229,6 +229,19 @@ def plan_at(session: Session, repo_id: str, sha: str) -> dict[str, Any] | None:
     return None if estimate is None else dict(estimate.plan)
 
 
+def place_on_main(session: Session, repo_id: str, main_shas: Sequence[str]) -> None:
+    """Renumber the recorded revisions by their index in ``main_shas`` (oldest first).
+
+    A walk that records revisions whose child was recorded first (``track`` records
+    a head alone, the daemon's first check then records the history under it) places
+    each on the way by its parent; this puts the whole chain back in main's order once
+    the walk is done.
+    """
+    repo_pk = repo_row(session, repo_id).id
+    rows = session.scalars(select(RevisionRow).where(RevisionRow.repo_pk == repo_pk)).all()
+    _renumbered(session, rows, main_shas)
+
+
 def mark_missing_revisions(
     session: Session, repo_id: str, main_shas: Collection[str], *, at: datetime | None = None
 ) -> list[str]:

@@ -25,6 +25,7 @@ from storage import (
     has_revision,
     latest_revision,
     mark_missing_revisions,
+    place_on_main,
     snapshot_at,
 )
 from storage.records import Change, Revision
@@ -91,6 +92,9 @@ def backfill(
             published += found.advisory is not None
         if progress is not None:
             progress.revision_done()
+    if recorded:
+        with database.session() as session:
+            place_on_main(session, repo_id, [r.sha for r in history])
     if progress is not None:
         progress.repo_done()
     return BackfillReport(

@@ -25,7 +25,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from storage import Database, RepoStatus, StorageError
+from storage import Database, RepoStatus, StorageError, place_on_main
 from storage.records import Revision
 from tracker.diff.revision import Parsed
 from tracker.discovery import HeadInfo, HeadProbe
@@ -190,6 +190,8 @@ class Worker:
             if self.stop.is_set():
                 raise Stopping
             self._record(claim, revision, cache, listed)
+        with self.database.session() as session:
+            place_on_main(session, claim.repo_id, [r.sha for r in history])
         return history[-1].sha
 
     def _record(

@@ -41,6 +41,6 @@ def test_track_then_a_real_serve_publishes_no_removal_advisory(
     assert len(recorded) == len(shas) - 1
     shown = person.run("history", MISTRAL)
     assert shown.code == 0
-    assert "removed" not in shown.out
+    assert "config.json removed" not in shown.out and "tensors removed" not in shown.out
     audited = person.run("audit", f"{MISTRAL}@{shas[0][:12]}")
     assert (audited.code, audited.out.count("x_NEURARCH-")) == (1, 5)
