@@ -10,7 +10,6 @@ here: the estimator receives the parsed ``Stack`` and does no I/O.
 from __future__ import annotations
 
 import argparse
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -43,6 +42,8 @@ def stack_from(args: argparse.Namespace) -> Stack | None:
         return None
     try:
         if spec == ENVIRONMENT:
+            from importlib import metadata  # 20-50 ms of imports, for this flag alone
+
             return stack_of(
                 (d.metadata["Name"], d.version)
                 for d in metadata.distributions()
