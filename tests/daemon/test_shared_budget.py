@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 import threading
 import time
 from bisect import bisect_left
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 
 from storage import Database, open_database
+from tests.daemon.conftest import track_all
+from tracker.daemon import Daemon
 from tracker.errors import ConfigFileError
-from tracker.hub_budget import HubBudget, SharedBudget, budget_key, schedule_lag
+from tracker.hub_budget import HubBudget, budget_key, schedule_lag
 from tracker.ratelimit import RateLimiter
+from tracker.settings import Settings
+from tracker.shared_budget import SharedBudget
 
 KEY = budget_key("http://127.0.0.1:1", "hf_secret_token")
 
@@ -153,3 +163,26 @@ def test_the_schedule_lag_when_the_budget_cannot_cover_the_interval() -> None:
     assert schedule_lag(1000, 3600.0, 1.0, rate) == 0.0
     # 100,000 repos at one request each take 30,000 s at 3.3/s: 26,400 s late per round
     assert schedule_lag(100_000, 3600.0, 1.0, rate) == pytest.approx(100_000 / rate - 3600)
+
+
+def test_the_daemon_reports_the_schedule_lag_when_the_budget_is_short(
+    database: Database, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """100 repos every minute at 18 requests a minute: a round takes 333 s, 273 s late."""
+    settings = Settings.in_dir(tmp_path)
+    config = replace(settings.daemon, interval_s=60.0, hub_budget=HubBudget.parse("20/1m", "x"))
+    track_all(database, [f"org/model-{n}" for n in range(100)])
+    daemon = Daemon(settings=settings, config=config, database=database)
+    with caplog.at_level(logging.WARNING, logger="neurarch.daemon"):
+        limiter = daemon.rate_limiter()
+    assert limiter.acquire() == 0.0  # a token of the shared budget, at once
+    report = daemon.health()["hub_budget"]
+    assert report["tracked"] == 100 and report["requests_per_check"] == 1.0
+    assert report["schedule_lag_s"] == pytest.approx(100 / 0.3 - 60, rel=1e-6)
+    scraped = generate_latest(daemon.metrics.registry).decode()
+    lag = re.search(r"^neurarch_schedule_budget_lag_seconds (\S+)$", scraped, re.MULTILINE)
+    assert lag is not None and float(lag[1]) == pytest.approx(100 / 0.3 - 60, rel=1e-6)
+    assert "neurarch_hub_budget_requests_per_second 0.3" in scraped
+    warned = [json.loads(r.getMessage()) for r in caplog.records]
+    assert [w["event"] for w in warned] == ["hub_budget_short"]
+    assert warned[0]["schedule_lag_s"] == pytest.approx(273.3, abs=0.1)
