@@ -91,7 +91,7 @@ def test_plan_of_a_local_config_imports_only_what_that_plan_needs(tmp_path: Path
     )
     tops = {name.split(".")[0] for name in loaded}
     assert sorted(tops & {"sqlalchemy", "fastapi", "huggingface_hub", "storage", "feeds"}) == []
-    # no configuration is read for a local file, and no engine, delta or other family
+    # no configuration is read for a local file, and no engine, delta, stack table or other family
     # is imported for a plan that asks for none
     unwanted = {
         "tracker.settings",
@@ -101,6 +101,7 @@ def test_plan_of_a_local_config_imports_only_what_that_plan_needs(tmp_path: Path
         "tracker.exact_parameters",
         "estimator.deltas",
         "estimator.engine_cards",
+        "estimator.stacks",
         "estimator.engines.simulate",
         "estimator.engines.vllm",
         "estimator.engines.sglang",

@@ -267,9 +267,11 @@ def load_source(source: Path) -> tuple[Any, WeightManifest | None]:
 def workload_from(args: argparse.Namespace, config: Any = None) -> Workload:
     """The Workload of the flags: the recipe's defaults (``--recipe``, or the training
     library ``--stack`` names), the stack's versions over them, then every flag given.
-    ``config`` gives the model_type a few mechanisms are limited to."""
-    from estimator.stacks import Stack, apply_stack
+    ``config`` gives the model_type a few mechanisms are limited to.
 
+    Without ``--stack`` no mechanism holds and no library implies a recipe, so
+    the recipe's defaults under the flags are the whole Workload: the stack
+    tables (their modules and data) are read only for a stack."""
     explicit: dict[str, object] = {
         field: value
         for field, value in (
@@ -304,11 +306,25 @@ def workload_from(args: argparse.Namespace, config: Any = None) -> Workload:
         targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
         explicit["lora_targets"] = targets or ("all-linear",)
     model_type = config.get("model_type") if isinstance(config, dict) else None
+    stack = stack_from(args)
+    if stack is None:
+        from estimator.recipes import apply_recipe
+
+        return apply_recipe(args.recipe, **explicit, **placement_of(args))
+    from estimator.stacks import apply_stack
+
     return apply_stack(
-        stack_from(args) or Stack(),
+        stack,
         args.recipe,
         model_type if isinstance(model_type, str) else None,
         **explicit,
+        **placement_of(args),
+    )
+
+
+def placement_of(args: argparse.Namespace) -> dict[str, object]:
+    """The placement flags (card, GPUs, parallelism, offload), passed as given."""
+    return dict(
         serve_weights=args.serve_weights,
         card=args.card,
         gpus=args.gpus,
