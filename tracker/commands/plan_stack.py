@@ -35,11 +35,11 @@ def add_stack_argument(parser: argparse.ArgumentParser) -> None:
 
 def stack_from(args: argparse.Namespace) -> Stack | None:
     """The parsed stack of ``--stack``; None without the flag."""
-    from estimator.stacks import StackError, parse_lock, parse_requirements, parse_stack, stack_of
-
     spec: str | None = getattr(args, "stack", None)
     if spec is None:
         return None
+    from estimator.stacks import StackError, parse_lock, parse_requirements, parse_stack, stack_of
+
     try:
         if spec == ENVIRONMENT:
             from importlib import metadata  # 20-50 ms of imports, for this flag alone
