@@ -13,24 +13,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from estimator.architecture import Architecture
 from estimator.cards import Card, all_cards, card
 from estimator.cost import Cost, estimate_cost
-from estimator.engine_cards import CardEngineVerdict, on_every_card
-from estimator.engines import EngineRequest, EngineVerdict, simulate_engine
 from estimator.errors import ConfigError, EstimateError, PlanJsonError
 from estimator.families import ExactParameters, describe
 from estimator.fit import CardFit, MethodFit, fit_cards
 from estimator.manifest import ManifestComparison, WeightManifest, compare
 from estimator.memory import MemoryEstimate, evaluate, method_models, split_parameters
 from estimator.memory.lora import resolve_targets
-from estimator.stacks import engine_version
 from estimator.stored_quantization import engine_request, serving_workload, stored_quantization
 from estimator.structure import Structure, layout
 from estimator.verifier import Context, Finding, rules, verify
 from estimator.workload import Workload
+
+if TYPE_CHECKING:
+    # The engine models and the stack tables load only for a plan that asks for an
+    # engine (or a document that holds one): a plain plan never needs them.
+    from estimator.engine_cards import CardEngineVerdict
+    from estimator.engines import EngineRequest, EngineVerdict
+    from estimator.memory.states import ParameterSplit
 
 _DERIVED_PARAMETERS: Final = ("checkpoint_scalars", "checkpoint")
 
@@ -135,11 +139,22 @@ def _plan_from_json(d: Mapping[str, Any]) -> Plan:
         costs=tuple(_cost_from_json(c) for c in d.get("costs", ())),
         findings=tuple(Finding(**f) for f in d["findings"]),
         assumptions=tuple(d["assumptions"]),
-        engine=EngineVerdict.from_json(d["serving"]["engine"]) if "serving" in d else None,
-        engine_cards=tuple(
-            CardEngineVerdict.from_json(c) for c in d.get("serving", {}).get("cards", ())
-        ),
+        **_serving_from_json(d),
     )
+
+
+def _serving_from_json(d: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine fields of a document that holds a ``serving`` section (none: defaults)."""
+    if "serving" not in d:
+        return {}
+    from estimator.engine_cards import CardEngineVerdict
+    from estimator.engines import EngineVerdict
+
+    serving = d["serving"]
+    return {
+        "engine": EngineVerdict.from_json(serving["engine"]),
+        "engine_cards": tuple(CardEngineVerdict.from_json(c) for c in serving.get("cards", ())),
+    }
 
 
 def _cost_from_json(c: Mapping[str, Any]) -> Cost:
@@ -303,11 +318,25 @@ def plan(
         costs=costs,
         findings=findings,
         assumptions=assumptions,
-        engine=None if engine is None else simulate_engine(arch, split, _on_card(engine, w)),
-        engine_cards=()
-        if engine is None or not engine_on_every_card
-        else on_every_card(arch, split, engine, all_cards()),
+        **({} if engine is None else _serving(arch, split, engine, w, engine_on_every_card)),
     )
+
+
+def _serving(
+    arch: Architecture,
+    split: ParameterSplit,
+    engine: EngineRequest,
+    w: Workload,
+    every_card: bool,
+) -> dict[str, Any]:
+    """The engine's verdict (and on every card when asked): imported only for such a plan."""
+    from estimator.engine_cards import on_every_card
+    from estimator.engines import simulate_engine
+
+    return {
+        "engine": simulate_engine(arch, split, _on_card(engine, w)),
+        "engine_cards": on_every_card(arch, split, engine, all_cards()) if every_card else (),
+    }
 
 
 def _on_card(engine: EngineRequest, w: Workload) -> EngineRequest:
@@ -319,6 +348,8 @@ def _on_card(engine: EngineRequest, w: Workload) -> EngineRequest:
     if engine.dtype == "auto" and w.precision == "fp32":
         engine = replace(engine, dtype="fp32")
     if engine.version is None:
+        from estimator.stacks import engine_version
+
         engine = replace(engine, version=engine_version(w.stack, engine.engine))
     return engine
 

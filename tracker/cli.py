@@ -17,13 +17,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import ModuleType
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from tracker.commands import NAMES, UsageError, all_commands, command
-from tracker.settings import Settings, SettingsError
+from tracker.errors import SettingsError
+
+if TYPE_CHECKING:
+    from tracker.settings import Settings
 
 CONFIG_OPTION = "--config"
 
@@ -37,10 +39,27 @@ class OneLineParser(argparse.ArgumentParser):
 
 def installed_version() -> str:
     """The distribution's version, as ``pip`` installed it."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("neurarch-trace")
     except PackageNotFoundError:  # a source tree that was never installed
         return "0+unknown"
+
+
+class VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked.
+
+    ``importlib.metadata`` costs 20-50 ms of imports, which every command paid
+    for argparse's ``version=`` string before a single one asked for it.
+    """
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        print(f"{parser.prog} {installed_version()}")
+        parser.exit(0)
 
 
 def build_parser(commands: Sequence[ModuleType] | None = None) -> argparse.ArgumentParser:
@@ -55,12 +74,14 @@ def build_parser(commands: Sequence[ModuleType] | None = None) -> argparse.Argum
     parser.add_argument(
         CONFIG_OPTION, type=Path, help="TOML configuration file (default: $NEURARCH_CONFIG)"
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in all_commands() if commands is None else commands:
         child = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__)
         module.add_arguments(child)
-        child.set_defaults(handler=module.run)
+        child.set_defaults(
+            handler=module.run, reads_settings=getattr(module, "reads_settings", None)
+        )
     return parser
 
 
@@ -81,8 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(None if name is None else [command(name)])
     args = parser.parse_args(argv)
     try:
-        settings = Settings.load(args.config)
-        code: int = args.handler(args, settings)
+        code: int = args.handler(args, _settings(args))
     except (UsageError, SettingsError) as exc:
         print(f"neurarch-trace: {exc}", file=sys.stderr)
         return 2
@@ -90,6 +110,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("neurarch-trace: interrupted", file=sys.stderr)
         return 130
     return code
+
+
+def _settings(args: argparse.Namespace) -> Settings | None:
+    """The configuration, read unless the command says this call reads none.
+
+    A command that only computes from its arguments (``plan`` of a local file)
+    defines ``reads_settings(args) -> bool``: then neither the file nor the
+    settings modules (platformdirs, tomllib, the alert egress rules: about a
+    fifth of such a call) are loaded, and the command gets None.
+    """
+    if args.reads_settings is not None and not args.reads_settings(args):
+        return None
+    from tracker.settings import Settings
+
+    return Settings.load(args.config)
 
 
 if __name__ == "__main__":

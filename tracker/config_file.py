@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracker.alerts.egress import AllowList, AllowListError
 from tracker.errors import ConfigFileError, RepoIdError
+from tracker.hub_budget import HubBudget
 
 if TYPE_CHECKING:
     from tracker.alerts.spec import SubscriptionSpec
@@ -49,6 +50,7 @@ FILE_KEYS: Mapping[str, tuple[str, ...]] = {
         "tick",
         "discovery",
         "requests_per_second",
+        "hub_budget",
         "lease",
         "hub_timeout",
         "instance",
@@ -98,6 +100,8 @@ class DaemonConfig:
     tick_s: float = 5.0
     discovery_s: float = 300.0
     requests_per_second: float = 5.0
+    hub_budget: HubBudget | None = None
+    """The account's Hub requests per window, shared by every instance (tracker.hub_budget)."""
     lease_s: float = 300.0
     hub_timeout_s: float = 30.0
     host: str = DEFAULT_HOST
@@ -206,6 +210,9 @@ def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> 
         requests_per_second=_positive_float(
             daemon.get("requests_per_second", 5.0), f"{source}: daemon.requests_per_second"
         ),
+        hub_budget=None
+        if daemon.get("hub_budget") is None
+        else HubBudget.parse(daemon["hub_budget"], f"{source}: daemon.hub_budget"),
         lease_s=parse_duration(daemon.get("lease", 300), f"{source}: daemon.lease"),
         hub_timeout_s=parse_duration(
             daemon.get("hub_timeout", 30), f"{source}: daemon.hub_timeout"

@@ -19,6 +19,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -51,13 +52,15 @@ from tracker.alerts.spec import parse_subscription
 from tracker.config_file import DaemonConfig
 from tracker.discovery import Discovery, HeadProbe
 from tracker.hub import Hub
+from tracker.hub_budget import budget_key
 from tracker.inbox import drain
-from tracker.metrics import DaemonMetrics
+from tracker.metrics import BudgetWatch, DaemonMetrics
 from tracker.pollstate import release_previous, track, watermark
 from tracker.process import Publishers
 from tracker.ratelimit import RateLimiter, install
 from tracker.scheduler import Ticker
 from tracker.settings import Settings
+from tracker.shared_budget import SharedBudget
 from tracker.worker import Worker, WorkerPolicy
 
 log = logging.getLogger("neurarch.daemon")
@@ -85,6 +88,7 @@ class Daemon:
     _ticker: Ticker | None = None
     _alerts: DeliveryWorker | None = None
     _watermark: datetime | None = None
+    _budget: BudgetWatch | None = None
     _server: uvicorn.Server | None = None
 
     @classmethod
@@ -133,7 +137,7 @@ class Daemon:
     def start_background(self, publish: Publishers | None = None) -> None:
         """Start the workers and the ticker (discovery, inbox); returns at once."""
         install(
-            RateLimiter(self.config.requests_per_second),
+            self.rate_limiter(),
             timeout_s=self.config.hub_timeout_s,
             observers=(self.metrics.observe_response,),
         )
@@ -214,6 +218,28 @@ class Daemon:
         if result.moved:
             log.info(json.dumps({"event": "discovered", "moved": sorted(result.moved)}))
 
+    def rate_limiter(self) -> RateLimiter:
+        """This instance's pacer; with ``[daemon] hub_budget``, drawing on the shared budget.
+
+        Its report is exported in /metrics and /healthz, and logged once at
+        start when the budget cannot cover the interval.
+        """
+        budget = self.config.hub_budget
+        if budget is None:
+            return RateLimiter(self.config.requests_per_second)
+        shared = SharedBudget(
+            self.database, budget_key(self.settings.hub.endpoint, self.settings.hub.token), budget
+        )
+        limiter = RateLimiter(self.config.requests_per_second, shared=shared)
+        self._budget = BudgetWatch(
+            self.metrics, limiter, shared, self.database, self.config.interval_s, time.time
+        )
+        self.metrics.watch_budget(self._budget)
+        report = self._budget.report()
+        if report is not None and report.schedule_lag_s > 0:
+            log.warning(json.dumps({"event": "hub_budget_short", **report.to_json()}))
+        return limiter
+
     def health(self) -> Mapping[str, Any]:
         """The /healthz body, read from the database (so a web-only process tells the truth).
 
@@ -233,6 +259,9 @@ class Daemon:
             "failing": summary.failing,
             "repo_status": dict(summary.by_status),
         }
+        report = None if self._budget is None else self._budget.report()
+        if report is not None:
+            body["hub_budget"] = report.to_json()
         if self.role != "web":
             alive = self.workers_alive()
             body["workers_alive"] = alive

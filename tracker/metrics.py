@@ -7,20 +7,35 @@ no gauge goes stale. Per-repo lag names only the ``LAGGING_REPOS_SHOWN`` most
 overdue repos: a series per tracked repo was 100,000 series at 100,000 repos,
 each scrape reading every poll state, where Prometheus's guidance is to keep
 label values bounded.
+
+On PostgreSQL the same collector reads the database's own health
+(``storage.health``): dead tuples per table, the WAL position, and WAL bytes
+per revision recorded since the first scrape (both counters are
+the server's, so every instance reports the cluster's figure). With a shared
+Hub budget (``[daemon] hub_budget``) it reports the budget, what a check
+costs in requests, and how late a round of checks runs when the budget
+cannot cover the interval.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import httpx2
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from storage import Database, due_count, most_overdue
+from storage import Database, due_count, most_overdue, tracking_summary
+from storage.health import DatabaseHealth, database_health
+from tracker.hub_budget import schedule_lag
+
+if TYPE_CHECKING:
+    from tracker.ratelimit import RateLimiter
+    from tracker.shared_budget import SharedBudget
 
 LAGGING_REPOS_SHOWN: Final = 10
 
@@ -64,14 +79,124 @@ class DaemonMetrics:
         self.hub_requests.labels(status=str(response.status_code)).inc()
 
     def watch_storage(self, database: Database, clock: Callable[[], datetime]) -> None:
-        """Export queue depth and lag, read from storage on each scrape."""
+        """Export queue depth and lag (and PostgreSQL's health), read on each scrape."""
         self.registry.register(_StorageCollector(database, clock))
+
+    def watch_budget(self, watch: BudgetWatch) -> None:
+        """Export the shared Hub budget and the schedule's lag behind it, read on each scrape."""
+        self.registry.register(_BudgetCollector(watch))
+
+    def requests_per_check(self) -> float | None:
+        """Hub requests this instance sent per repo check so far (None before any check)."""
+        checks = _total(self.checks)
+        return _total(self.hub_requests) / checks if checks else None
+
+
+def _total(counter: Counter) -> float:
+    return sum(
+        sample.value
+        for metric in counter.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+    )
+
+
+@dataclass(frozen=True)
+class BudgetReport:
+    """The shared budget as the schedule meets it."""
+
+    budget: str
+    requests_per_second: float
+    """The shared bucket's rate now (the Hub's RateLimit-Policy may have lowered it)."""
+    tokens: float
+    paused_s: float
+    waited_s: float
+    """Seconds this instance's requests waited on the shared budget."""
+    tracked: int
+    requests_per_check: float
+    schedule_lag_s: float
+    """How late one round of every tracked repo's check runs at this rate (0: in time)."""
+
+    def to_json(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class BudgetWatch:
+    """What the budget report reads: the pacer, the bucket, the database and the interval."""
+
+    metrics: DaemonMetrics
+    limiter: RateLimiter
+    shared: SharedBudget
+    database: Database
+    interval_s: float
+    wall_clock: Callable[[], float]
+
+    def report(self) -> BudgetReport | None:
+        state = self.shared.state()
+        if state is None:
+            return None
+        with self.database.read_session() as session:
+            tracked = tracking_summary(session).tracked
+        # before any check, assume one request per check: the cheapest a check can be
+        per_check = self.metrics.requests_per_check() or 1.0
+        return BudgetReport(
+            budget=str(self.shared.budget),
+            requests_per_second=state.rate,
+            tokens=state.tokens,
+            paused_s=max(state.paused_until - self.wall_clock(), 0.0),
+            waited_s=self.limiter.budget_waited_s,
+            tracked=tracked,
+            requests_per_check=per_check,
+            schedule_lag_s=schedule_lag(tracked, self.interval_s, per_check, state.rate),
+        )
+
+
+class _BudgetCollector(Collector):
+    def __init__(self, watch: BudgetWatch) -> None:
+        self._watch = watch
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        report = self._watch.report()
+        if report is None:
+            return
+        for name, help_text, value in (
+            (
+                "neurarch_hub_budget_requests_per_second",
+                "The shared Hub budget's refill rate, for every instance together",
+                report.requests_per_second,
+            ),
+            ("neurarch_hub_budget_tokens", "Requests the shared budget holds now", report.tokens),
+            (
+                "neurarch_hub_budget_paused_seconds",
+                "Seconds until the Hub's pause ends (429 or RateLimit r=0), 0 when none",
+                report.paused_s,
+            ),
+            (
+                "neurarch_hub_budget_waited_seconds",
+                "Seconds this instance's requests waited on the shared budget",
+                report.waited_s,
+            ),
+            (
+                "neurarch_hub_requests_per_check",
+                "Hub requests per repo check, as this instance measured them",
+                report.requests_per_check,
+            ),
+            (
+                "neurarch_schedule_budget_lag_seconds",
+                "How late a round of every tracked repo's check runs at the budget's rate "
+                "(0 when the budget covers the interval)",
+                report.schedule_lag_s,
+            ),
+        ):
+            yield GaugeMetricFamily(name, help_text, value=value)
 
 
 class _StorageCollector(Collector):
     def __init__(self, database: Database, clock: Callable[[], datetime]) -> None:
         self._database = database
         self._clock = clock
+        self._first: DatabaseHealth | None = None
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         now = self._clock()
@@ -93,10 +218,41 @@ class _StorageCollector(Collector):
         for state in late:
             lag.add_metric([state.repo_id], (now - state.next_check_at).total_seconds())
         yield lag
+        yield from self._health()
+
+    def _health(self) -> Iterator[GaugeMetricFamily]:
+        """PostgreSQL's dead tuples and WAL; nothing on SQLite."""
+        with self._database.read_session() as session:
+            health = database_health(session)
+        if health is None:
+            return
+        first = self._first = self._first or health
+        dead = GaugeMetricFamily(
+            "neurarch_db_dead_tuples",
+            "Dead row versions waiting for autovacuum, per table (pg_stat_user_tables)",
+            labels=["table"],
+        )
+        for table in health.tables:
+            dead.add_metric([table.table], table.dead_tuples)
+        yield dead
+        yield GaugeMetricFamily(
+            "neurarch_db_wal_bytes",
+            "The server's WAL position in bytes (pg_current_wal_lsn)",
+            value=health.wal_bytes,
+        )
+        now, then = health.table("revisions"), first.table("revisions")
+        recorded = 0 if now is None or then is None else now.inserted - then.inserted
+        if recorded > 0:
+            yield GaugeMetricFamily(
+                "neurarch_db_wal_bytes_per_revision",
+                "WAL bytes the server wrote per revision recorded since this process first "
+                "reported it (every session's WAL, every instance's revisions)",
+                value=(health.wal_bytes - first.wal_bytes) / recorded,
+            )
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-__all__ = ["LAGGING_REPOS_SHOWN", "DaemonMetrics", "utc_now"]
+__all__ = ["LAGGING_REPOS_SHOWN", "BudgetReport", "BudgetWatch", "DaemonMetrics", "utc_now"]

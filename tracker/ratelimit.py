@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 import httpx2
 from huggingface_hub.utils import (  # type: ignore[attr-defined]  # lazily exported
@@ -45,8 +46,26 @@ def pause_from_headers(status: int, headers: Mapping[str, str]) -> float | None:
     return None
 
 
+class SharedGate(Protocol):
+    """A budget several instances draw from (``tracker.hub_budget.SharedBudget``)."""
+
+    def take(self) -> float:
+        """0.0 when a request may go now, else the seconds to wait before asking again."""
+        ...
+
+    def pause(self, seconds: float) -> None: ...
+
+    def follow_policy(self, requests: int, window_s: int) -> None: ...
+
+
 class RateLimiter:
-    """A token bucket plus a global pause that any response can extend."""
+    """A token bucket plus a global pause that any response can extend.
+
+    With ``shared`` (the account's budget in the database) every request
+    also takes that budget's token, after this instance's own: the local
+    bucket spaces this process's workers, the shared one keeps all instances
+    together within the account's budget, and pauses reach every instance.
+    """
 
     def __init__(
         self,
@@ -55,6 +74,7 @@ class RateLimiter:
         burst: int = 10,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        shared: SharedGate | None = None,
     ) -> None:
         if requests_per_second <= 0:
             raise ValueError(f"requests_per_second must be positive, got {requests_per_second}")
@@ -66,7 +86,10 @@ class RateLimiter:
         self._updated = clock()
         self._paused_until = 0.0
         self._lock = threading.Lock()
+        self._shared = shared
         self.pauses = 0
+        self.budget_waited_s = 0.0
+        """Seconds callers waited on the shared budget (beyond this instance's own pacing)."""
 
     def acquire(self) -> float:
         """Wait for the pause to end and a token to be free; returns the seconds waited."""
@@ -80,10 +103,23 @@ class RateLimiter:
                 if delay == 0.0:
                     if self._tokens >= 1.0:
                         self._tokens -= 1.0
-                        return waited
+                        break
                     delay = (1.0 - self._tokens) / self._rate
             self._sleep(delay)
             waited += delay
+        return waited + self._take_shared()
+
+    def _take_shared(self) -> float:
+        """Wait for a token of the shared budget, if there is one; the seconds waited."""
+        if self._shared is None:
+            return 0.0
+        waited = 0.0
+        while (delay := self._shared.take()) > 0.0:
+            self._sleep(delay)
+            waited += delay
+        with self._lock:
+            self.budget_waited_s += waited
+        return waited
 
     def pause(self, seconds: float) -> None:
         """Hold every caller of ``acquire`` for ``seconds`` from now (never shortens a pause)."""
@@ -94,10 +130,20 @@ class RateLimiter:
                 self.pauses += 1
 
     def observe(self, status: int, headers: Mapping[str, str]) -> None:
-        """Read a response's rate-limit headers and pause everyone if the Hub asks."""
+        """Read a response's rate-limit headers and pause everyone if the Hub asks.
+
+        Everyone is every instance when the budget is shared; the Hub's
+        ``RateLimit-Policy`` then also caps the shared rate.
+        """
         seconds = pause_from_headers(status, headers)
         if seconds is not None and seconds > 0:
             self.pause(seconds)
+            if self._shared is not None:
+                self._shared.pause(seconds)
+        if self._shared is not None:
+            info = parse_ratelimit_headers(headers)
+            if info is not None and info.limit is not None and info.window_seconds is not None:
+                self._shared.follow_policy(info.limit, info.window_seconds)
 
 
 ResponseObserver = Callable[[httpx2.Response], None]
@@ -133,4 +179,4 @@ def install(
     set_client_factory(factory)
 
 
-__all__ = ["MAX_PAUSE_S", "RateLimiter", "install", "pause_from_headers"]
+__all__ = ["MAX_PAUSE_S", "RateLimiter", "SharedGate", "install", "pause_from_headers"]

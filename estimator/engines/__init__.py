@@ -2,51 +2,51 @@
 
 ``simulate_engine(arch, split, request)`` runs the chosen engine's own
 arithmetic (one module per engine, defaults as data in ``data/engines.json``)
-and returns an ``EngineVerdict``. The table ``ENGINES`` is the one place an
-engine is registered.
+and returns an ``EngineVerdict``. The table ``ENGINES`` (``estimator.engines.simulate``)
+is the one place an engine is registered.
+
+Names are imported on first use (PEP 562): every plan reads
+``estimator.engines.request`` for the checkpoint's quantization, and a package
+``__init__`` that imported the four engines made each of them pay for those.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import replace
-from typing import Final
+import importlib
+from typing import TYPE_CHECKING, Any, Final
 
-from estimator.architecture import Architecture
-from estimator.engines import sglang, tgi, transformers, vllm
-from estimator.engines.request import (
-    ENGINE_NAMES,
-    KV_CACHE_DTYPES,
-    QUANTIZATIONS,
-    EngineRequest,
-)
-from estimator.engines.shape import ServingShape, serving_shape
-from estimator.engines.verdict import EngineVerdict
-from estimator.memory.states import ParameterSplit
+if TYPE_CHECKING:
+    from estimator.engines.request import (
+        ENGINE_NAMES,
+        KV_CACHE_DTYPES,
+        QUANTIZATIONS,
+        EngineRequest,
+    )
+    from estimator.engines.shape import ServingShape, serving_shape
+    from estimator.engines.simulate import ENGINES, simulate_engine
+    from estimator.engines.verdict import EngineVerdict
 
-Simulator = Callable[[ServingShape, EngineRequest], EngineVerdict]
-
-ENGINES: Final[Mapping[str, Simulator]] = {
-    "transformers": transformers.simulate,
-    "vllm": vllm.simulate,
-    "sglang": sglang.simulate,
-    "tgi": tgi.simulate,
+_HOMES: Final[dict[str, str]] = {
+    "ENGINES": "simulate",
+    "ENGINE_NAMES": "request",
+    "KV_CACHE_DTYPES": "request",
+    "QUANTIZATIONS": "request",
+    "EngineRequest": "request",
+    "EngineVerdict": "verdict",
+    "ServingShape": "shape",
+    "serving_shape": "shape",
+    "simulate_engine": "simulate",
 }
 
 
-def simulate_engine(
-    arch: Architecture, split: ParameterSplit, request: EngineRequest
-) -> EngineVerdict:
-    """The engine's start-up verdict for this model on ``request``'s card and flags.
-
-    A ``quantization`` still ``auto`` here had no config to read: 16-bit weights.
-    """
-    if request.quantization == "auto":
-        request = replace(request, quantization="none")
-    shape = serving_shape(
-        arch, split, request.unquantized if request.quantization != "none" else ()
-    )
-    return ENGINES[request.engine](shape, request)
+def __getattr__(name: str) -> Any:
+    """Import the module that defines ``name`` on first use and keep the name here."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

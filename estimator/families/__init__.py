@@ -7,105 +7,102 @@ type gets the generic decoder estimate marked ``supported=False``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
+from functools import cache
+from typing import Final
 
 from estimator.architecture import Architecture
 from estimator.config import Config
-from estimator.families import (
-    bart,
-    bert,
-    bloom,
-    codegen,
-    deberta_v2,
-    deepseek_v3,
-    distilbert,
-    falcon,
-    gemma,
-    gemma3_vl,
-    generic,
-    gpt2,
-    gpt_bigcode,
-    gpt_neox,
-    gpt_oss,
-    gptj,
-    lfm2,
-    llama,
-    llava,
-    marian,
-    mistral,
-    moe,
-    mpnet,
-    opt,
-    phi,
-    phi3,
-    qwen,
-    qwen2,
-    qwen3,
-    smollm3,
-    stablelm,
-    t5,
-    vision,
-    whisper,
-)
+from estimator.families import generic
 from estimator.families.exact import ExactParameters, from_parameters
 from estimator.families.family import Family, Request
 from estimator.families.heads import architecture_of, head_of
 
-TABLE: dict[str, Family] = {
-    "llama": llama.FAMILY,
-    "mistral": mistral.FAMILY,
-    "rafale": mistral.FAMILY,  # Mistral 7B's pre-release name, on its first revision
-    "qwen2": qwen2.FAMILY,
-    "qwen3": qwen3.FAMILY,
-    "gemma": gemma.FAMILY,
-    "gemma2": gemma.FAMILY2,
-    "gemma3_text": gemma.FAMILY3,
-    "phi3": phi3.FAMILY,
-    "smollm3": smollm3.FAMILY,
-    "mixtral": moe.MIXTRAL_FAMILY,
-    "qwen2_moe": moe.QWEN2_MOE_FAMILY,
-    "qwen3_moe": moe.QWEN3_MOE_FAMILY,
-    "granitemoe": moe.GRANITE_MOE_FAMILY,
-    "gpt_oss": gpt_oss.FAMILY,
-    "deepseek_v3": deepseek_v3.FAMILY,
-    "gpt2": gpt2.FAMILY,
-    "gpt_bigcode": gpt_bigcode.FAMILY,
-    "gpt_neox": gpt_neox.FAMILY,
-    "opt": opt.FAMILY,
-    "bloom": bloom.FAMILY,
-    "falcon": falcon.FAMILY,
-    "RefinedWeb": falcon.FAMILY,
-    "RefinedWebModel": falcon.FAMILY,
-    "phi": phi.FAMILY,
-    "gptj": gptj.FAMILY,
-    "bert": bert.BERT,
-    "roberta": bert.ROBERTA,
-    "xlm-roberta": bert.XLM_ROBERTA,
-    "distilbert": distilbert.FAMILY,
-    "deberta-v2": deberta_v2.FAMILY,
-    "t5": t5.T5,
-    "mt5": t5.MT5,
-    "bart": bart.BART,
-    "mbart": bart.MBART,
-    "whisper": whisper.FAMILY,
-    "vit": vision.VIT,
-    "clip": vision.CLIP,
-    "qwen": qwen.FAMILY,
-    "stablelm": stablelm.FAMILY,
-    "stablelm_epoch": stablelm.EPOCH,
-    "codegen": codegen.FAMILY,
-    "mpnet": mpnet.FAMILY,
-    "marian": marian.FAMILY,
-    "lfm2": lfm2.FAMILY,
-    "llava": llava.FAMILY,
-    "gemma3": gemma3_vl.FAMILY,
+_HOMES: Final[dict[str, tuple[str, str]]] = {
+    "llama": ("llama", "FAMILY"),
+    "mistral": ("mistral", "FAMILY"),
+    "rafale": ("mistral", "FAMILY"),  # Mistral 7B's pre-release name, on its first revision
+    "qwen2": ("qwen2", "FAMILY"),
+    "qwen3": ("qwen3", "FAMILY"),
+    "gemma": ("gemma", "FAMILY"),
+    "gemma2": ("gemma", "FAMILY2"),
+    "gemma3_text": ("gemma", "FAMILY3"),
+    "phi3": ("phi3", "FAMILY"),
+    "smollm3": ("smollm3", "FAMILY"),
+    "mixtral": ("moe", "MIXTRAL_FAMILY"),
+    "qwen2_moe": ("moe", "QWEN2_MOE_FAMILY"),
+    "qwen3_moe": ("moe", "QWEN3_MOE_FAMILY"),
+    "granitemoe": ("moe", "GRANITE_MOE_FAMILY"),
+    "gpt_oss": ("gpt_oss", "FAMILY"),
+    "deepseek_v3": ("deepseek_v3", "FAMILY"),
+    "gpt2": ("gpt2", "FAMILY"),
+    "gpt_bigcode": ("gpt_bigcode", "FAMILY"),
+    "gpt_neox": ("gpt_neox", "FAMILY"),
+    "opt": ("opt", "FAMILY"),
+    "bloom": ("bloom", "FAMILY"),
+    "falcon": ("falcon", "FAMILY"),
+    "RefinedWeb": ("falcon", "FAMILY"),
+    "RefinedWebModel": ("falcon", "FAMILY"),
+    "phi": ("phi", "FAMILY"),
+    "gptj": ("gptj", "FAMILY"),
+    "bert": ("bert", "BERT"),
+    "roberta": ("bert", "ROBERTA"),
+    "xlm-roberta": ("bert", "XLM_ROBERTA"),
+    "distilbert": ("distilbert", "FAMILY"),
+    "deberta-v2": ("deberta_v2", "FAMILY"),
+    "t5": ("t5", "T5"),
+    "mt5": ("t5", "MT5"),
+    "bart": ("bart", "BART"),
+    "mbart": ("bart", "MBART"),
+    "whisper": ("whisper", "FAMILY"),
+    "vit": ("vision", "VIT"),
+    "clip": ("vision", "CLIP"),
+    "qwen": ("qwen", "FAMILY"),
+    "stablelm": ("stablelm", "FAMILY"),
+    "stablelm_epoch": ("stablelm", "EPOCH"),
+    "codegen": ("codegen", "FAMILY"),
+    "mpnet": ("mpnet", "FAMILY"),
+    "marian": ("marian", "FAMILY"),
+    "lfm2": ("lfm2", "FAMILY"),
+    "llava": ("llava", "FAMILY"),
+    "gemma3": ("gemma3_vl", "FAMILY"),
 }
+"""model_type -> (module under estimator.families, the Family's name there)."""
 
-# Longest prefix first, so "DistilBert" wins over "Bert" for configs without model_type.
-_BY_PREFIX: tuple[tuple[str, str], ...] = tuple(
-    sorted(((f.class_prefix, mt) for mt, f in TABLE.items()), key=lambda p: -len(p[0]))
-)
+
+class FamilyTable(Mapping[str, Family]):
+    """Every supported model_type's Family, each module imported when its type is first asked.
+
+    A plan reads one family; importing all thirty-odd modules for it was a third
+    of the estimator's import time.
+    """
+
+    def __getitem__(self, model_type: str) -> Family:
+        module, name = _HOMES[model_type]
+        family: Family = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        return family
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_HOMES)
+
+    def __len__(self) -> int:
+        return len(_HOMES)
+
+
+TABLE: Final = FamilyTable()
+
+
+@cache
+def _by_prefix() -> tuple[tuple[str, str], ...]:
+    """(class prefix, model_type), longest prefix first, so "DistilBert" wins over "Bert".
+
+    Only a config without model_type asks, and it loads every family.
+    """
+    return tuple(
+        sorted(((f.class_prefix, mt) for mt, f in TABLE.items()), key=lambda p: -len(p[0]))
+    )
 
 
 # Configs written before transformers had model_type or architectures (pytorch-pretrained-bert,
@@ -136,7 +133,7 @@ def _model_type(cfg: Config, architecture: str | None) -> str | None:
         return model_type
     if architecture is None:
         return _legacy_type(cfg)
-    for prefix, mt in _BY_PREFIX:
+    for prefix, mt in _by_prefix():
         if architecture.startswith(prefix) and architecture[len(prefix) :][:1].isupper():
             return mt
     return None

@@ -1,6 +1,7 @@
 """The ORM models. They stay inside ``storage``: queries hand out records, never rows."""
 
 from storage.models.base import Base, UTCDateTime
+from storage.models.budget import HubBudgetRow
 from storage.models.history import (
     BlobRow,
     ChangeRow,
@@ -20,6 +21,7 @@ __all__ = [
     "ChangeRow",
     "DeliveryRow",
     "EstimateRow",
+    "HubBudgetRow",
     "PollStateRow",
     "RepoRow",
     "RevisionFileRow",

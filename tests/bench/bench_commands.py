@@ -13,6 +13,16 @@ Printed per command: p50, p90 and p99 of wall time and p50 of CPU time (user + s
 the child; on a shared, loaded machine wall time also holds the waits for a core). Two
 baselines put the figures in context: an empty interpreter, and one that only imports
 ``storage`` (SQLAlchemy), which reading storage needs. Goal: p50 under 300 ms per call.
+
+``--startup [--tree DIR]`` measures what a command costs to start, beside ``python -c pass``:
+the median of 5 runs (wall and CPU) of ``plan CONFIG`` on a corpus config.json, and of
+``history``/``diff`` reading storage (no daemon) on one backfilled repo, with ``import
+sqlalchemy`` and ``import storage`` as baselines, each as a ratio to the empty interpreter;
+then the ``-X importtime`` modules ``plan`` spends most on. ``--tree A B`` runs other checkouts
+(the code before a change, and after) with this interpreter, one call of each in turn. Bytecode is cached under a temporary
+``PYTHONPYCACHEPREFIX``, as an installed package has it (``--no-bytecode``: compiled from
+source on every run, as with ``PYTHONDONTWRITEBYTECODE=1``). Goals: ``plan`` under 150 ms,
+``history`` and ``diff`` under 300 ms.
 """
 
 from __future__ import annotations
@@ -37,7 +47,7 @@ sys.path.insert(0, str(REPO_ROOT))
 CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 
 
-def build_database(path: Path) -> None:
+def build_database(path: Path, repos: int | None = None) -> None:
     from storage import open_database
     from tracker.backfill import backfill
     from tracker.hub import Hub
@@ -48,7 +58,7 @@ def build_database(path: Path) -> None:
     database = open_database(f"sqlite:///{path}")
     database.migrate()
     started = time.monotonic()
-    for repo in emulator.repo_ids():
+    for repo in emulator.repo_ids()[:repos]:
         backfill(database, Hub(url, max_retries=0), repo)
     database.close()
     emulator.stop()
@@ -57,14 +67,17 @@ def build_database(path: Path) -> None:
 
 def pairs(path: Path) -> dict[str, list[tuple[str, str | None]]]:
     """repo -> (sha, recorded parent or None) of every revision on main, oldest first."""
-    from storage import open_database, revisions
+    from storage import RepoNotFound, open_database, revisions
     from tracker.hubsim import load_corpus
 
     database = open_database(f"sqlite:///{path}")
     out: dict[str, list[tuple[str, str | None]]] = {}
     with database.read_session() as session:
         for repo in sorted(load_corpus(CORPUS)):
-            log = list(reversed(revisions(session, repo)))
+            try:
+                log = list(reversed(revisions(session, repo)))
+            except RepoNotFound:  # a database of part of the corpus (--startup)
+                continue
             shas = {r.sha for r in log}
             out[repo] = [(r.sha, next((p for p in r.parents if p in shas), None)) for r in log]
     database.close()
@@ -72,13 +85,13 @@ def pairs(path: Path) -> dict[str, list[tuple[str, str | None]]]:
 
 
 def timed(
-    argv: list[str], env: dict[str, str], outputs: dict[str, bytes]
+    argv: list[str], env: dict[str, str], outputs: dict[str, bytes], cwd: Path | None = None
 ) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds and exit status of one child process; its exit status,
     stdout and stderr kept in ``outputs``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, check=False)
+    done = subprocess.run(argv, env=env, capture_output=True, check=False, cwd=cwd)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -155,11 +168,115 @@ def in_process(env: dict[str, str], runs: dict[str, list[list[str]]]) -> None:
         print(f"{name + ' (in process)':<40} p50 {statistics.median(walls):6.0f} ms")
 
 
+STARTUP_RUNS = 5
+PLAN_CONFIG = CORPUS / "huggyllama" / "llama-7b" / "c99d49994b96ac2c4d66fb51aa1ae6d79509bdd9"
+
+
+def startup(trees: list[Path], bytecode: bool) -> int:
+    """Median of 5 starts per call beside ``python -c pass``, and plan's costliest imports.
+
+    Several trees (the code before and after a change) are measured in turns, one call
+    of each per round, so a change of the machine's load falls on all of them alike.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "one.db"
+        build_database(db, repos=1)
+        (repo, log), *_ = pairs(db).items()
+        sha, parent = next((s, p) for s, p in log if p is not None)
+        cli = [sys.executable, "-m", "tracker.cli"]
+        calls = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "python -c 'import sqlalchemy'": [sys.executable, "-c", "import sqlalchemy"],
+            "python -c 'import storage'": [sys.executable, "-c", "import storage"],
+            "plan CONFIG": [*cli, "plan", str(PLAN_CONFIG / "config.json")],
+            "history REPO (no daemon)": [*cli, "history", repo],
+            "diff REPO PARENT SHA (no daemon)": [*cli, "diff", repo, parent, sha],
+        }
+        envs = {tree: startup_env(tree, Path(tmp), db, bytecode) for tree in trees}
+        for tree, env in envs.items():  # once unmeasured: fills the bytecode cache
+            for argv in calls.values():
+                subprocess.run(argv, env=env, capture_output=True, cwd=tree, check=False)
+        outputs: dict[str, bytes] = {}
+        samples: dict[tuple[Path, str], list[tuple[float, float, int]]] = {}
+        for _ in range(STARTUP_RUNS):
+            for tree, env in envs.items():
+                for name, argv in calls.items():
+                    # run in the tree: ``python -m`` puts the working directory first on sys.path
+                    sample = timed(argv, env, outputs, cwd=tree)
+                    samples.setdefault((tree, name), []).append(sample)
+        print(f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}; bytecode cached: {bytecode}")
+        for tree, env in envs.items():
+            print(f"{tree}: median of {STARTUP_RUNS} (min), wall and CPU")
+            empty_wall, empty_cpu = medians(samples[(tree, "python -c pass")])
+            for name in calls:
+                runs = samples[(tree, name)]
+                wall, cpu = medians(runs)
+                print(
+                    f"  {name:<34} wall {wall:5.0f} ms ({min(r[0] for r in runs) * 1000:4.0f})"
+                    f" {wall / empty_wall:4.1f}x pass   cpu {cpu:5.0f} ms"
+                    f" ({min(r[1] for r in runs) * 1000:4.0f}) {cpu / empty_cpu:4.1f}x pass"
+                )
+            traced = subprocess.run(
+                [sys.executable, "-X", "importtime", *calls["plan CONFIG"][1:]],
+                env=env,
+                capture_output=True,
+                text=True,
+                cwd=tree,
+                check=True,
+            )
+            print("  plan CONFIG, top-level imports by cumulative time (-X importtime, one run):")
+            for micros, module in top_imports(traced.stderr)[:6]:
+                print(f"    {micros / 1000:7.1f} ms  {module}")
+    return 0
+
+
+def startup_env(tree: Path, tmp: Path, db: Path, bytecode: bool) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "NEURARCH_DATABASE_URL": f"sqlite:///{db}",
+        "NEURARCH_DATA_DIR": str(tmp),
+        "NEURARCH_CONFIG": str(server_config(tmp / "direct.toml", free_port())),
+        "PYTHONPATH": str(tree),
+    }
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache" / tree.name)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def medians(runs: list[tuple[float, float, int]]) -> tuple[float, float]:
+    """Median wall and CPU milliseconds."""
+    return statistics.median(r[0] for r in runs) * 1000, statistics.median(
+        r[1] for r in runs
+    ) * 1000
+
+
+def top_imports(stderr: str) -> list[tuple[int, str]]:
+    """(cumulative microseconds, module) of each top-level import, costliest first."""
+    found = []
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            _, cumulative, name = line.split("|")
+            if not cumulative.strip().isdigit() or name.startswith("  "):
+                continue
+            found.append((int(cumulative), name.strip()))
+    return sorted(found, reverse=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, help="SQLite file to reuse (built if missing)")
     parser.add_argument("--calls", type=int, default=40, help="calls per command (default 40)")
+    parser.add_argument("--startup", action="store_true", help="start-up costs only (see above)")
+    parser.add_argument(
+        "--tree", type=Path, nargs="+", default=[REPO_ROOT], help="checkouts to run (--startup)"
+    )
+    parser.add_argument("--no-bytecode", action="store_true", help="compile from source each run")
     args = parser.parse_args()
+    if args.startup:
+        return startup([tree.resolve() for tree in args.tree], not args.no_bytecode)
     with tempfile.TemporaryDirectory() as tmp:
         db = args.db or Path(tmp) / "corpus.db"
         if not db.exists():

@@ -9,6 +9,7 @@ import pytest
 
 from tracker.cli import main
 from tracker.config_file import ConfigFileError
+from tracker.hub_budget import HubBudget
 from tracker.settings import FILE_SETTINGS, Settings, SettingsError
 
 TOKEN = "file-token-0123456789"
@@ -147,6 +148,7 @@ FILE_VALUES: dict[str, tuple[object, object]] = {
     "daemon.tick": (9, 9.0),
     "daemon.discovery": ("7m", 420.0),
     "daemon.requests_per_second": (2.5, 2.5),
+    "daemon.hub_budget": ("2500/5m", HubBudget(2500, 300.0)),
     "daemon.lease": ("2m", 120.0),
     "daemon.hub_timeout": ("11s", 11.0),
     "daemon.instance": ("trace-b", "trace-b"),

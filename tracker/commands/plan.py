@@ -23,12 +23,15 @@ from tracker.commands import UsageError
 from tracker.commands.engine_flags import add_engine_arguments, engine_request_from
 from tracker.commands.plan_stack import add_stack_argument, stack_from
 from tracker.json_input import JsonInputError, JsonSyntaxError, read_json
-from tracker.settings import Settings
 from tracker.source_shape import could_be_hub_ref
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from estimator import Plan, WeightManifest, Workload
+    from estimator.families.exact import ParameterList
     from tracker.hub_source import PlanInputs
+    from tracker.settings import Settings
 
 # The names in estimator/recipes.py RECIPE_NAMES (kept literal: flags parse without the estimator).
 RECIPE_CHOICES: Final = (
@@ -270,9 +273,11 @@ def load_source(source: Path) -> tuple[Any, WeightManifest | None]:
 def workload_from(args: argparse.Namespace, config: Any = None) -> Workload:
     """The Workload of the flags: the recipe's defaults (``--recipe``, or the training
     library ``--stack`` names), the stack's versions over them, then every flag given.
-    ``config`` gives the model_type a few mechanisms are limited to."""
-    from estimator.stacks import Stack, apply_stack
+    ``config`` gives the model_type a few mechanisms are limited to.
 
+    Without ``--stack`` no mechanism holds and no library implies a recipe, so
+    the recipe's defaults under the flags are the whole Workload: the stack
+    tables (their modules and data) are read only for a stack."""
     explicit: dict[str, object] = {
         field: value
         for field, value in (
@@ -307,11 +312,25 @@ def workload_from(args: argparse.Namespace, config: Any = None) -> Workload:
         targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
         explicit["lora_targets"] = targets or ("all-linear",)
     model_type = config.get("model_type") if isinstance(config, dict) else None
+    stack = stack_from(args)
+    if stack is None:
+        from estimator.recipes import apply_recipe
+
+        return apply_recipe(args.recipe, **explicit, **placement_of(args))
+    from estimator.stacks import apply_stack
+
     return apply_stack(
-        stack_from(args) or Stack(),
+        stack,
         args.recipe,
         model_type if isinstance(model_type, str) else None,
         **explicit,
+        **placement_of(args),
+    )
+
+
+def placement_of(args: argparse.Namespace) -> dict[str, object]:
+    """The placement flags (card, GPUs, parallelism, offload), passed as given."""
+    return dict(
         serve_weights=args.serve_weights,
         card=args.card,
         gpus=args.gpus,
@@ -348,13 +367,13 @@ def render(result: Plan, args: argparse.Namespace, planned: PlanInputs | None = 
 
 
 def inputs_of(
-    source: str, settings: Settings
+    source: str, settings: Settings | None
 ) -> tuple[Any, WeightManifest | None, PlanInputs | None]:
     """(config, manifest, what was read from the Hub or database) for SOURCE."""
     path = Path(source)
     if path.exists():
         return (*load_source(path), None)
-    if not could_be_hub_ref(source):
+    if settings is None or not could_be_hub_ref(source):
         raise UsageError(f"{source}: no such file, and not a Hub repo (ORG/NAME[@REV])")
     from tracker.commands.common import user_errors
     from tracker.hub_source import parse_hub_ref
@@ -368,15 +387,34 @@ def inputs_of(
     return planned.config, planned.manifest, planned
 
 
-def run(args: argparse.Namespace, settings: Settings) -> int:
-    from estimator import EstimateError, plan
+def exact_parameters(config: Mapping[str, object]) -> ParameterList | None:
+    """Exact parameters of a type no family knows, with the [exact] extra.
+
+    The estimator asks only for such types, so the isolation machinery
+    (multiprocessing, 44 ms of imports) loads only for them.
+    """
     from tracker.exact_parameters import builder
+
+    build = builder()
+    return None if build is None else build(config)
+
+
+def reads_settings(args: argparse.Namespace) -> bool:
+    """A local config.json or directory is planned from the arguments alone."""
+    return not Path(args.source).exists()
+
+
+def run(args: argparse.Namespace, settings: Settings | None) -> int:
+    from estimator import EstimateError, plan
 
     config, manifest, planned = inputs_of(args.source, settings)
     try:
-        exact = builder()  # exact parameters of unknown types, with the [exact] extra
         result = plan(
-            config, workload_from(args, config), manifest, engine_request_from(args), exact
+            config,
+            workload_from(args, config),
+            manifest,
+            engine_request_from(args),
+            exact_parameters,
         )
     except EstimateError as exc:
         raise UsageError(str(exc)) from exc

@@ -10,7 +10,6 @@ here: the estimator receives the parsed ``Stack`` and does no I/O.
 from __future__ import annotations
 
 import argparse
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -36,13 +35,15 @@ def add_stack_argument(parser: argparse.ArgumentParser) -> None:
 
 def stack_from(args: argparse.Namespace) -> Stack | None:
     """The parsed stack of ``--stack``; None without the flag."""
-    from estimator.stacks import StackError, parse_lock, parse_requirements, parse_stack, stack_of
-
     spec: str | None = getattr(args, "stack", None)
     if spec is None:
         return None
+    from estimator.stacks import StackError, parse_lock, parse_requirements, parse_stack, stack_of
+
     try:
         if spec == ENVIRONMENT:
+            from importlib import metadata  # 20-50 ms of imports, for this flag alone
+
             return stack_of(
                 (d.metadata["Name"], d.version)
                 for d in metadata.distributions()

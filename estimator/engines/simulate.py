@@ -1,0 +1,50 @@
+"""``simulate_engine``: one engine's start-up verdict, through the table ``ENGINES``."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Final
+
+from estimator.architecture import Architecture
+from estimator.engines.request import EngineRequest
+from estimator.engines.shape import ServingShape, serving_shape
+from estimator.engines.verdict import EngineVerdict
+from estimator.memory.states import ParameterSplit
+
+Simulator = Callable[[ServingShape, EngineRequest], EngineVerdict]
+
+
+def _on_first_use(name: str) -> Simulator:
+    """Engine ``name``'s ``simulate``, its module imported by the first call."""
+
+    def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
+        engine: Simulator = importlib.import_module(f"estimator.engines.{name}").simulate
+        return engine(shape, request)
+
+    return simulate
+
+
+ENGINES: Final[Mapping[str, Simulator]] = {
+    name: _on_first_use(name) for name in ("transformers", "vllm", "sglang", "tgi")
+}
+"""The one place an engine is registered; each engine's module loads on its first call."""
+
+
+def simulate_engine(
+    arch: Architecture, split: ParameterSplit, request: EngineRequest
+) -> EngineVerdict:
+    """The engine's start-up verdict for this model on ``request``'s card and flags.
+
+    A ``quantization`` still ``auto`` here had no config to read: 16-bit weights.
+    """
+    if request.quantization == "auto":
+        request = replace(request, quantization="none")
+    shape = serving_shape(
+        arch, split, request.unquantized if request.quantization != "none" else ()
+    )
+    return ENGINES[request.engine](shape, request)
+
+
+__all__ = ["ENGINES", "Simulator", "simulate_engine"]
