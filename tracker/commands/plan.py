@@ -400,8 +400,9 @@ def exact_parameters(config: Mapping[str, object]) -> ParameterList | None:
 
 
 def reads_settings(args: argparse.Namespace) -> bool:
-    """A local config.json or directory is planned from the arguments alone."""
-    return not Path(args.source).exists()
+    """A local config.json or directory is planned from the arguments alone, unless the
+    plan is to be shared (the server and its token are settings)."""
+    return bool(args.share) or not Path(args.source).exists()
 
 
 def run(args: argparse.Namespace, settings: Settings | None) -> int:
@@ -422,5 +423,6 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
     if args.share:
         from tracker.commands.share import share
 
+        assert settings is not None  # reads_settings asks for them when sharing
         sys.stdout.write(f"Shared: {share(result, settings)}\n")
     return 0
