@@ -116,6 +116,8 @@ class DeltaEntry:
             "no_longer_fits": "no longer fits",
             "now_fits": "now fits",
         }.get(self.kind, "fits" if self.batch_new > 0 else "does not fit")
+        if self.batch_old == self.batch_new:
+            return f"largest batch on {self.card} still {self.batch_new} ({verdict})"
         return f"largest batch on {self.card} {self.batch_old} -> {self.batch_new} ({verdict})"
 
     @property
@@ -124,10 +126,14 @@ class DeltaEntry:
         if self.method is None:
             return f"{self.what} {self.shown(self.old)} -> {self.shown(self.new)}"
         label = method_label(self.method, capital=True)
-        return (
-            f"{label} at {self.workload}: peak {self.shown(self.old)} -> "
-            f"{self.shown(self.new)}; {self.batch_text}"
+        old, new = self.shown(self.old), self.shown(self.new)
+        # a move under the printed precision still reads as a move, with both byte counts
+        peak = (
+            f"{old} -> {new}"
+            if old != new
+            else f"{self.old:,} -> {self.new:,} bytes ({new} either way)"
         )
+        return f"{label} at {self.workload}: peak {peak}; {self.batch_text}"
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,7 @@ PUBLIC = {
         "newest_last_modified",
         "open_database",
         "pending_webhook_events",
+        "place_on_main",
         "plan_at",
         "poll_state",
         "poll_states",

@@ -71,7 +71,7 @@ def test_example_configuration_parses_with_its_documented_values() -> None:
         ({"repos": [{"id": "a/b"}, {"id": "a/b"}]}, "listed twice"),
         ({"repos": [{"id": "a/b", "interval": "5 parsecs"}]}, "repos[0].interval"),
         ({"alerts": {"retry_base": "-1s"}}, "alerts.retry_base"),
-        ({"alerts": {"retries": 3}}, "alerts.retries"),
+        ({"alerts": {"retries": 3}}, "[alerts] has no setting 'retries'"),
     ],
 )
 def test_bad_configuration_values_are_refused_naming_the_field(

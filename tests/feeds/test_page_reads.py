@@ -20,7 +20,8 @@ import httpx
 from sqlalchemy import event
 
 import estimator
-from feeds import PublishSettings, create_app
+from estimator.deltas import stored_plan
+from feeds import PublishSettings, create_app, figures
 from feeds.state import MAX_SHOWN_CHARS
 from storage import Database, record_revision
 from storage.records import Change, Revision, Severity, Snapshot
@@ -79,9 +80,9 @@ def test_badge_reads_stored_summaries_and_page_text_is_clipped(database: Databas
         missing = client.get("/models/org/nope/badge.json")
 
     assert badge.status_code == 200
-    serve = plan["memory"]["serve"]["peak_allocated_bytes"]  # type: ignore[index]
-    assert badge.json()["message"] == f"{serve / 2**30:.1f} GiB"
-    assert badge.json()["color"] == "brightgreen"
+    # the verdict at the stated workload, from the stored plan alone
+    assert badge.json() == figures.badge(stored_plan(plan))
+    assert badge.json()["message"].endswith("A10G")
     touched = " ".join(badge_sql).lower()
     assert "snapshots" not in touched and "changes" not in touched, badge_sql
     assert len(badge_sql) <= 4, badge_sql
