@@ -29,7 +29,7 @@ ROOMS = {
     "tracker": "tracker.errors.TrackerError",
     "feeds": "feeds.errors.FeedsError",
 }
-CONTROL_FLOW = {"tracker.worker.Stopping"}
+CONTROL_FLOW = {"tracker.schedule.worker.Stopping"}
 """Exceptions that never leave their module: raised and caught to unwind a loop."""
 NOT_IMPORTED = ("storage.migrations",)
 """Alembic scripts: loaded by Alembic, not imported as modules."""

@@ -77,7 +77,7 @@ def test_every_package_declares_its_public_surface() -> None:
 
 ENVIRONMENT_READERS = {
     "tracker/settings.py",  # the one loader: NEURARCH_*, HF_ENDPOINT, HF_TOKEN
-    "tracker/isolation.py",  # writes, not reads: the sandbox worker's own environment
+    "tracker/untrusted/isolation.py",  # writes, not reads: the sandbox worker's own environment
     "tracker/alerts/spec.py",  # a channel's secret_env: the secret itself, named by the file
 }
 

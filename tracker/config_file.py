@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracker.alerts.egress import AllowList, AllowListError
 from tracker.errors import ConfigFileError, RepoIdError
-from tracker.hub_budget import HubBudget
+from tracker.hub.budget import HubBudget
 
 if TYPE_CHECKING:
     from tracker.alerts.spec import SubscriptionSpec
@@ -101,7 +101,7 @@ class DaemonConfig:
     discovery_s: float = 300.0
     requests_per_second: float = 5.0
     hub_budget: HubBudget | None = None
-    """The account's Hub requests per window, shared by every instance (tracker.hub_budget)."""
+    """The account's Hub requests per window, shared by every instance (tracker.hub.budget)."""
     lease_s: float = 300.0
     hub_timeout_s: float = 30.0
     host: str = DEFAULT_HOST
@@ -293,7 +293,7 @@ def _repo_list(document: Mapping[str, Any], source: str) -> list[Any]:
 
 def _repo(entry: Any, index: int, source: str) -> RepoConfig:
     # Here, not at the top: the repo id rules live in storage, which `plan` never loads.
-    from tracker.repo_id import validate_repo_id
+    from tracker.hub.repo_id import validate_repo_id
 
     where = f"{source}: repos[{index}]"
     if isinstance(entry, str):

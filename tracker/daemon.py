@@ -50,18 +50,18 @@ from tracker.alerts.fields import document_schema
 from tracker.alerts.registry import sync_configured
 from tracker.alerts.spec import parse_subscription
 from tracker.config_file import DaemonConfig
-from tracker.discovery import Discovery, HeadProbe
-from tracker.hub import Hub
-from tracker.hub_budget import budget_key
-from tracker.inbox import drain
-from tracker.metrics import BudgetWatch, DaemonMetrics
-from tracker.pollstate import release_previous, track, watermark
-from tracker.process import Publishers
-from tracker.ratelimit import RateLimiter, install
-from tracker.scheduler import Ticker
+from tracker.hub.budget import budget_key
+from tracker.hub.client import Hub
+from tracker.hub.discovery import Discovery, HeadProbe
+from tracker.hub.ratelimit import RateLimiter, install
+from tracker.hub.shared_budget import SharedBudget
+from tracker.revision.process import Publishers
+from tracker.schedule.inbox import drain
+from tracker.schedule.leases import release_previous, track, watermark
+from tracker.schedule.metrics import BudgetWatch, DaemonMetrics
+from tracker.schedule.ticker import Ticker
+from tracker.schedule.worker import Worker, WorkerPolicy
 from tracker.settings import Settings
-from tracker.shared_budget import SharedBudget
-from tracker.worker import Worker, WorkerPolicy
 
 log = logging.getLogger("neurarch.daemon")
 

@@ -29,14 +29,14 @@
     │   │   └── RenderTimeout  it ran past its time budget and was stopped (tracker.diff.sandbox)
     │   └── TemplateRefusal    the template's own raise_exception(): a conversation it refuses
     │                          (tracker.diff.sandbox); also jinja2's TemplateError
-    ├── IsolationError         an isolated call returned no value (tracker.isolation)
+    ├── IsolationError         an isolated call returned no value (tracker.untrusted.isolation)
     │   ├── LimitExceeded      it hit a limit and its worker is gone
     │   │   ├── DeadlineExceeded   past its wall-clock deadline; the worker was killed
     │   │   └── WorkerDied         CPU or memory limit, or a crash in native code
     │   ├── RemoteError        the isolated function raised; ``kind`` names its type
     │   ├── WorkerUnavailable  no worker process could be started
     │   └── PoolClosed         the pool no longer takes calls
-    ├── LeaseLost              another instance holds the repo's lease now (tracker.pollstate)
+    ├── LeaseLost              another instance holds the repo's lease now (tracker.schedule.leases)
     ├── ServeFailed            a serving process could not start or died (tracker.roles)
     │   └── CannotListen       the HTTP listener could not be bound
     ├── SubscriptionError      a malformed subscription document (tracker.alerts.spec); ValueError
@@ -59,7 +59,7 @@ Classes without a module named are defined here; the others live beside the
 code that raises them and subclass these. ``ValueError`` / ``PermissionError``
 are second bases kept so that callers catching the builtin keep working.
 Hub errors are translated from huggingface_hub's own exceptions in
-``tracker.hub`` with ``raise ... from``, so the cause stays visible.
+``tracker.hub.client`` with ``raise ... from``, so the cause stays visible.
 tests/test_docs.py checks that every error class is drawn here and in the README.
 """
 

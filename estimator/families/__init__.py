@@ -144,7 +144,7 @@ def describe(
 ) -> Architecture:
     """The model a config.json describes; raises ConfigError naming the offending field.
 
-    ``exact`` (tracker.exact_parameters, with the ``[exact]`` extra) is asked only for
+    ``exact`` (tracker.revision.exact_parameters, with the ``[exact]`` extra) is asked only for
     types no family module knows: the parameters transformers builds for the config on
     the meta device replace the generic estimate when it can build them.
     """

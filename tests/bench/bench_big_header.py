@@ -35,11 +35,11 @@ REPO = "bench/big-header"
 def child(endpoint: str, url: str) -> None:
     """Track and check the repo until nothing is due (runs in the child process)."""
     from storage import open_database
-    from tracker.discovery import HeadProbe
-    from tracker.hub import Hub
-    from tracker.metrics import DaemonMetrics
-    from tracker.pollstate import track
-    from tracker.worker import Worker, WorkerPolicy
+    from tracker.hub.client import Hub
+    from tracker.hub.discovery import HeadProbe
+    from tracker.schedule.leases import track
+    from tracker.schedule.metrics import DaemonMetrics
+    from tracker.schedule.worker import Worker, WorkerPolicy
 
     database = open_database(url)
     database.migrate()

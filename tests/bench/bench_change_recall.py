@@ -44,8 +44,8 @@ CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 
 
 def backfill_corpus(path: Path, emulator: HubEmulator) -> Database:
-    from tracker.backfill import backfill
-    from tracker.hub import Hub
+    from tracker.hub.client import Hub
+    from tracker.revision.backfill import backfill
 
     database = open_database(f"sqlite:///{path}")
     database.migrate()

@@ -49,9 +49,9 @@ CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 
 def build_database(path: Path, repos: int | None = None) -> None:
     from storage import open_database
-    from tracker.backfill import backfill
-    from tracker.hub import Hub
+    from tracker.hub.client import Hub
     from tracker.hubsim import HubEmulator, estimator_tensor_shapes
+    from tracker.revision.backfill import backfill
 
     emulator = HubEmulator(CORPUS, tensor_shapes=estimator_tensor_shapes)
     url = emulator.start()

@@ -27,12 +27,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from storage import open_database, poll_states, revisions  # noqa: E402
-from tracker.discovery import Discovery, HeadProbe  # noqa: E402
-from tracker.hub import Hub  # noqa: E402
+from tracker.hub.client import Hub  # noqa: E402
+from tracker.hub.discovery import Discovery, HeadProbe  # noqa: E402
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes  # noqa: E402
-from tracker.metrics import DaemonMetrics  # noqa: E402
-from tracker.pollstate import track  # noqa: E402
-from tracker.worker import Worker, WorkerPolicy  # noqa: E402
+from tracker.schedule.leases import track  # noqa: E402
+from tracker.schedule.metrics import DaemonMetrics  # noqa: E402
+from tracker.schedule.worker import Worker, WorkerPolicy  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "hub-corpus"
 START = datetime(2025, 3, 1, tzinfo=UTC)

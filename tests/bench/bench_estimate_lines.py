@@ -16,9 +16,9 @@ from collections import Counter
 from pathlib import Path
 
 from storage import changes_of, open_database, revision_log, tracked_repos
-from tracker.backfill import backfill
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim.emulator import HubEmulator
+from tracker.revision.backfill import backfill
 
 
 def main(corpus: Path, db_path: Path) -> None:

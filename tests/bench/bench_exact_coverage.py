@@ -6,7 +6,7 @@ meta device is the oracle. Every config.json in the hub corpus (MANIFEST.json) l
 in one outcome:
 
 - ``fast path exact``: a family module's tensor list equals transformers' own (built as
-  published, or with the field transformers 5 refuses repaired as tracker/exact_parameters.py
+  published, or with the field transformers 5 refuses repaired as tracker/revision/exact_parameters.py
   repairs it);
 - ``fast path differs``: a family module covers it but a tensor name or shape differs;
 - ``fast path, transformers cannot build``: a family covers a type transformers has no
@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import tracker.exact_parameters as exact_parameters  # noqa: E402
+import tracker.revision.exact_parameters as exact_parameters  # noqa: E402
 from estimator.errors import ConfigError  # noqa: E402
 from estimator.families import describe  # noqa: E402
 from tests.estimator.reference import (  # noqa: E402

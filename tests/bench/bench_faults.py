@@ -11,7 +11,7 @@ Run: ``python tests/bench/bench_faults.py [--rate 0.25] [--seed 11] [--kills 20]
    (tests/fixtures/stored_state.py: revisions, changes, plan JSON, advisories) must
    equal the clean one; printed beside it: seconds, the ratio (goal <= 3x), requests.
    The same mix without its 429s runs too: each 429 pauses every worker for its
-   Retry-After (tracker.ratelimit), a wait the Hub imposes and no retry policy can
+   Retry-After (tracker.hub.ratelimit), a wait the Hub imposes and no retry policy can
    shorten, so that run shows what the retries themselves cost.
 3. Crashes: a faulty backfill killed with SIGKILL ``--kills`` times at random moments
    after it made progress, restarted each time. After every kill the stored state must

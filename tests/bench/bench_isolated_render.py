@@ -30,7 +30,7 @@ from tests.tracker.test_isolation import c_bound_power, worker_pid  # noqa: E402
 from tests.tracker.test_sandbox_limits import HOSTILE, rss_bytes  # noqa: E402
 from tracker.diff.sandbox import render_prompts  # noqa: E402
 from tracker.diff.template_probes import probes, render_probes  # noqa: E402
-from tracker.isolation import DeadlineExceeded, IsolatedPool, Limits  # noqa: E402
+from tracker.untrusted.isolation import DeadlineExceeded, IsolatedPool, Limits  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "hub-corpus"
 TEMPLATE = (

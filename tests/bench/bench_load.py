@@ -123,11 +123,11 @@ def populate(url: str, endpoint: str, repos: list[str]) -> None:
     """Record ``repos`` (with advisories) before the daemon starts: content to serve at once."""
     from storage import open_database
     from tracker.daemon import publisher
-    from tracker.discovery import HeadProbe
-    from tracker.hub import Hub
-    from tracker.metrics import DaemonMetrics
-    from tracker.pollstate import track
-    from tracker.worker import Worker, WorkerPolicy
+    from tracker.hub.client import Hub
+    from tracker.hub.discovery import HeadProbe
+    from tracker.schedule.leases import track
+    from tracker.schedule.metrics import DaemonMetrics
+    from tracker.schedule.worker import Worker, WorkerPolicy
 
     database = open_database(url)
     database.migrate()

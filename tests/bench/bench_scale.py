@@ -272,7 +272,7 @@ def peak_rss_mb(pid: int) -> float:
 def create_database(name: str, hub: HubEmulator, size: int) -> str:
     """A fresh migrated database tracking the N synthetic repos; its SQLAlchemy URL."""
     from storage import open_database
-    from tracker.pollstate import track
+    from tracker.schedule.leases import track
 
     admin(f"DROP DATABASE IF EXISTS {name}")
     admin(f"CREATE DATABASE {name}")
@@ -398,7 +398,7 @@ def idle_cycle(hub: HubEmulator, url: str, run: Run) -> None:
     Idle figures: the most requests and the median seconds of ``IDLE_CYCLES`` cycles.
     """
     from tracker.daemon import Daemon
-    from tracker.discovery import Discovery
+    from tracker.hub.discovery import Discovery
     from tracker.settings import Settings
 
     with tempfile.TemporaryDirectory() as scratch:

@@ -26,13 +26,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
 from storage import Database, open_database, snapshot_at  # noqa: E402
-from tracker.backfill import backfill  # noqa: E402
 from tracker.diff.files import WEIGHT_SUFFIXES, is_unsafe_path, suffix  # noqa: E402
 from tracker.diff.registry import artifact_for  # noqa: E402
 from tracker.errors import ArtifactError  # noqa: E402
-from tracker.hub import Hub  # noqa: E402
+from tracker.hub.client import Hub  # noqa: E402
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes  # noqa: E402
 from tracker.hubsim.stats import RequestRecord  # noqa: E402
+from tracker.revision.backfill import backfill  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 NAIVE_LIMIT = 64 * 1024 * 1024

@@ -26,10 +26,10 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
-from tracker.artifacts import templates_from  # noqa: E402
 from tracker.diff.chat_template import diff_chat_templates  # noqa: E402
 from tracker.diff.template_probes import Support, render_probes, shapes, support_of  # noqa: E402
 from tracker.hubsim import HubEmulator  # noqa: E402
+from tracker.untrusted.artifacts import templates_from  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 LETTERS = {Support.RENDERS: "R", Support.IGNORES: "i", Support.REFUSES: "X", Support.FAILS: "F"}

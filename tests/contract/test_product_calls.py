@@ -37,9 +37,9 @@ import pytest
 from tests.contract.conftest import GATED, REPOS, TOKEN
 from tests.contract.corpus_truth import RepoTruth
 from tracker.audit.local_sources import pins_from_hf_cache
-from tracker.discovery import Discovery, HeadProbe
-from tracker.hub import Hub
-from tracker.hub_source import HubPlanSource, HubRef
+from tracker.hub.client import Hub
+from tracker.hub.discovery import Discovery, HeadProbe
+from tracker.hub.plan_source import HubPlanSource, HubRef
 from tracker.hubsim import HubEmulator, git_blob_id
 
 INDEX = "model.safetensors.index.json"

@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 import pytest
 
 from storage import Database
-from tracker.discovery import HeadProbe
-from tracker.hub import Hub
+from tracker.hub.client import Hub
+from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
-from tracker.metrics import DaemonMetrics
-from tracker.pollstate import track
-from tracker.worker import Worker, WorkerPolicy
+from tracker.schedule.leases import track
+from tracker.schedule.metrics import DaemonMetrics
+from tracker.schedule.worker import Worker, WorkerPolicy
 
 MakeWorker = Callable[..., Worker]
 

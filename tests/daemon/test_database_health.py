@@ -14,7 +14,7 @@ from storage.health import database_health, table_options
 from tests.daemon.conftest import MakeWorker, run_until_idle, track_all
 from tracker.demo import HISTORIES
 from tracker.hubsim import HubEmulator
-from tracker.metrics import DaemonMetrics
+from tracker.schedule.metrics import DaemonMetrics
 
 
 def gauge(text: str, name: str, labels: str = "") -> float:

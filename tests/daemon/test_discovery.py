@@ -12,7 +12,7 @@ from tests.daemon.conftest import MakeWorker, run_until_idle, track_all
 from tracker.config_file import DaemonConfig
 from tracker.daemon import Daemon
 from tracker.demo import HISTORIES
-from tracker.discovery import Discovery
+from tracker.hub.discovery import Discovery
 from tracker.hubsim import HubEmulator
 from tracker.settings import HubSettings, Settings, StorageSettings
 

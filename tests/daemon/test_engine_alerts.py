@@ -27,12 +27,12 @@ from tracker.alerts.spec import parse_subscription
 from tracker.commands.demo import store_demo_subscriptions
 from tracker.daemon import Daemon, publisher
 from tracker.demo import HISTORIES
-from tracker.discovery import HeadProbe
-from tracker.hub import Hub
+from tracker.hub.client import Hub
+from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
-from tracker.metrics import DaemonMetrics
+from tracker.schedule.metrics import DaemonMetrics
+from tracker.schedule.worker import Worker, WorkerPolicy
 from tracker.settings import Settings
-from tracker.worker import Worker, WorkerPolicy
 
 EMPTY_HUB = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
 

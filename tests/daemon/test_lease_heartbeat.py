@@ -19,13 +19,13 @@ import pytest
 from storage import Database, changes_of, poll_states, revisions
 from tests.daemon.conftest import track_all
 from tests.fixtures.hostile import llama_config
-from tracker.discovery import HeadProbe
-from tracker.heartbeat import Heartbeat
-from tracker.hub import Hub
+from tracker.hub.client import Hub
+from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
-from tracker.metrics import DaemonMetrics
-from tracker.pollstate import LeaseLost, claim_due, renew
-from tracker.worker import Worker, WorkerPolicy
+from tracker.schedule.heartbeat import Heartbeat
+from tracker.schedule.leases import LeaseLost, claim_due, renew
+from tracker.schedule.metrics import DaemonMetrics
+from tracker.schedule.worker import Worker, WorkerPolicy
 
 REPO = "slow/many-files"
 FILES = 20

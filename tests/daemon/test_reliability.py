@@ -67,10 +67,10 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from datetime import UTC, datetime
 
     from tracker.daemon import publisher
-    from tracker.discovery import HeadProbe
-    from tracker.hub import Hub
-    from tracker.metrics import DaemonMetrics
-    from tracker.worker import Worker, WorkerPolicy
+    from tracker.hub.client import Hub
+    from tracker.hub.discovery import HeadProbe
+    from tracker.schedule.metrics import DaemonMetrics
+    from tracker.schedule.worker import Worker, WorkerPolicy
 
     hub = emulator()
     hub.start()

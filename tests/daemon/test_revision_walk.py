@@ -31,17 +31,17 @@ from storage.records import Publication, RevisionOutcome, Subscription
 from tests.daemon.conftest import run_until_idle, track_all
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import parse_subscription
-from tracker.backfill import record_one
 from tracker.daemon import Daemon, publisher
 from tracker.demo import HISTORIES
 from tracker.diff.revision import Parsed
-from tracker.discovery import HeadProbe
-from tracker.hub import Hub
+from tracker.hub.client import Hub
+from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
-from tracker.metrics import DaemonMetrics
-from tracker.process import Publisher, Publishers
+from tracker.revision.backfill import record_one
+from tracker.revision.process import Publisher, Publishers
+from tracker.schedule.metrics import DaemonMetrics
+from tracker.schedule.worker import Worker, WorkerPolicy
 from tracker.settings import Settings
-from tracker.worker import Worker, WorkerPolicy
 
 pytestmark = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
 

@@ -11,8 +11,8 @@ import pytest
 
 from tests.daemon.harness import REPO_ROOT
 from tracker.config_file import ConfigFileError, load_daemon_config, parse_daemon_config
-from tracker.ratelimit import RateLimiter, pause_from_headers
-from tracker.scheduler import (
+from tracker.hub.ratelimit import RateLimiter, pause_from_headers
+from tracker.schedule.ticker import (
     JITTER_FRACTION,
     backoff_s,
     jitter_fraction,

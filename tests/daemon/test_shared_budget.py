@@ -18,10 +18,10 @@ from storage import Database, open_database
 from tests.daemon.conftest import track_all
 from tracker.daemon import Daemon
 from tracker.errors import ConfigFileError
-from tracker.hub_budget import HubBudget, budget_key, schedule_lag
-from tracker.ratelimit import RateLimiter
+from tracker.hub.budget import HubBudget, budget_key, schedule_lag
+from tracker.hub.ratelimit import RateLimiter
+from tracker.hub.shared_budget import SharedBudget
 from tracker.settings import Settings
-from tracker.shared_budget import SharedBudget
 
 KEY = budget_key("http://127.0.0.1:1", "hf_secret_token")
 

@@ -21,8 +21,8 @@ from feeds.webhooks import PATH, create_webhook_router
 from storage import Database, poll_state
 from storage.models import WebhookEventRow
 from tests.daemon.harness import free_port
-from tracker.inbox import drain
-from tracker.pollstate import track
+from tracker.schedule.inbox import drain
+from tracker.schedule.leases import track
 
 SECRET = "hook-secret"
 SHA = "a" * 40

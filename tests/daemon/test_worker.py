@@ -13,7 +13,7 @@ from storage import Database, RepoStatus, get_repo, poll_state, revision_log
 from tests.daemon.conftest import MakeWorker, run_until_idle, track_all
 from tracker.demo import HISTORIES
 from tracker.hubsim import HubEmulator
-from tracker.metrics import LAGGING_REPOS_SHOWN, DaemonMetrics
+from tracker.schedule.metrics import LAGGING_REPOS_SHOWN, DaemonMetrics
 
 pytestmark = pytest.mark.parametrize("hub_emulator", [{"corpus": HISTORIES}], indirect=True)
 
@@ -171,7 +171,7 @@ def test_metrics_count_checks_hub_statuses_queue_depth_and_lag(
     from huggingface_hub.utils._http import default_client_factory
     from prometheus_client import generate_latest
 
-    from tracker.ratelimit import RateLimiter, install
+    from tracker.hub.ratelimit import RateLimiter, install
 
     clock = Clock()
     repos = hub_emulator.repo_ids()

@@ -13,7 +13,7 @@ from math import prod
 from pathlib import Path
 from typing import Any
 
-import tracker.exact_parameters as exact_parameters
+import tracker.revision.exact_parameters as exact_parameters
 from estimator.families import describe
 from tests.estimator.reference import estimated_shapes, reference_shapes
 

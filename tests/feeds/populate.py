@@ -15,10 +15,10 @@ from pathlib import Path
 from feeds import EstimateDelta, build_advisory
 from storage import Database, changes_of, plan_at, put_advisory, revision_log, tracked_repos
 from storage.records import Advisory
-from tracker.backfill import backfill
 from tracker.demo import HISTORIES
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim.emulator import HubEmulator
+from tracker.revision.backfill import backfill
 
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_REPO = "neurarch-demo/llama2-7b"

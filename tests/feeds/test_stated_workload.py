@@ -16,7 +16,7 @@ from feeds.chart import room_bytes
 from storage import latest_revision, plan_at
 from tests.feeds.conftest import Site
 from tests.feeds.populate import HOSTILE_REPO
-from tracker.estimate import STATED_WORKLOAD
+from tracker.revision.estimate import STATED_WORKLOAD
 
 GFM = MarkdownIt("commonmark").enable("table")
 

@@ -18,9 +18,9 @@ from huggingface_hub import HfApi
 
 from storage import Database, changes_of, revisions
 from tests.fixtures.change_recall import invented_weight_changes
-from tracker.backfill import backfill
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import Blob, HubEmulator, estimator_tensor_shapes
+from tracker.revision.backfill import backfill
 
 LLAMA2_CHAT = "meta-llama/Llama-2-7b-chat-hf"
 BLOOM = "bigscience/bloom"

@@ -4,7 +4,7 @@
 function the console script calls) against a fresh database (SQLite or PostgreSQL)
 and the Hub emulator through the real huggingface_hub client, and reads what the
 person would read: stdout, stderr, the exit code. ``serve`` is the daemon's own
-parts, not a copy of them: its check workers (``tracker.worker.Worker``) with the
+parts, not a copy of them: its check workers (``tracker.schedule.worker.Worker``) with the
 publisher table ``serve`` registers, the webhook endpoint of the feeds app on a
 loopback server, and the inbox drain, run until nothing is due.
 """
@@ -32,14 +32,14 @@ from storage import Database, open_database
 from tests.daemon.harness import free_port
 from tracker.cli import main
 from tracker.daemon import revision_publishers
-from tracker.discovery import HeadProbe
-from tracker.hub import Hub
+from tracker.hub.client import Hub
+from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
-from tracker.inbox import drain
-from tracker.metrics import DaemonMetrics
-from tracker.pollstate import track as follow
+from tracker.schedule.inbox import drain
+from tracker.schedule.leases import track as follow
+from tracker.schedule.metrics import DaemonMetrics
+from tracker.schedule.worker import Worker, WorkerPolicy
 from tracker.settings import Settings
-from tracker.worker import Worker, WorkerPolicy
 
 WEBHOOK_SECRET = "journey-webhook-secret"
 MISTRAL = "mistralai/Mistral-7B-Instruct-v0.3"

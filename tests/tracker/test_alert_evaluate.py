@@ -1,9 +1,9 @@
 """Alerts from real revisions: the shipped demo configs, the real estimator, real databases.
 
-Each revision is recorded the way ``tracker.process.commit`` records it
+Each revision is recorded the way ``tracker.revision.process.commit`` records it
 (blobs first, then the revision, then the alerts in the same transaction),
 with the outcome record built by the same code processing uses (the parsed
-configs of ``tracker.process.configs_of``, the plan of ``tracker.estimate``).
+configs of ``tracker.revision.process.configs_of``, the plan of ``tracker.revision.estimate``).
 The figures come from the estimator on the demo's Llama-2-7B history: serving
 4 sequences at the model's own context on an L4 fits at 2,048 tokens (18.56 GiB,
 largest batch 4) and not at 4,096 (24.00 GiB, largest batch 2); an A100 80GB
@@ -41,8 +41,8 @@ from tracker.alerts.plan_cache import ModelSide, PlanCache
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import SubscriptionSpec, parse_subscription
 from tracker.diff.revision import RevisionContent
-from tracker.estimate import estimate
-from tracker.process import configs_of
+from tracker.revision.estimate import estimate
+from tracker.revision.process import configs_of
 
 REPO = "neurarch-demo/llama2-7b"
 HISTORY = Path(__file__).resolve().parents[2] / "tracker/demo/histories" / REPO

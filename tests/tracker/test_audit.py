@@ -40,10 +40,10 @@ from tests.feeds.populate import build_all
 from tracker.audit import Finding, Origin, OsvServerAdvisories, Pin, PinReport, Published
 from tracker.audit.advisories import CHUNK_BYTES, MAX_ANSWER_BYTES, AdvisoryServerError
 from tracker.audit.render import to_markdown
-from tracker.backfill import backfill
 from tracker.cli import main
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
+from tracker.revision.backfill import backfill
 
 REPOS = ("mistralai/Mistral-7B-v0.1", "meta-llama/Llama-2-7b-hf", "openai-community/gpt2")
 SARIF_SCHEMA = Path(__file__).parents[1] / "data" / "sarif" / "sarif-2.1.0.json"

@@ -25,10 +25,10 @@ from tests.tracker.test_audit import REPOS, SARIF_SCHEMA, World, advisory_ids, e
 from tracker.audit import Finding, Origin, Pin, PinReport, Published
 from tracker.audit.local_sources import pins_in_file
 from tracker.audit.sarif import to_sarif
-from tracker.backfill import backfill
 from tracker.cli import main
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
+from tracker.revision.backfill import backfill
 
 __all__ = ["env", "world"]  # fixtures shared with test_audit.py
 FIVE = (*REPOS, "distilbert/distilbert-base-uncased", "mistralai/Mistral-7B-Instruct-v0.2")

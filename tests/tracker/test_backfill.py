@@ -13,10 +13,10 @@ import pytest
 
 from storage import Database, changes_of, ensure_repo, revisions, snapshot_at
 from storage.records import Change, Severity
-from tracker.backfill import backfill, record_one
 from tracker.diff.files import suffix
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
+from tracker.revision.backfill import backfill, record_one
 
 NAMED_CHANGES = (
     "meta-llama/Llama-2-7b-hf",

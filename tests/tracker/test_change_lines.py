@@ -18,12 +18,12 @@ import pytest
 
 from storage import open_database
 from tests.fixtures.change_lines import absurd_deltas, contradicting_ranges, equal_sides
-from tracker.backfill import backfill
 from tracker.commands.documents import history_document
 from tracker.commands.render import history_text
 from tracker.diff.shapes import MAX_LINE_CHARS
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
+from tracker.revision.backfill import backfill
 
 EXAMPLES = (
     "IDEA-Research/grounding-dino-tiny",

@@ -18,9 +18,9 @@ import pytest
 from storage import Database, open_database
 from tests.fixtures.change_recall import Recall, measure
 from tests.fixtures.json_oracle import MISSING, KeyChange, canonical, key_changes
-from tracker.backfill import backfill
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
+from tracker.revision.backfill import backfill
 
 SAMPLE = {
     "meta-llama/Llama-2-7b-hf",

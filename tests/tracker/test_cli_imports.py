@@ -98,7 +98,7 @@ def test_plan_of_a_local_config_imports_only_what_that_plan_needs(tmp_path: Path
         "tracker.config_file",
         "platformdirs",
         "importlib.metadata",
-        "tracker.exact_parameters",
+        "tracker.revision.exact_parameters",
         "estimator.deltas",
         "estimator.engine_cards",
         "estimator.stacks",

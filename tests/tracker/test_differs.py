@@ -11,7 +11,6 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 import estimator
 from storage.records import FileEntry, Severity
-from tracker.artifacts import ArtifactParseError, parse_json
 from tracker.diff.chat_template import diff_chat_templates, render_probes
 from tracker.diff.common import DiffContext
 from tracker.diff.files import diff_files, is_unsafe_path
@@ -26,6 +25,7 @@ from tracker.diff.tokenizer import (
     probe_texts,
     summarize_tokenizer,
 )
+from tracker.untrusted.artifacts import ArtifactParseError, parse_json
 
 
 def corpus_json(corpus_dir: Path, repo: str, revision: str, path: str) -> object:

@@ -1,7 +1,7 @@
 """The revision's estimate carries vLLM's start-up verdict, computed once when it is processed.
 
 The demo's Llama-2-7B at 4,096 tokens is estimated as processing estimates it
-(``tracker.estimate.estimate`` over the revision's parsed files): the stored
+(``tracker.revision.estimate.estimate`` over the revision's parsed files): the stored
 plan's ``serving.engine`` is vLLM at its defaults on the workload's card, at
 the model's own context. An engine model that refuses the config leaves the
 plan without a verdict instead of losing the revision's estimate.
@@ -20,7 +20,7 @@ from storage.records import Revision
 from tests.storage.builders import snapshot
 from tracker.demo import HISTORIES
 from tracker.diff.revision import RevisionContent
-from tracker.estimate import estimate
+from tracker.revision.estimate import estimate
 
 CONFIG = HISTORIES / "neurarch-demo/llama2-7b/2c19299788366b0adb608e08386b56071abf010a/config.json"
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-import tracker.exact_parameters as exact_parameters
+import tracker.revision.exact_parameters as exact_parameters
 from estimator.errors import ConfigError
 from estimator.families import describe
 from estimator.plan import plan
 from tests.estimator.reference import Refused, reference_shapes
 from tests.estimator.test_parameters_exact import corpus_configs
-from tracker.isolation import IsolatedPool, Limits
+from tracker.untrusted.isolation import IsolatedPool, Limits
 
 # OLMo 2 has no family module: describe() can only get it from transformers.
 OLMO2 = {
@@ -169,7 +169,7 @@ def test_a_config_asking_for_endless_layers_is_stopped_by_the_os_not_built(
     tight = IsolatedPool(
         Limits(memory_bytes=exact_parameters.BUILD_LIMITS.memory_bytes, cpu_seconds=2),
         max_workers=1,
-        preload=("torch", "transformers", "tracker.exact_parameters"),
+        preload=("torch", "transformers", "tracker.revision.exact_parameters"),
     )
     monkeypatch.setattr(exact_parameters, "build_pool", lambda: tight)
     before = _rss_kib()

@@ -11,10 +11,10 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 from storage import Database, changes_of, get_blob, revisions, snapshot_at
 from storage.records import Change
-from tracker.backfill import backfill
 from tracker.errors import Gated, RateLimited, RepoGone
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
+from tracker.revision.backfill import backfill
 
 EMPTY_HUB = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
 REPO = "hostile/model"

@@ -20,9 +20,9 @@ import pytest
 from huggingface_hub import HfApi, hf_hub_download
 
 from storage import Database, changes_of, plan_at, revisions
-from tracker.backfill import backfill
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
+from tracker.revision.backfill import backfill
 
 EXE = str(Path(sys.executable).with_name("neurarch-trace"))
 EMPTY_HUB = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)

@@ -22,14 +22,14 @@ from huggingface_hub.errors import HfHubHTTPError
 from storage import Database, open_database, poll_states
 from tests.fixtures.stored_state import canonical_state, differences, revision_count
 from tracker.demo import HISTORIES
-from tracker.discovery import HeadProbe
 from tracker.errors import Gated, HubError, HubUnavailable, RateLimited, RepoGone
-from tracker.hub import Hub
+from tracker.hub.client import Hub
+from tracker.hub.discovery import HeadProbe
+from tracker.hub.retry import Retrying, RetryPolicy, is_transient
 from tracker.hubsim import HubEmulator, TransientMix, estimator_tensor_shapes
-from tracker.metrics import DaemonMetrics
-from tracker.pollstate import track
-from tracker.retry import Retrying, RetryPolicy, is_transient
-from tracker.worker import Worker, WorkerPolicy
+from tracker.schedule.leases import track
+from tracker.schedule.metrics import DaemonMetrics
+from tracker.schedule.worker import Worker, WorkerPolicy
 
 FAST = RetryPolicy(attempts=12, base_s=0.005, cap_s=0.05, total_s=30.0)
 """Many short tries: at a 50% fault rate, twelve in a row fail once in 4,096 requests."""

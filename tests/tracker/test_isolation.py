@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker.isolation import (
+from tracker.untrusted.isolation import (
     DeadlineExceeded,
     IsolatedPool,
     Limits,

@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage import Database, changes_of, snapshot_at
-from tracker.artifacts import ArtifactParseError, parse_json
-from tracker.backfill import backfill
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
-from tracker.json_input import MAX_DEPTH, JsonInputError, JsonSyntaxError, read_json
+from tracker.revision.backfill import backfill
+from tracker.untrusted.artifacts import ArtifactParseError, parse_json
+from tracker.untrusted.json_input import MAX_DEPTH, JsonInputError, JsonSyntaxError, read_json
 
 
 def nested(depth: int) -> bytes:

@@ -19,13 +19,13 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from feeds import EstimateDelta, build_advisory
 from storage import Database, changes_of, revisions
 from storage.records import Change, FileEntry, Revision, Severity, Snapshot, StoredRevision
-from tracker.backfill import backfill
 from tracker.diff.json_diff import diff_json
 from tracker.diff.registry import ARTIFACTS
 from tracker.diff.revision import RevisionContent, diff_revisions
-from tracker.estimate import estimate
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
+from tracker.revision.backfill import backfill
+from tracker.revision.estimate import estimate
 
 WHISPER = "openai/whisper-base"
 REFLECTION = "mattshumer/Reflection-Llama-3.1-70B"

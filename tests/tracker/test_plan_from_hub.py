@@ -17,10 +17,10 @@ import huggingface_hub.constants
 import pytest
 import requests
 
-from tracker.artifacts import TEXT_LIMIT
 from tracker.cli import main
 from tracker.hubsim import HubEmulator
 from tracker.hubsim.stats import RequestRecord
+from tracker.untrusted.artifacts import TEXT_LIMIT
 
 REPOS = (
     "meta-llama/Llama-2-7b-hf",

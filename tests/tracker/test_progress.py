@@ -9,7 +9,7 @@ import pytest
 
 from tracker.cli import main
 from tracker.hubsim import HubEmulator
-from tracker.progress import Progress
+from tracker.revision.progress import Progress
 
 REPO = "meta-llama/Llama-2-7b-hf"
 

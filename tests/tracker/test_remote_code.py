@@ -17,11 +17,11 @@ import pytest
 from storage import Database, changes_of, open_database, put_advisory, revision_log
 from tests.feeds.populate import build_all
 from tracker.audit.advisories import Published
-from tracker.backfill import backfill
 from tracker.cli import main
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
-from tracker.remote_code import RemoteReference, cross_repo_references
+from tracker.revision.backfill import backfill
+from tracker.revision.remote_code import RemoteReference, cross_repo_references
 
 MODEL = "acme/remote-model"
 CODE = "acme/shared-code"

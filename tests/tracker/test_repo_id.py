@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tracker.errors import RepoIdError
-from tracker.repo_id import validate_repo_id
+from tracker.hub.repo_id import validate_repo_id
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 
 from tracker.cli import main
 from tracker.config_file import ConfigFileError
-from tracker.hub_budget import HubBudget
+from tracker.hub.budget import HubBudget
 from tracker.settings import FILE_SETTINGS, Settings, SettingsError
 
 TOKEN = "file-token-0123456789"

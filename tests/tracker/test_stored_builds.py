@@ -8,15 +8,15 @@ from collections import Counter
 import pytest
 from sqlalchemy import select
 
-import tracker.exact_parameters as exact_parameters
-import tracker.stored_builds as stored_builds
+import tracker.revision.exact_parameters as exact_parameters
+import tracker.revision.stored_builds as stored_builds
 from storage import Database, plan_at, put_blob, revisions
 from storage.models import BlobRow
 from tests.tracker.test_exact_parameters import OLMO2 as OLMO2_FOUR_LAYERS
-from tracker.backfill import backfill
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
-from tracker.stored_builds import StoredBuilds, build_key, decode, encode
+from tracker.revision.backfill import backfill
+from tracker.revision.stored_builds import StoredBuilds, build_key, decode, encode
 
 # OLMo 2 has no family module: only transformers can list its parameters.
 OLMO2 = {**OLMO2_FOUR_LAYERS, "num_hidden_layers": 2}

@@ -19,7 +19,6 @@ import pytest
 from storage import open_database
 from storage.records import FileEntry, Severity
 from tests.fixtures.change_lines import absurd_deltas, contradicting_ranges, equal_sides
-from tracker.backfill import backfill
 from tracker.commands.documents import history_document
 from tracker.commands.render import history_text
 from tracker.diff.chat_template import diff_chat_templates
@@ -28,8 +27,9 @@ from tracker.diff.json_diff import diff_json
 from tracker.diff.manifest import diff_manifests
 from tracker.diff.sandbox import render_prompts
 from tracker.diff.shapes import MAX_LINE_CHARS, excerpt
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
+from tracker.revision.backfill import backfill
 
 PHI3 = "microsoft/Phi-3-mini-128k-instruct"
 START = datetime(2025, 1, 1, tzinfo=UTC)

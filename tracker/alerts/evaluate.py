@@ -48,7 +48,7 @@ from tracker.alerts.plan_cache import ModelSide, PlanCache
 from tracker.alerts.spec import SubscriptionError, SubscriptionSpec
 from tracker.alerts.starts import engine_flips
 from tracker.diff.common import change_json
-from tracker.process import Publisher
+from tracker.revision.process import Publisher
 
 SCHEMA: Final = "neurarch-trace.alert/1"
 CONFIG: Final = "config.json"

@@ -30,7 +30,7 @@ import requests
 from storage import Database, NotFound, advisories, get_repo, revisions
 from storage.records import Advisory, Severity
 from tracker.errors import JsonInputError, TrackerError
-from tracker.json_input import read_json
+from tracker.untrusted.json_input import read_json
 
 PURL_PREFIX = "pkg:huggingface/"
 MAX_BATCH = 1000

@@ -33,7 +33,7 @@ from tracker.audit.advisories import AdvisorySource, Published
 from tracker.audit.history import MainHistory, locate
 from tracker.audit.pins import Pin
 from tracker.errors import RevisionGone, TrackerError
-from tracker.hub_source import HubRef, PlanInputs
+from tracker.hub.plan_source import HubRef, PlanInputs
 
 if TYPE_CHECKING:
     from tracker.audit.ignore import IgnoredFinding

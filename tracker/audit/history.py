@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from tracker.errors import HubError
-from tracker.hub import Hub
+from tracker.hub.client import Hub
 
 FULL_SHA_LENGTH = 40
 

@@ -31,7 +31,7 @@ from huggingface_hub.errors import CacheNotFound, CorruptedCacheException
 
 from tracker.audit.pins import AuditInputError, Origin, Pin
 from tracker.errors import RepoIdError
-from tracker.repo_id import parse_repo_ref
+from tracker.hub.repo_id import parse_repo_ref
 
 MAX_SOURCE_BYTES = 2 * 2**20
 SKIPPED_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", "build"})

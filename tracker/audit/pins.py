@@ -25,7 +25,7 @@ from typing import Any
 from estimator import Workload, card
 from estimator.errors import EstimateError
 from tracker.errors import RepoIdError, TrackerError
-from tracker.repo_id import parse_repo_ref
+from tracker.hub.repo_id import parse_repo_ref
 
 MAX_LOCK_BYTES = 4 * 2**20
 LOCK_KEYS = frozenset({"repo", "revision", "workload", "cards"})

@@ -3,7 +3,7 @@
 A model whose ``auto_map`` names ``other/repo--module.Class`` makes
 transformers load ``module.py`` from *other/repo*; without ``code_revision``
 it loads it at main, so a pin on the model pins nothing of that code
-(tracker.remote_code). The audit reads what the local database recorded for
+(tracker.revision.remote_code). The audit reads what the local database recorded for
 the pinned revision (the referenced repos and their main's commit when it was
 taken) and says so per referenced repo. A source that passes
 ``code_revision=`` in the same call (transformers then loads the other repo at
@@ -18,7 +18,7 @@ from dataclasses import replace
 from storage import Database, NotFound, snapshot_at
 from storage.records import Severity
 from tracker.audit.check import Finding, PinReport
-from tracker.remote_code import CARD_KEY
+from tracker.revision.remote_code import CARD_KEY
 
 KIND = "remote-code"
 

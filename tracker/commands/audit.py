@@ -184,9 +184,9 @@ def audit(pins: list[Pin], args: argparse.Namespace, settings: Settings) -> list
     from tracker.audit.ignore import apply_ignores
     from tracker.audit.pins import canonical_pins
     from tracker.audit.remote import add_remote_code_findings
-    from tracker.hub import Hub
-    from tracker.local_database import existing_database
-    from tracker.plan_fetch import fetch_inputs
+    from tracker.hub.client import Hub
+    from tracker.reads.local_database import existing_database
+    from tracker.reads.plan_fetch import fetch_inputs
 
     hub = Hub.from_settings(settings)
     pins = canonical_pins(pins, hub.known_id)

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.config_file import DaemonConfig, RepoConfig
     from tracker.daemon import Daemon
     from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
-    from tracker.progress import Progress, watch_backfill
+    from tracker.revision.progress import Progress, watch_backfill
     from tracker.roles import CannotListen, Role, ServeFailed, serve
 
     if not 0 <= args.port <= 65535:

@@ -28,7 +28,7 @@ def history_document(database: Database, repo_id: str) -> list[dict[str, Any]]:
     from storage import changes_of, revision_log
     from tracker.diff.common import change_json
     from tracker.errors import NotTracked
-    from tracker.repo_id import validate_repo_id
+    from tracker.hub.repo_id import validate_repo_id
 
     repo_id = validate_repo_id(repo_id)
     with database.read_session() as session:
@@ -59,7 +59,7 @@ def diff_document(database: Database, repo_id: str, old: str, new: str) -> dict[
     from storage import changes_of, has_revision, revisions
     from tracker.commands.common import resolve_sha
     from tracker.diff.common import change_json
-    from tracker.repo_id import validate_repo_id
+    from tracker.hub.repo_id import validate_repo_id
 
     repo_id = validate_repo_id(repo_id)
     old_sha = resolve_sha(database, repo_id, old)
@@ -93,10 +93,10 @@ def _refuse_reversed(repo_id: str, old: Revision, new: Revision) -> None:
 def _recomputed(session: Session, repo_id: str, old_sha: str, new_sha: str) -> list[Change]:
     """The differs and the plan delta run again over two stored snapshots."""
     from storage import plan_at
-    from tracker.backfill import stored_content
     from tracker.diff.common import by_severity
     from tracker.diff.plan_delta import diff_plans
     from tracker.diff.revision import diff_revisions
+    from tracker.revision.backfill import stored_content
 
     old, new = stored_content(session, repo_id, old_sha), stored_content(session, repo_id, new_sha)
     plans = diff_plans(plan_at(session, repo_id, old_sha), plan_at(session, repo_id, new_sha))

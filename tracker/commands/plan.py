@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any, Final
 from tracker.commands import UsageError
 from tracker.commands.engine_flags import add_engine_arguments, engine_request_from
 from tracker.commands.plan_stack import add_stack_argument, stack_from
-from tracker.json_input import JsonInputError, JsonSyntaxError, read_json
-from tracker.source_shape import could_be_hub_ref
+from tracker.hub.source_shape import could_be_hub_ref
+from tracker.untrusted.json_input import JsonInputError, JsonSyntaxError, read_json
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from estimator import Plan, WeightManifest, Workload
     from estimator.families.exact import ParameterList
-    from tracker.hub_source import PlanInputs
+    from tracker.hub.plan_source import PlanInputs
     from tracker.settings import Settings
 
 # The names in estimator/recipes.py RECIPE_NAMES (kept literal: flags parse without the estimator).
@@ -376,8 +376,8 @@ def inputs_of(
     if settings is None or not could_be_hub_ref(source):
         raise UsageError(f"{source}: no such file, and not a Hub repo (ORG/NAME[@REV])")
     from tracker.commands.common import user_errors
-    from tracker.hub_source import parse_hub_ref
-    from tracker.plan_fetch import fetch_inputs
+    from tracker.hub.plan_source import parse_hub_ref
+    from tracker.reads.plan_fetch import fetch_inputs
 
     with user_errors():
         ref = parse_hub_ref(source, settings.hub.endpoint)
@@ -393,7 +393,7 @@ def exact_parameters(config: Mapping[str, object]) -> ParameterList | None:
     The estimator asks only for such types, so the isolation machinery
     (multiprocessing, 44 ms of imports) loads only for them.
     """
-    from tracker.exact_parameters import builder
+    from tracker.revision.exact_parameters import builder
 
     build = builder()
     return None if build is None else build(config)

@@ -1,4 +1,4 @@
-"""The REPO argument of every command, read one way: tracker.repo_id's parser, legacy ids resolved.
+"""The REPO argument of every command, read one way: tracker.hub.repo_id's parser, legacy ids resolved.
 
 ``track``, ``untrack``, ``history``, ``diff``, ``plan`` and ``audit`` all take
 what huggingface_hub takes (``ORG/NAME``, ``hf://...``, a model page URL with
@@ -29,13 +29,13 @@ def repo_argument(
     if PLAIN.fullmatch(text):
         return text, None  # the command's own check applies the Hub's full rule
     from tracker.errors import TrackerError
-    from tracker.repo_id import parse_repo_ref
+    from tracker.hub.repo_id import parse_repo_ref
 
     try:
         ref = parse_repo_ref(text, settings.hub.endpoint)
         if ref.legacy:
-            from tracker.hub import Hub
-            from tracker.retry import INTERACTIVE, Retrying
+            from tracker.hub.client import Hub
+            from tracker.hub.retry import INTERACTIVE, Retrying
 
             ref = Hub.from_settings(settings, Retrying(INTERACTIVE)).canonical(ref)
     except TrackerError as exc:

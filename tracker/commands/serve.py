@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.config_file import RepoConfig
     from tracker.daemon import Daemon
     from tracker.errors import RepoIdError, TrackerError
-    from tracker.repo_id import validate_repo_id
+    from tracker.hub.repo_id import validate_repo_id
     from tracker.roles import CannotListen, Role, ServeFailed, serve
 
     config = settings.daemon

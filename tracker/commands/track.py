@@ -26,14 +26,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.backfill import backfill
     from tracker.commands.common import open_storage, user_errors
     from tracker.commands.repo_arg import repo_argument
     from tracker.daemon import revision_publishers
-    from tracker.hub import Hub
-    from tracker.progress import Progress
-    from tracker.repo_id import validate_repo_id
-    from tracker.retry import INTERACTIVE, Retrying
+    from tracker.hub.client import Hub
+    from tracker.hub.repo_id import validate_repo_id
+    from tracker.hub.retry import INTERACTIVE, Retrying
+    from tracker.revision.backfill import backfill
+    from tracker.revision.progress import Progress
 
     with user_errors():
         repo_id = validate_repo_id(repo_argument(args.repo, settings)[0])

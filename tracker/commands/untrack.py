@@ -19,7 +19,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.commands.common import open_storage, user_errors
     from tracker.commands.repo_arg import repo_argument
     from tracker.errors import NotTracked
-    from tracker.repo_id import validate_repo_id
+    from tracker.hub.repo_id import validate_repo_id
 
     with user_errors():
         repo_id = validate_repo_id(repo_argument(args.repo, settings)[0])

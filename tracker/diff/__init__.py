@@ -4,7 +4,7 @@
 its files, parsers and differ. ``tracker.diff.revision.diff_revisions`` runs
 every row; each differ is a pure function over parsed artifacts returning
 ``storage.records.Change`` values. The shapes of a row live in
-``tracker.artifacts``, which imports nothing from here (the arrow points one
+``tracker.untrusted.artifacts``, which imports nothing from here (the arrow points one
 way). Import the modules directly: this package re-exports nothing.
 """
 

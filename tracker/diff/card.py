@@ -15,10 +15,10 @@ from typing import Any
 import yaml
 
 from storage.records import Change
-from tracker.artifacts import Side
 from tracker.diff.json_diff import diff_json
 from tracker.diff.remote_code import CARD_KEY as REMOTE_CODE_KEY
 from tracker.errors import FrontMatterError
+from tracker.untrusted.artifacts import Side
 
 ARTIFACT = "card"
 CARD_FIELDS = ("license", "license_name", "license_link", "base_model", "extra_gated_prompt")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.records import Change, Severity
-from tracker.artifacts import Differ, Side
+from tracker.untrusted.artifacts import Differ, Side
 
 UNSET = "(unset)"
 MAX_VALUE_CHARS = 120

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
 from storage.records import Change, FileEntry, Severity, Snapshot
-from tracker.artifacts import Side
 from tracker.diff.common import plausible_size, shown_bytes
+from tracker.untrusted.artifacts import Side
 
 ARTIFACT_CODE = "code"
 ARTIFACT_WEIGHTS = "weights"

@@ -21,11 +21,11 @@ from typing import Any
 from deepdiff import DeepDiff
 
 from storage.records import Change, Severity
-from tracker.artifacts import Side
 from tracker.diff.common import DiffContext, format_value
 from tracker.diff.shapes import MAX_LINE_CHARS, MISSING, describe
 from tracker.diff.special_tokens import token_context
 from tracker.diff.wording import EXPLAINERS
+from tracker.untrusted.artifacts import Side
 
 PathKey = tuple[str | int, ...]
 _MISSING = MISSING

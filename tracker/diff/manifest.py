@@ -24,8 +24,8 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from storage.records import Change, Severity
-from tracker.artifacts import Side
 from tracker.diff.common import format_value
+from tracker.untrusted.artifacts import Side
 
 ARTIFACT = "weights"
 MAX_NAMES = 200

@@ -14,15 +14,6 @@ and reports files that stop or start parsing, the same way for every kind.
 from __future__ import annotations
 
 from storage.records import Change
-from tracker.artifacts import (
-    TOKENIZER_LIMIT,
-    ArtifactKind,
-    FileRule,
-    Side,
-    parse_json,
-    parse_template_json,
-    parse_text,
-)
 from tracker.diff.card import diff_card_view, parse_front_matter
 from tracker.diff.common import per_file
 from tracker.diff.files import diff_repo
@@ -32,6 +23,15 @@ from tracker.diff.remote_code import diff_remote_code
 from tracker.diff.templates import diff_template_view
 from tracker.diff.tokenizer import diff_tokenizer_kind, parse_tokenizer
 from tracker.diff.weight_index import diff_weight_index_file
+from tracker.untrusted.artifacts import (
+    TOKENIZER_LIMIT,
+    ArtifactKind,
+    FileRule,
+    Side,
+    parse_json,
+    parse_template_json,
+    parse_text,
+)
 
 
 def _json(*patterns: str) -> tuple[FileRule, ...]:

@@ -1,6 +1,6 @@
 """The ``remote_code`` differ: code this model loads from other repos, between two revisions.
 
-What a snapshot recorded of each referenced repo (tracker.remote_code) is
+What a snapshot recorded of each referenced repo (tracker.revision.remote_code) is
 compared: a reference that appears or goes away, and each ``*.py`` file of a
 referenced repo added, changed or removed since the previous revision was
 taken. A change there is a change here: a user pinned to this model runs the
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from storage.records import Change, Severity
-from tracker.artifacts import Side
+from tracker.untrusted.artifacts import Side
 
 ARTIFACT = "remote_code"
 CARD_KEY = "remote_code"

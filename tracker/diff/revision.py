@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.records import Change, Severity, Snapshot
-from tracker.artifacts import ArtifactParseError, Parsed
 from tracker.diff.common import by_severity, parse_error
 from tracker.diff.registry import artifact_for, diff_kinds
 from tracker.diff.templates import effective_templates, special_tokens
+from tracker.untrusted.artifacts import ArtifactParseError, Parsed
 
 
 @dataclass

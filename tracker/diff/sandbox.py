@@ -14,7 +14,7 @@ stops attribute escapes and mutation. On top of it:
 * a deadline, checked by a trace hook on the template's own frames, stops
   templates that loop in Python, with a readable message;
 * ``render_prompts`` is the entry the isolated worker runs
-  (``tracker.isolation``): its address-space and CPU limits and the caller's
+  (``tracker.untrusted.isolation``): its address-space and CPU limits and the caller's
   kill on a wall-clock deadline stop whatever the checks above miss.
 """
 

@@ -29,7 +29,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from storage.records import Change, Severity
-from tracker.artifacts import Side
 from tracker.diff.common import DiffContext, format_value
 from tracker.diff.token_listings import (
     FLAGS,
@@ -40,6 +39,7 @@ from tracker.diff.token_listings import (
     relisted,
     tokens_in,
 )
+from tracker.untrusted.artifacts import Side
 
 ARTIFACT = "tokenizer"
 SOURCES = ("tokenizer_config.json", "tokenizer.json", "added_tokens.json")

@@ -17,7 +17,7 @@ What a template does with one shape (``Support``) is read from its two renders:
 - ``fails``: any other error (a bug, or a limit of the sandbox).
 
 All probes of one template render in one call to an isolated worker
-(``tracker.isolation``), which is killed if it runs past its deadline.
+(``tracker.untrusted.isolation``), which is killed if it runs past its deadline.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from importlib import resources
 from typing import Any
 
 from tracker.diff.sandbox import RENDER_SECONDS, ProbeOutcome, render_prompts
-from tracker.isolation import LimitExceeded, RemoteError, default_pool
+from tracker.untrusted.isolation import LimitExceeded, RemoteError, default_pool
 
 RENDER_WALL_SECONDS = RENDER_SECONDS + 1.0
 """Wall time one template's probes may take before its worker is killed."""
@@ -116,7 +116,7 @@ def shapes() -> tuple[str, ...]:
 def render_probes(template: str, special_tokens: Mapping[str, str]) -> dict[str, Rendering]:
     """Every probe's rendered prompt (or its error) for one template, in one isolated call.
 
-    Raises only if no worker can be had at all (tracker.isolation's
+    Raises only if no worker can be had at all (tracker.untrusted.isolation's
     WorkerUnavailable, PoolClosed): then nothing about the template is known,
     and the revision is retried rather than recorded wrongly.
     """

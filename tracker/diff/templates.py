@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from storage.records import Change, Severity
-from tracker.artifacts import ArtifactParseError, Side, templates_from
 from tracker.diff.chat_template import ARTIFACT, diff_chat_templates
+from tracker.untrusted.artifacts import ArtifactParseError, Side, templates_from
 
 SPECIAL_TOKEN_NAMES = ("bos_token", "eos_token", "pad_token", "unk_token")
 TEMPLATE_SOURCES = ("tokenizer_config.json", "chat_template.json", "chat_template.jinja")

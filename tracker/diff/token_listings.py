@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.records import Change, Severity
-from tracker.artifacts import Side
+from tracker.untrusted.artifacts import Side
 
 ARTIFACT = "tokenizer"
 FLAGS = ("special", "lstrip", "rstrip", "single_word", "normalized")

@@ -8,7 +8,7 @@ matches the new tokenizer. Special and added tokens, which three files list,
 are compared once by ``tracker.diff.special_tokens``; the tokenizer row's
 differ, ``diff_tokenizer_kind``, runs both.
 
-Loading runs in an isolated worker (``tracker.isolation``) under its memory,
+Loading runs in an isolated worker (``tracker.untrusted.isolation``) under its memory,
 CPU and wall-clock limits: the file is upstream input, and a native parser
 given a hostile one may allocate without bound or crash. Only the summary
 (``TokenizerFacts``) comes back.
@@ -25,11 +25,11 @@ from importlib import resources
 from tokenizers import Tokenizer
 
 from storage.records import Change, Severity
-from tracker.artifacts import Side
 from tracker.diff.common import format_value, per_file
 from tracker.diff.special_tokens import diff_special_tokens
 from tracker.errors import TokenizerParseError
-from tracker.isolation import LimitExceeded, RemoteError, default_pool
+from tracker.untrusted.artifacts import Side
+from tracker.untrusted.isolation import LimitExceeded, RemoteError, default_pool
 
 ARTIFACT = "tokenizer"
 PARSE_WALL_SECONDS = 30.0

@@ -22,9 +22,9 @@ from dataclasses import replace
 from typing import Any
 
 from storage.records import Change, Severity
-from tracker.artifacts import Side
 from tracker.diff.json_diff import diff_json_file
 from tracker.diff.shapes import MAX_LINE_CHARS
+from tracker.untrusted.artifacts import Side
 
 MAX_MOVE_LINES = 5
 """Up to this many tensors moved between shards are named one by one; more, by shard pair."""

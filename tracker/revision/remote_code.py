@@ -24,8 +24,8 @@ from typing import Any, Protocol
 
 from tracker.diff.remote_code import CARD_KEY
 from tracker.errors import HubError, RepoIdError
-from tracker.hub import RepoFiles
-from tracker.repo_id import validate_repo_id
+from tracker.hub.client import RepoFiles
+from tracker.hub.repo_id import validate_repo_id
 
 SOURCES = ("config.json", "tokenizer_config.json")
 MAX_REFERENCED_REPOS = 8

@@ -4,7 +4,7 @@ Each new revision is snapshotted (fetching only unseen blobs), diffed against
 its parent on main (read from the Hub when it is not recorded), estimated, and
 written with ``record_revision`` in one transaction together with the blobs it
 fetched and what the publishers wrote: the same path as the daemon's
-(``tracker.process``), so a revision recorded here is published here, once.
+(``tracker.revision.process``), so a revision recorded here is published here, once.
 A crash loses at most the revision in flight: a rerun skips every (repo,
 sha) already recorded, so backfills resume where they stopped. Network
 reads happen outside the write transaction, so a slow Hub never holds a
@@ -30,10 +30,10 @@ from storage import (
 )
 from storage.records import Change, Revision
 from tracker.diff.revision import Parsed, RevisionContent
-from tracker.hub import Hub
-from tracker.process import Publishers, SessionBlobs, commit, content_of, prepare
-from tracker.progress import Progress
-from tracker.repo_id import validate_repo_id
+from tracker.hub.client import Hub
+from tracker.hub.repo_id import validate_repo_id
+from tracker.revision.process import Publishers, SessionBlobs, commit, content_of, prepare
+from tracker.revision.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def record_one(
 ) -> list[Change] | None:
     """Snapshot, diff, estimate and record one revision; its changes, or None if already stored.
 
-    The same outcome record as the daemon's path (``tracker.process.prepare``)
+    The same outcome record as the daemon's path (``tracker.revision.process.prepare``)
     is built and recorded; the repo must be tracked already
     (``storage.ensure_repo``; ``backfill`` does it). Nothing is published:
     tests use it to fill a database; ``backfill`` with ``publish`` is what

@@ -5,7 +5,7 @@ moved, the commit list is read, revisions the database lacks are processed
 oldest first, each committed in one transaction with its published rows and
 a renewal of the lease (the fence: a worker that lost its lease writes
 nothing). While a revision is prepared a heartbeat renews the lease
-(``tracker.heartbeat``); what is not fetched within the revision's budget
+(``tracker.schedule.heartbeat``); what is not fetched within the revision's budget
 is left out with a finding, so a huge revision is recorded partial instead
 of losing its lease and starting over forever. A failure stops the repo at the revision that failed, so later
 revisions are never diffed against the wrong predecessor, and the repo is
@@ -28,13 +28,13 @@ from sqlalchemy.orm import Session
 from storage import Database, RepoStatus, StorageError, place_on_main
 from storage.records import Revision
 from tracker.diff.revision import Parsed
-from tracker.discovery import HeadInfo, HeadProbe
 from tracker.errors import Gated, HubError, RepoGone
-from tracker.events import RepoEvent, history_checked, report, status_changed
-from tracker.heartbeat import Heartbeat
-from tracker.hub import Hub
-from tracker.metrics import DaemonMetrics
-from tracker.pollstate import (
+from tracker.hub.client import Hub
+from tracker.hub.discovery import HeadInfo, HeadProbe
+from tracker.revision.process import Publishers, commit, prepare
+from tracker.schedule.events import RepoEvent, history_checked, report, status_changed
+from tracker.schedule.heartbeat import Heartbeat
+from tracker.schedule.leases import (
     Claim,
     LeaseLost,
     claim_due,
@@ -43,8 +43,8 @@ from tracker.pollstate import (
     release,
     renew,
 )
-from tracker.process import Publishers, commit, prepare
-from tracker.scheduler import next_check_after_failure, next_check_after_success
+from tracker.schedule.metrics import DaemonMetrics
+from tracker.schedule.ticker import next_check_after_failure, next_check_after_success
 
 log = logging.getLogger("neurarch.worker")
 

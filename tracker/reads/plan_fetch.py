@@ -7,8 +7,8 @@ database never saw) is read from the Hub by ``HubPlanSource``.
 
 from __future__ import annotations
 
-from tracker.hub_source import FULL_SHA, HubPlanSource, HubRef, PlanInputs, recorded_inputs
-from tracker.local_database import existing_database
+from tracker.hub.plan_source import FULL_SHA, HubPlanSource, HubRef, PlanInputs, recorded_inputs
+from tracker.reads.local_database import existing_database
 from tracker.settings import Settings
 
 

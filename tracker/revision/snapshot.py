@@ -6,10 +6,10 @@ in the blob store, and only up to its kind's size limit; larger files are
 recorded as oversized. Safetensors headers are read by range, and only for
 weight files whose content key differs from the previous snapshot's (their
 tensors are copied over otherwise), within the manifest's caps
-(``tracker.weights_manifest``). A header that declares an absurd size is
+(``tracker.revision.weights_manifest``). A header that declares an absurd size is
 refused before anything is allocated and recorded in the manifest.
 Unsafe file names are listed but never fetched. Code another repo's
-``auto_map`` entries load is listed at that repo's main (tracker.remote_code:
+``auto_map`` entries load is listed at that repo's main (tracker.revision.remote_code:
 one request per referenced repo, none for a model without such entries).
 Nothing is written to disk, executed or unpickled.
 """
@@ -22,17 +22,17 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from storage.records import Change, FileEntry, Revision, Severity, Snapshot
-from tracker.artifacts import ArtifactParseError, Parsed, parse_json
 from tracker.diff.card import parse_front_matter
 from tracker.diff.files import is_unsafe_path
 from tracker.diff.registry import rule_for
 from tracker.diff.revision import RevisionContent
 from tracker.errors import FileGone, OversizedFile
-from tracker.hub import MAX_HEADER_BYTES, Hub
-from tracker.remote_code import CARD_KEY as REMOTE_CODE
-from tracker.remote_code import SOURCES as REMOTE_SOURCES
-from tracker.remote_code import cross_repo_references, read_referenced_code
-from tracker.weights_manifest import DEFAULT_CAPS, HeaderCaps, build_manifest
+from tracker.hub.client import MAX_HEADER_BYTES, Hub
+from tracker.revision.remote_code import CARD_KEY as REMOTE_CODE
+from tracker.revision.remote_code import SOURCES as REMOTE_SOURCES
+from tracker.revision.remote_code import cross_repo_references, read_referenced_code
+from tracker.revision.weights_manifest import DEFAULT_CAPS, HeaderCaps, build_manifest
+from tracker.untrusted.artifacts import ArtifactParseError, Parsed, parse_json
 
 MAX_FILE_SIZE = 2**63 - 1
 """The largest size a database BIGINT holds; no real file comes near it."""
@@ -168,7 +168,7 @@ def take_snapshot(
 def _remote_code(
     hub: Hub, repo_id: str, texts: Mapping[str, str], load: Callable[[str], bytes]
 ) -> dict[str, Any]:
-    """What the revision loads from other repos (tracker.remote_code), read at their main now."""
+    """What the revision loads from other repos (tracker.revision.remote_code), read at their main now."""
     documents = {}
     for path in REMOTE_SOURCES:
         if path in texts:

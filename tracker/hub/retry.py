@@ -7,12 +7,12 @@ exponential backoff with full jitter (a uniform draw in ``[0, min(cap, base *
 2**n))``), waits at least what a 429's ``Retry-After`` or ``RateLimit`` header
 asks, and stops after ``attempts`` tries or when the next wait would pass the
 request's ``total_s`` budget. Then the last error goes up, carrying a note
-("gave up after 4 tries in 1.9 s") that ``tracker.hub.translate_hub_errors``
+("gave up after 4 tries in 1.9 s") that ``tracker.hub.client.translate_hub_errors``
 puts in its one-line message, and the worker's own per-repo backoff takes over.
 
-This is the only retry layer over the Hub: ``tracker.hub`` sends its requests
+This is the only retry layer over the Hub: ``tracker.hub.client`` sends its requests
 through huggingface_hub's session without the library's ``http_backoff``, and
-``tracker.hub_source`` asks for file metadata with ``retry_on_errors=False``.
+``tracker.hub.plan_source`` asks for file metadata with ``retry_on_errors=False``.
 A command a person waits on (``plan``, ``track``, ``audit``) uses
 ``INTERACTIVE``, 15 s at most; the daemon the default, a minute per request.
 
@@ -23,7 +23,7 @@ that came back short or not matching its content key. A 4xx other than 408 and
 429 (not found, gated, disabled, bad request) is an answer, never retried.
 
 The pause a 429 imposes on the whole process is the rate limiter's
-(``tracker.ratelimit``, which sees every response): each retry goes through the
+(``tracker.hub.ratelimit``, which sees every response): each retry goes through the
 same client hooks, so it also waits for a pause another thread's 429 started.
 """
 
@@ -40,7 +40,7 @@ import httpx2
 from huggingface_hub.errors import HfHubHTTPError
 
 from tracker.errors import HubUnavailable
-from tracker.ratelimit import MAX_PAUSE_S, pause_from_headers
+from tracker.hub.ratelimit import MAX_PAUSE_S, pause_from_headers
 
 T = TypeVar("T")
 

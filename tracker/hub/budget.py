@@ -3,8 +3,8 @@
 The Hub allows an account 1,000 to 10,000 API requests per 5-minute window
 depending on its plan, whichever machine sends them. ``[daemon] hub_budget =
 "1000/5m"`` names that budget once; each instance's pacer
-(``tracker.ratelimit.RateLimiter``) then takes every request's token from one
-bucket row in storage (``tracker.shared_budget``, ``storage.hub_budget``), so
+(``tracker.hub.ratelimit.RateLimiter``) then takes every request's token from one
+bucket row in storage (``tracker.hub.shared_budget``, ``storage.hub_budget``), so
 two instances together stay within it instead of each dividing it by hand.
 This module is the setting alone and imports no storage: the configuration
 file is read by every command.

@@ -9,12 +9,12 @@ plans of known families never pay for it. One build per config: results (the par
 list and the module tree) are kept in process, keyed by the SHA-256 of the canonical
 config JSON, so a daemon walking many revisions of one repo builds once; the cache
 holds the ``MAX_CACHED`` latest builds, so a worker's memory does not grow with the
-number of repos it meets. ``tracker.stored_builds`` keeps them in the blob store
+number of repos it meets. ``tracker.revision.stored_builds`` keeps them in the blob store
 for every process of a deployment.
 
 The config is upstream content: transformers builds every module it asks for, so a
 config asking for 20,000 layers took 29 s and 1.1 GiB in the calling process. Builds
-therefore run in a worker process of ``tracker.isolation`` under ``BUILD_LIMITS``,
+therefore run in a worker process of ``tracker.untrusted.isolation`` under ``BUILD_LIMITS``,
 and a build stopped by a limit is a refusal like any other (kept, so the same config
 is not tried again): the plan falls back to the generic estimate.
 """
@@ -36,7 +36,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from estimator.families.exact import ExactParameters, ParameterList
-from tracker.isolation import GiB, IsolatedPool, LimitExceeded, Limits, RemoteError, process_pool
+from tracker.untrusted.isolation import (
+    GiB,
+    IsolatedPool,
+    LimitExceeded,
+    Limits,
+    RemoteError,
+    process_pool,
+)
 
 log = logging.getLogger("neurarch.exact")
 

@@ -9,7 +9,7 @@ HF cache honoured as the library does):
 1. config.json: first its metadata (``get_hf_file_metadata``, a HEAD that
    resolves REV to its commit, says the file's size, and is where a gated or
    missing repo answers), so a file larger than the tracker reads
-   (``tracker.artifacts.TEXT_LIMIT``) is refused before a byte of it is
+   (``tracker.untrusted.artifacts.TEXT_LIMIT``) is refused before a byte of it is
    downloaded; then ``hf_hub_download`` at REV itself (a HEAD and a GET), so
    the HF cache holds the file *and* ``refs/REV`` as huggingface_hub would
    leave them, and a later ``HF_HUB_OFFLINE=1`` plan finds them. None at all
@@ -24,9 +24,9 @@ HF cache honoured as the library does):
    hold headers, so this one is made again on a repeated plan.
 
 A legacy one-part id (``gpt2``) costs one ``model_info`` first, whose ``id``
-is the ORG/NAME the Hub moved it to (tracker.hub.resolve_legacy).
+is the ORG/NAME the Hub moved it to (tracker.hub.client.resolve_legacy).
 
-Retries are ``tracker.retry``'s alone: the metadata HEAD and the header read
+Retries are ``tracker.hub.retry``'s alone: the metadata HEAD and the header read
 go through one ``Retrying`` whose policy bounds the total time, and the HEAD
 is made without huggingface_hub's own backoff (``retry_on_errors=False``), so
 an unreachable Hub costs a few seconds and one line, not two stacked layers.
@@ -63,13 +63,13 @@ from huggingface_hub.errors import LocalEntryNotFoundError, RemoteEntryNotFoundE
 from estimator import WeightManifest
 from estimator.errors import EstimateError
 from storage import Database, get_blob, has_revision, snapshot_at
-from tracker.artifacts import TEXT_LIMIT
 from tracker.errors import FileGone, HubError
-from tracker.hub import resolve_legacy, translate_hub_errors
-from tracker.json_input import JsonInputError, read_json
-from tracker.repo_id import RepoRef, parse_repo_ref
-from tracker.retry import INTERACTIVE, Retrying, is_transient
-from tracker.source_shape import could_be_hub_ref
+from tracker.hub.client import resolve_legacy, translate_hub_errors
+from tracker.hub.repo_id import RepoRef, parse_repo_ref
+from tracker.hub.retry import INTERACTIVE, Retrying, is_transient
+from tracker.hub.source_shape import could_be_hub_ref
+from tracker.untrusted.artifacts import TEXT_LIMIT
+from tracker.untrusted.json_input import JsonInputError, read_json
 
 CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
@@ -83,7 +83,7 @@ FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 HubRef = RepoRef
-"""A model repo on the Hub and the revision asked for (tracker.repo_id's ``RepoRef``)."""
+"""A model repo on the Hub and the revision asked for (tracker.hub.repo_id's ``RepoRef``)."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class PlanInputs:
 
 
 def parse_hub_ref(text: str, endpoint: str | None = None) -> HubRef | None:
-    """The Hub reference ``text`` names (tracker.repo_id's one parser); None when not one.
+    """The Hub reference ``text`` names (tracker.hub.repo_id's one parser); None when not one.
 
     None only for what cannot be a reference (a path-like SOURCE); a reference
     that breaks a rule raises RepoIdError naming it.

@@ -31,11 +31,11 @@ from prometheus_client.registry import Collector
 
 from storage import Database, due_count, most_overdue, tracking_summary
 from storage.health import DatabaseHealth, database_health
-from tracker.hub_budget import schedule_lag
+from tracker.hub.budget import schedule_lag
 
 if TYPE_CHECKING:
-    from tracker.ratelimit import RateLimiter
-    from tracker.shared_budget import SharedBudget
+    from tracker.hub.ratelimit import RateLimiter
+    from tracker.hub.shared_budget import SharedBudget
 
 LAGGING_REPOS_SHOWN: Final = 10
 

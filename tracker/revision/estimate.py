@@ -26,7 +26,7 @@ from estimator.errors import EstimateError
 from estimator.families import ExactParameters
 from storage.records import Change, Severity
 from tracker.diff.revision import RevisionContent
-from tracker.exact_parameters import builder
+from tracker.revision.exact_parameters import builder
 
 SERVING_ENGINE: Final = estimator.EngineRequest(engine="vllm")
 STATED_WORKLOAD: Final = estimator.STATED_WORKLOAD

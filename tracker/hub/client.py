@@ -14,7 +14,7 @@ exceptions are translated into ``tracker.errors.HubError`` subclasses with
 ``raise ... from``. Nothing here writes to disk: file names from the Hub are
 only ever URL parts.
 
-Every request goes through one ``tracker.retry.Retrying``: a 5xx, a 429, a
+Every request goes through one ``tracker.hub.retry.Retrying``: a 5xx, a 429, a
 reset, a timeout or a body cut short costs that one request another try,
 never the whole check. The commit list is paged here, rather than by
 ``HfApi.list_repo_commits``, so that its pages are retried the same way
@@ -65,10 +65,10 @@ from tracker.errors import (
     RepoGone,
     RevisionGone,
 )
-from tracker.json_input import JsonInputError, read_json
-from tracker.repo_id import RepoRef, validate_repo_id
-from tracker.retry import RETRY_STATUSES, Retrying, RetryPolicy
+from tracker.hub.repo_id import RepoRef, validate_repo_id
+from tracker.hub.retry import RETRY_STATUSES, Retrying, RetryPolicy
 from tracker.settings import Settings
+from tracker.untrusted.json_input import JsonInputError, read_json
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 """Largest safetensors header read; the Hub's own client stops at 25 MB."""

@@ -15,7 +15,7 @@ bucket is refused with a reason. A two-part id must pass
 receiver in feeds applies the same rule). A one-part id (``gpt2``,
 ``bert-base-uncased``) is a legacy canonical id, which the Hub still answers
 by redirecting to the ORG/NAME it moved to; it is checked by
-``validate_repo_id`` and stays ``RepoRef.legacy`` until ``tracker.hub``
+``validate_repo_id`` and stays ``RepoRef.legacy`` until ``tracker.hub.client``
 resolves it from the Hub's answer (``model_info``'s ``id``), never from a
 table of ours. A bad reference fails with the rule it breaks, not later as a 404.
 """

@@ -29,7 +29,7 @@ from huggingface_hub.errors import (
 )
 
 from tracker.errors import Gated, HubError, HubUnavailable, RateLimited, RepoGone
-from tracker.retry import Retrying
+from tracker.hub.retry import Retrying
 
 EXPAND = ["lastModified", "sha"]
 
@@ -106,7 +106,7 @@ class HeadProbe:
     ) -> None:
         self._api = HfApi(endpoint=endpoint, token=token)
         self.retrying = retrying or Retrying()
-        """A transient failure of the probe costs a retry, not the check (tracker.retry)."""
+        """A transient failure of the probe costs a retry, not the check (tracker.hub.retry)."""
 
     def head(self, repo_id: str) -> HeadInfo:
         with _translated(repo_id):

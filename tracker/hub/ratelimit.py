@@ -47,7 +47,7 @@ def pause_from_headers(status: int, headers: Mapping[str, str]) -> float | None:
 
 
 class SharedGate(Protocol):
-    """A budget several instances draw from (``tracker.hub_budget.SharedBudget``)."""
+    """A budget several instances draw from (``tracker.hub.budget.SharedBudget``)."""
 
     def take(self) -> float:
         """0.0 when a request may go now, else the seconds to wait before asking again."""

@@ -4,7 +4,7 @@ A build of a type no family knows costs about a quarter of a second and, until
 now, was kept only in the process that made it: every worker, and every restart,
 built the same configs again. Here the build of one (config, transformers
 version) is a blob under a key of its own, read back in the revision's read
-session and written in the revision's own transaction (``tracker.process``), so
+session and written in the revision's own transaction (``tracker.revision.process``), so
 a crash between the two loses nothing but the build.
 
 The key is ``m`` and 63 hex digits of SHA-256 over the canonical config and the
@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from estimator.families.exact import ParameterList
 from storage import BlobCorrupt, BlobNotFound, get_blob
-from tracker.exact_parameters import MetaBuild, cached, config_hash, meta_build, remember
+from tracker.revision.exact_parameters import MetaBuild, cached, config_hash, meta_build, remember
 
 KEY_PREFIX: Final = "m"
 FORMAT: Final = 1

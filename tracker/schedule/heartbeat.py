@@ -21,7 +21,7 @@ from datetime import datetime
 from types import TracebackType
 
 from storage import Database, StorageError
-from tracker.pollstate import Claim, LeaseLost, renew
+from tracker.schedule.leases import Claim, LeaseLost, renew
 
 log = logging.getLogger("neurarch.worker")
 

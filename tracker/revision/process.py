@@ -5,7 +5,7 @@ lock) is ``prepare``; it builds the revision's one outcome record
 (``storage.records.RevisionOutcome``). ``commit`` then writes blobs,
 revision, the published rows (through the ``Publishers`` table the daemon
 passes in: feeds builds advisories, tracker may not import it) and the lease
-renewal in ONE transaction keyed by (repo, sha). ``tracker.backfill.record_one``
+renewal in ONE transaction keyed by (repo, sha). ``tracker.revision.backfill.record_one``
 is the same two steps with no lease, and the same publishers where the caller
 passes them (``track`` always does). A crash before the
 commit leaves nothing; a retry after it finds (repo, sha) recorded and writes
@@ -13,7 +13,7 @@ nothing.
 
 One revision from claim to alert, and what each step reads:
 
-1. claim (``tracker.pollstate.claim_due``): a row lease on poll_state; the
+1. claim (``tracker.schedule.leases.claim_due``): a row lease on poll_state; the
    head probe and, when it moved, the commit list come from the Hub.
 2. ``prepare``, in one read session: the previous snapshot (snapshots table,
    no blob bytes); the file list from the Hub and ONE query for which content
@@ -66,11 +66,11 @@ from tracker.diff.common import by_severity
 from tracker.diff.plan_delta import diff_plans
 from tracker.diff.revision import Parsed, RevisionContent, diff_revisions
 from tracker.errors import RevisionGone
-from tracker.estimate import estimate
-from tracker.exact_parameters import available as exact_available
-from tracker.hub import Hub
-from tracker.snapshot import LazyBlobs, take_snapshot
-from tracker.stored_builds import StoredBuilds
+from tracker.hub.client import Hub
+from tracker.revision.estimate import estimate
+from tracker.revision.exact_parameters import available as exact_available
+from tracker.revision.snapshot import LazyBlobs, take_snapshot
+from tracker.revision.stored_builds import StoredBuilds
 
 CONFIG_PATHS: Final = ("config.json", "generation_config.json")
 """The model-level configs an outcome carries parsed, for publishers to read."""
@@ -172,7 +172,7 @@ def prepare(
     caller's commit listing) names the parent's date and title; without it, or when
     it lacks the parent, the Hub's listing is read. ``deadline`` (``time.monotonic()``)
     bounds the fetching: what is not read by then is left out with a finding
-    (``tracker.snapshot.take_snapshot``).
+    (``tracker.revision.snapshot.take_snapshot``).
     """
     with database.read_session() as session:
         base = diff_base(session, revision)

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from storage.records import Change, Snapshot
 from tracker.errors import ArtifactParseError
-from tracker.json_input import JsonInputError, read_json
+from tracker.untrusted.json_input import JsonInputError, read_json
 
 MiB = 1024 * 1024
 TEXT_LIMIT = 10 * MiB

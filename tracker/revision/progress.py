@@ -101,7 +101,7 @@ class Progress:
 
 
 REVISIONS_SAMPLE = "neurarch_revisions_recorded_total"
-"""The daemon's own counter of recorded revisions (tracker.metrics), read back by name."""
+"""The daemon's own counter of recorded revisions (tracker.schedule.metrics), read back by name."""
 
 
 def watch_backfill(daemon: Daemon, progress: Progress, poll_s: float = 0.5) -> threading.Thread:

@@ -1,8 +1,8 @@
 """The account's Hub budget as a bucket row every instance's pacer draws from.
 
-``tracker.hub_budget`` says how the budget is set and why the bucket's rate
+``tracker.hub.budget`` says how the budget is set and why the bucket's rate
 keeps every window within it; this is its storage side, what
-``tracker.ratelimit.RateLimiter`` calls as its ``SharedGate``.
+``tracker.hub.ratelimit.RateLimiter`` calls as its ``SharedGate``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from storage import Database
 from storage.hub_budget import BudgetState, budget_state, configure_budget, pause_budget, take_token
-from tracker.hub_budget import HubBudget
+from tracker.hub.budget import HubBudget
 
 
 class SharedBudget:

@@ -1,0 +1,1 @@
+"""One revision, from snapshot to recorded outcome: snapshot, estimate, process, backfill."""
