@@ -21,8 +21,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from tracker.commands import NAMES, UsageError, all_commands, command
-from tracker.errors import SettingsError
+from tracker.commands import NAMES, all_commands, command
+from tracker.errors import SettingsError, UsageError
 
 if TYPE_CHECKING:
     from tracker.settings import Settings

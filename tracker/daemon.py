@@ -336,8 +336,8 @@ class Daemon:
         from feeds.settings import PublishSettings
         from feeds.subscriptions_api import create_subscriptions_router
         from feeds.webhooks import create_webhook_router
-        from tracker.commands.documents import answer
-        from tracker.commands.local_daemon import database_digest
+        from tracker.reads.documents import answer
+        from tracker.reads.local_daemon import database_digest
 
         return (
             create_webhook_router(self.database, secret=self.config.webhook_secret),

@@ -5,7 +5,6 @@
     ├── SettingsError          the configuration file or an environment variable is unusable
     │   └── ConfigFileError    a value in the TOML file (names the table and key)
     ├── UsageError             bad arguments or input: the CLI prints it and exits 2
-    │                          (tracker.commands)
     ├── JsonInputError         a document is not JSON that can be read (says where); ValueError
     │   └── JsonSyntaxError    the bytes are not JSON at all (bad UTF-8, a syntax error)
     ├── HubError               the Hub could not give us what we asked for
@@ -68,6 +67,10 @@ from __future__ import annotations
 
 class TrackerError(Exception):
     """Base of every error the tracker raises."""
+
+
+class UsageError(TrackerError):
+    """Bad arguments or input: the CLI prints the message and exits 2."""
 
 
 class RepoIdError(TrackerError, ValueError):
@@ -191,4 +194,5 @@ __all__ = [
     "TokenizerParseError",
     "TrackerError",
     "UnsafePath",
+    "UsageError",
 ]

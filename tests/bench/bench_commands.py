@@ -8,7 +8,7 @@ exactly as typed at a shell: ``history REPO`` for every repo, ``diff REPO PARENT
 recorded parent/child pairs (what ``history`` lists per revision) and ``diff REPO OLDEST
 NEWEST`` across each repo's whole history. Every command runs twice: with no daemon
 listening (the command reads storage itself) and with ``serve --role web`` running over
-the same database on a free port (the command asks it; tracker/commands/local_daemon.py).
+the same database on a free port (the command asks it; tracker/reads/local_daemon.py).
 Printed per command: p50, p90 and p99 of wall time and p50 of CPU time (user + system of
 the child; on a shared, loaded machine wall time also holds the waits for a core). Two
 baselines put the figures in context: an empty interpreter, and one that only imports

@@ -44,8 +44,8 @@ from tests.fixtures.hostile import (
     llama_config,
     oversized_body,
 )
-from tracker.commands.documents import history_document
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
+from tracker.reads.documents import history_document
 
 SECRET = "hostile-secret"
 TEMPLATE_REPOS = 3

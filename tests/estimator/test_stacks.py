@@ -21,8 +21,8 @@ from estimator.stacks import (
     stack_fields,
     table,
 )
-from tracker.commands import UsageError
 from tracker.commands import plan as plan_command
+from tracker.errors import UsageError
 
 LLAMA = {
     "model_type": "llama",

@@ -15,8 +15,8 @@ from feeds import PublishSettings, create_app, shared_plans
 from storage import open_database
 from tests.conftest import REPO_ROOT
 from tests.feeds.conftest import ServerThread
-from tracker.commands import UsageError
 from tracker.commands.share import share
+from tracker.errors import UsageError
 from tracker.settings import Settings
 
 CONFIG = REPO_ROOT / "tests" / "data" / "configs" / "llama-3.2-1b" / "config.json"

@@ -18,11 +18,11 @@ import pytest
 
 from storage import open_database
 from tests.fixtures.change_lines import absurd_deltas, contradicting_ranges, equal_sides
-from tracker.commands.documents import history_document
 from tracker.commands.render import history_text
 from tracker.diff.shapes import MAX_LINE_CHARS
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
+from tracker.reads.documents import history_document
 from tracker.revision.backfill import backfill
 
 EXAMPLES = (

@@ -23,9 +23,9 @@ import uvicorn
 
 from tests.daemon.harness import REPO_ROOT, free_port
 from tracker.cli import main
-from tracker.commands.local_daemon import DATABASE_HEADER, PATH, ask, database_digest
 from tracker.daemon import Daemon
 from tracker.hubsim import HubEmulator
+from tracker.reads.local_daemon import DATABASE_HEADER, PATH, ask, database_digest
 from tracker.settings import Settings
 
 REPO = "meta-llama/Llama-2-7b-hf"

@@ -50,7 +50,7 @@ def test_history_and_diff_reach_a_daemon_without_storage_or_the_hub() -> None:
     loaded = modules_loaded_by(
         "import tracker.cli\n"
         "tracker.cli.build_parser([tracker.cli.command('history'), tracker.cli.command('diff')])\n"
-        "import tracker.commands.local_daemon, tracker.commands.render"
+        "import tracker.reads.local_daemon, tracker.commands.render"
     )
     assert sorted(loaded.intersection((*HEAVY, "alembic", "httpx", "pydantic"))) == []
 

@@ -19,7 +19,6 @@ import pytest
 from storage import open_database
 from storage.records import FileEntry, Severity
 from tests.fixtures.change_lines import absurd_deltas, contradicting_ranges, equal_sides
-from tracker.commands.documents import history_document
 from tracker.commands.render import history_text
 from tracker.diff.chat_template import diff_chat_templates
 from tracker.diff.files import diff_files
@@ -29,6 +28,7 @@ from tracker.diff.sandbox import render_prompts
 from tracker.diff.shapes import MAX_LINE_CHARS, excerpt
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
+from tracker.reads.documents import history_document
 from tracker.revision.backfill import backfill
 
 PHI3 = "microsoft/Phi-3-mini-128k-instruct"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from datetime import date
 
 from estimator import Plan, Workload, plan
 from estimator.errors import EstimateError
@@ -34,9 +34,6 @@ from tracker.audit.history import MainHistory, locate
 from tracker.audit.pins import Pin
 from tracker.errors import RevisionGone, TrackerError
 from tracker.hub.plan_source import HubRef, PlanInputs
-
-if TYPE_CHECKING:
-    from tracker.audit.ignore import IgnoredFinding
 
 Resolve = Callable[[str, str], str]
 """(repo id, branch or tag) -> the sha it points at now."""
@@ -51,6 +48,16 @@ class Finding:
     severity: Severity
     message: str
     advisory: Published | None = None
+
+
+@dataclass(frozen=True)
+class IgnoredFinding:
+    """A finding an ignore rule accepted (tracker.audit.ignore): why, until when, which rule."""
+
+    finding: Finding
+    reason: str
+    where: str
+    until: date | None = None
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from tracker.audit.check import Finding, PinReport
+from tracker.audit.check import Finding, IgnoredFinding, PinReport
 from tracker.audit.pins import AuditInputError
 
 MAX_IGNORE_BYTES = 1 * 2**20
@@ -61,14 +61,6 @@ class IgnoreRule:
 
     def expired(self, today: date) -> bool:
         return self.until is not None and today > self.until
-
-
-@dataclass(frozen=True)
-class IgnoredFinding:
-    """A finding left out of the verdict, with the rule that accepted it."""
-
-    finding: Finding
-    rule: IgnoreRule
 
 
 def rule_id(finding: Finding) -> str:
@@ -113,7 +105,8 @@ def _apply(report: PinReport, rules: Sequence[IgnoreRule], today: date) -> PinRe
         matching = [r for r in rules if r.matches(report.pin.repo_id, finding)]
         live = [r for r in matching if not r.expired(today)]
         if live:
-            ignored.append(IgnoredFinding(finding, live[0]))
+            rule = live[0]
+            ignored.append(IgnoredFinding(finding, rule.reason, rule.where, rule.until))
         elif matching:
             rule = matching[0]
             note = f" (accepted until {rule.until}, expired: {rule.reason})"
@@ -178,7 +171,6 @@ def _toml(path: Path) -> dict[str, Any]:
 
 __all__ = [
     "IgnoreRule",
-    "IgnoredFinding",
     "apply_ignores",
     "ignore_argument",
     "ignore_rules",

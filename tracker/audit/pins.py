@@ -98,12 +98,7 @@ def canonical_pins(pins: Sequence[Pin], resolve: Callable[[str], str | None]) ->
 
 
 def pins_from_lock_file(path: Path) -> list[Pin]:
-    """Every model of a lock file, in file order: the audit's own TOML, or Hermeto's
-    ``huggingface.lock.yaml`` (tracker.audit.hermeto) when the file is YAML."""
-    from tracker.audit.hermeto import is_hermeto_lock, pins_from_hermeto_lock
-
-    if is_hermeto_lock(path):
-        return pins_from_hermeto_lock(path)
+    """Every ``[[model]]`` of the audit's own TOML lock file, in file order."""
     document = _toml(path)
     models = document.get("model", [])
     if not isinstance(models, list):

@@ -11,8 +11,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tracker.audit.check import Finding, PinReport
-from tracker.audit.ignore import IgnoreRule, rule_id
+from tracker.audit.check import Finding, IgnoredFinding, PinReport
+from tracker.audit.ignore import rule_id
 
 SHORT = 12
 
@@ -31,9 +31,7 @@ def to_table(reports: Sequence[PinReport]) -> str:
         for finding in _ordered(report.findings):
             lines.append(f"  [{finding.severity.label}] {_finding_line(finding)}")
         for accepted in report.ignored:
-            lines.append(
-                f"  [ignored] {_finding_line(accepted.finding)} — {_accepted(accepted.rule)}"
-            )
+            lines.append(f"  [ignored] {_finding_line(accepted.finding)} — {_accepted(accepted)}")
         for verdict in report.cards:
             lines.append(
                 f"  {verdict.card}: {_fit(verdict.fits_pinned)} pinned, "
@@ -62,7 +60,7 @@ def to_markdown(reports: Sequence[PinReport]) -> str:
         for finding in findings:
             rows.append(_row(report, finding.severity.label, _finding_line(finding)))
         for accepted in report.ignored:
-            text = f"{_finding_line(accepted.finding)} — {_accepted(accepted.rule)}"
+            text = f"{_finding_line(accepted.finding)} — {_accepted(accepted)}"
             rows.append(_row(report, "ignored", text))
     return "\n".join(rows) + "\n"
 
@@ -100,9 +98,9 @@ def _finding_line(finding: Finding) -> str:
     return f"{a.id} ({(a.old_sha or '')[:SHORT]} -> {a.new_sha[:SHORT]}): {finding.message}"
 
 
-def _accepted(rule: IgnoreRule) -> str:
-    until = f" until {rule.until}" if rule.until else ""
-    return f"accepted{until}: {rule.reason} ({rule.where})"
+def _accepted(accepted: IgnoredFinding) -> str:
+    until = f" until {accepted.until}" if accepted.until else ""
+    return f"accepted{until}: {accepted.reason} ({accepted.where})"
 
 
 def _position(report: PinReport) -> str:
@@ -158,9 +156,9 @@ def _report_json(report: PinReport) -> dict[str, Any]:
                 "severity": i.finding.severity.label,
                 "message": i.finding.message,
                 "id": rule_id(i.finding),
-                "reason": i.rule.reason,
-                "until": i.rule.until.isoformat() if i.rule.until else None,
-                "rule": i.rule.where,
+                "reason": i.reason,
+                "until": i.until.isoformat() if i.until else None,
+                "rule": i.where,
             }
             for i in report.ignored
         ],

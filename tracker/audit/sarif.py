@@ -60,7 +60,7 @@ def to_sarif(reports: Sequence[PinReport], root: Path) -> str:
     rules: dict[str, dict[str, Any]] = {}
     results = []
     for report in reports:
-        accepted = [(i.finding, i.rule.reason) for i in report.ignored]
+        accepted = [(i.finding, i.reason) for i in report.ignored]
         for finding, reason in [(f, None) for f in report.findings] + accepted:
             rule_id = _rule_id(finding)
             if rule_id not in rules:

@@ -2,7 +2,7 @@
 
 A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 ``run(args, settings) -> int``. Errors a user can fix are raised as
-``UsageError`` (or a room's own error type translated to it) and printed by
+``tracker.errors.UsageError`` (or a room's own error type translated to it) and printed by
 the CLI as one line with exit code 2.
 
 At its top a command module imports only what building the parser needs;
@@ -17,13 +17,6 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-
-from tracker.errors import TrackerError
-
-
-class UsageError(TrackerError):
-    """Bad arguments or input: the CLI prints the message and exits 2."""
-
 
 NAMES: tuple[str, ...] = (
     "track",

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tracker.commands import UsageError
+from tracker.errors import UsageError
 from tracker.settings import Settings
 
 if TYPE_CHECKING:
@@ -150,11 +150,12 @@ def collect_pins(args: argparse.Namespace) -> list[Pin]:
     from dataclasses import replace
 
     from tracker.audit.local_sources import pins_from_hf_cache, pins_from_sources
-    from tracker.audit.pins import card_names, pin_from_argument, pins_from_lock_file, workload_of
+    from tracker.audit.locks import pins_from_lock
+    from tracker.audit.pins import card_names, pin_from_argument, workload_of
 
     pins = [pin_from_argument(text) for text in args.pins]
     for lock in args.lock:
-        pins.extend(pins_from_lock_file(lock))
+        pins.extend(pins_from_lock(lock))
     if args.hf_cache is not None:
         pins.extend(pins_from_hf_cache(Path(args.hf_cache) if args.hf_cache else None))
     for root in args.scan_src:
@@ -188,7 +189,7 @@ def audit(pins: list[Pin], args: argparse.Namespace, settings: Settings) -> list
     from tracker.reads.local_database import existing_database
     from tracker.reads.plan_fetch import fetch_inputs
 
-    hub = Hub.from_settings(settings)
+    hub = Hub.from_settings(settings.hub)
     pins = canonical_pins(pins, hub.known_id)
     with existing_database(settings.storage.database_url) as database:
         source: AdvisorySource

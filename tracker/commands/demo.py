@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tracker.commands import UsageError
 from tracker.demo import HISTORIES
+from tracker.errors import UsageError
 from tracker.settings import HubSettings, Settings
 
 if TYPE_CHECKING:
@@ -78,6 +78,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.revision.progress import Progress, watch_backfill
     from tracker.roles import CannotListen, Role, ServeFailed, serve
 
+    revisions_sample = "neurarch_revisions_recorded_total"  # tracker.schedule.metrics
+
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: must be between 0 and 65535")
     corpus = args.corpus or HISTORIES
@@ -117,7 +119,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                     f"subscription: {base}/subscriptions/{name}   (alerts: .../{name}/alerts.atom)"
                 )
             print("Ctrl-C to stop", flush=True)
-            watch_backfill(daemon, Progress(sys.stderr, repos_total=len(repos)))
+            watch_backfill(
+                daemon.health,
+                lambda: daemon.metrics.registry.get_sample_value(revisions_sample) or 0.0,
+                daemon.stop_event,
+                Progress(sys.stderr, repos_total=len(repos)),
+            )
 
         serve(daemon, Role.ALL, announce)
     except CannotListen as exc:

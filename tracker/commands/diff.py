@@ -33,15 +33,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.commands.local_daemon import ask
     from tracker.commands.render import diff_text, json_text
     from tracker.commands.repo_arg import repo_argument
+    from tracker.reads.local_daemon import ask
 
     repo, _ = repo_argument(args.repo, settings)
     document = ask(settings, NAME, {"repo": repo, "old": args.old, "new": args.new})
     if document is None:  # no daemon here answers: read storage
-        from tracker.commands.documents import diff_document
         from tracker.commands.reading import read_storage
+        from tracker.reads.documents import diff_document
 
         document = read_storage(settings, diff_document, repo, args.old, args.new)
     print(json_text(document) if args.json else diff_text(document), end="")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from tracker.commands import UsageError
+from tracker.errors import UsageError
 
 if TYPE_CHECKING:
     from estimator import EngineRequest

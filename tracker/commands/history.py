@@ -20,15 +20,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.commands.local_daemon import ask
     from tracker.commands.render import history_text, json_text
     from tracker.commands.repo_arg import repo_argument
+    from tracker.reads.local_daemon import ask
 
     repo, _ = repo_argument(args.repo, settings)
     entries = ask(settings, NAME, {"repo": repo})
     if entries is None:  # no daemon here answers: read storage
-        from tracker.commands.documents import history_document
         from tracker.commands.reading import read_storage
+        from tracker.reads.documents import history_document
 
         entries = read_storage(settings, history_document, repo)
     print(json_text(entries) if args.json else history_text(entries), end="")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tracker.commands import UsageError
+from tracker.errors import UsageError
 from tracker.settings import Settings
 
 NAME = "hubsim"

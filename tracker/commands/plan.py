@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from tracker.commands import UsageError
 from tracker.commands.engine_flags import add_engine_arguments, engine_request_from
 from tracker.commands.plan_stack import add_stack_argument, stack_from
+from tracker.errors import UsageError
 from tracker.hub.source_shape import could_be_hub_ref
 from tracker.untrusted.json_input import JsonInputError, JsonSyntaxError, read_json
 

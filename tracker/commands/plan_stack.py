@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from tracker.commands import UsageError
+from tracker.errors import UsageError
 
 if TYPE_CHECKING:
     from estimator.stacks import Stack

@@ -1,7 +1,7 @@
 """The text ``history`` and ``diff`` print, rendered from their JSON documents alone.
 
 Standard library only: a command answered by a running daemon prints without importing
-storage. ``tracker.commands.documents`` builds the documents.
+storage. ``tracker.reads.documents`` builds the documents.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from tracker.commands import UsageError
+from tracker.errors import UsageError
 from tracker.settings import Settings
 
 PLAIN = re.compile(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+")
@@ -37,7 +37,7 @@ def repo_argument(
             from tracker.hub.client import Hub
             from tracker.hub.retry import INTERACTIVE, Retrying
 
-            ref = Hub.from_settings(settings, Retrying(INTERACTIVE)).canonical(ref)
+            ref = Hub.from_settings(settings.hub, Retrying(INTERACTIVE)).canonical(ref)
     except TrackerError as exc:
         raise UsageError(str(exc)) from None
     revision = None if ref.revision == "main" else ref.revision

@@ -19,7 +19,7 @@ import logging
 import sys
 from dataclasses import replace
 
-from tracker.commands import UsageError
+from tracker.errors import UsageError
 from tracker.settings import Settings
 
 NAME = "serve"

@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Final
 
-from tracker.commands import UsageError
+from tracker.errors import UsageError
 from tracker.settings import Settings
 
 if TYPE_CHECKING:

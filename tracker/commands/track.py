@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     with user_errors():
         repo_id = validate_repo_id(repo_argument(args.repo, settings)[0])
         with open_storage(settings) as database:
-            hub = Hub.from_settings(settings, Retrying(INTERACTIVE))
+            hub = Hub.from_settings(settings.hub, Retrying(INTERACTIVE))
             # Without --backfill only the head is recorded (against its parent, read from the
             # Hub); the daemon's first check records the history before it.
             progress = Progress(sys.stderr, repos_total=1) if args.backfill else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tracker.commands import UsageError
+from tracker.errors import UsageError
 from tracker.settings import Settings
 
 NAME = "unsubscribe"

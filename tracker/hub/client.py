@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import httpx2
@@ -67,7 +67,6 @@ from tracker.errors import (
 )
 from tracker.hub.repo_id import RepoRef, validate_repo_id
 from tracker.hub.retry import RETRY_STATUSES, Retrying, RetryPolicy
-from tracker.settings import Settings
 from tracker.untrusted.json_input import JsonInputError, read_json
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
@@ -82,6 +81,16 @@ class RepoFiles:
     sha: str
     files: tuple[FileEntry, ...]
     gated: str | bool
+
+
+class HubAccess(Protocol):
+    """Where the Hub is and who asks: ``tracker.settings.HubSettings`` is one."""
+
+    @property
+    def endpoint(self) -> str: ...
+
+    @property
+    def token(self) -> str | None: ...
 
 
 class Hub:
@@ -104,8 +113,10 @@ class Hub:
         self._timeout = timeout
 
     @classmethod
-    def from_settings(cls, settings: Settings, retrying: Retrying | None = None) -> Hub:
-        return cls(settings.hub.endpoint, settings.hub.token, retrying=retrying)
+    def from_settings(cls, access: HubAccess, retrying: Retrying | None = None) -> Hub:
+        """The client for the settings' ``hub`` section: the section alone, so the Hub wing
+        does not stand on the whole configuration."""
+        return cls(access.endpoint, access.token, retrying=retrying)
 
     def canonical(self, ref: RepoRef) -> RepoRef:
         """``ref`` with a legacy one-part id replaced by the ORG/NAME the Hub answers with."""
@@ -398,4 +409,11 @@ def _from_status(where: str, exc: HfHubHTTPError) -> HubError:
     return HubError(f"{where}: the Hub answered HTTP {status}: {exc}")
 
 
-__all__ = ["MAX_HEADER_BYTES", "Hub", "RepoFiles", "resolve_legacy", "translate_hub_errors"]
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "Hub",
+    "HubAccess",
+    "RepoFiles",
+    "resolve_legacy",
+    "translate_hub_errors",
+]

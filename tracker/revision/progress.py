@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
-
-if TYPE_CHECKING:
-    from tracker.daemon import Daemon
+from typing import TextIO
 
 DEFAULT_EVERY = 25
 """Revisions between plain lines: a 200-revision repo logs 8 lines, not 200."""
@@ -100,34 +97,40 @@ class Progress:
         self._drawn_at = now
 
 
-REVISIONS_SAMPLE = "neurarch_revisions_recorded_total"
-"""The daemon's own counter of recorded revisions (tracker.schedule.metrics), read back by name."""
-
-
-def watch_backfill(daemon: Daemon, progress: Progress, poll_s: float = 0.5) -> threading.Thread:
+def watch_backfill(
+    health: Callable[[], Mapping[str, object]],
+    recorded: Callable[[], float],
+    stop: threading.Event,
+    progress: Progress,
+    poll_s: float = 0.5,
+) -> threading.Thread:
     """Show a running daemon's backfill on ``progress`` until every repo is in, then close it.
 
-    Repos done are the tracked repos checked through (``/healthz``'s
-    ``backfill_pending`` read the other way); revisions are what this
-    process's workers recorded. When the daemon stops first, the line ends
-    where it stood (the database is closing, so it is not read again).
+    ``health`` is the daemon's ``/healthz`` document (repos done are the tracked
+    repos checked through, ``backfill_pending`` read the other way), ``recorded``
+    the revisions its workers recorded, ``stop`` its stop event: the daemon is
+    passed in by its parts, so this room does not stand on the daemon. When the
+    daemon stops first, the line ends where it stood.
     """
 
     def watch() -> None:
         while True:
-            health = daemon.health()
-            recorded = daemon.metrics.registry.get_sample_value(REVISIONS_SAMPLE) or 0.0
+            now = health()
             progress.update(
-                repos=int(health["tracked"]) - int(health["backfill_pending"]),
-                revisions=int(recorded),
+                repos=_int(now["tracked"]) - _int(now["backfill_pending"]),
+                revisions=int(recorded()),
             )
-            if health["backfill"] == "done" or daemon.stop_event.wait(poll_s):
+            if now["backfill"] == "done" or stop.wait(poll_s):
                 progress.close()
                 return
 
     thread = threading.Thread(target=watch, name="backfill-progress", daemon=True)
     thread.start()
     return thread
+
+
+def _int(value: object) -> int:
+    return int(value) if isinstance(value, int | float | str) else 0
 
 
 def _count(done: int, total: int | None, noun: str) -> str:

@@ -7,7 +7,7 @@ the database open. So ``history`` and ``diff`` first ask the daemon at the confi
 no daemon answers: nothing listens there, the address is not this machine, the daemon
 serves another database (it compares a digest of the database URL) or is of a version
 without the read. An answer is the same document the command would have built
-(``tracker.commands.documents``), so both ways print the same bytes.
+(``tracker.reads.documents``), so both ways print the same bytes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from tracker.commands import UsageError
+from tracker.errors import UsageError
 from tracker.settings import Settings
 
 PATH = "/api/v1/cli/"

@@ -3,7 +3,7 @@
 The document is the command's ``--json`` output, and its text output is rendered from it
 (``tracker.commands.render``). The same builder answers both when the command reads the
 database itself and when a running daemon answers for it
-(``tracker.commands.local_daemon``), so the two ways print the same bytes by construction.
+(``tracker.reads.local_daemon``), so the two ways print the same bytes by construction.
 ``answer`` is what the daemon mounts: a read by name, its error as the line the command
 would print.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tracker.commands import UsageError
+from tracker.errors import UsageError
 
 if TYPE_CHECKING:  # imported when a document is built, not when a command module loads
     from sqlalchemy.orm import Session
@@ -57,9 +57,9 @@ def diff_document(database: Database, repo_id: str, old: str, new: str) -> dict[
     ``new``; any other pair is diffed again from the stored snapshots.
     """
     from storage import changes_of, has_revision, revisions
-    from tracker.commands.common import resolve_sha
     from tracker.diff.common import change_json
     from tracker.hub.repo_id import validate_repo_id
+    from tracker.reads.revisions import resolve_sha
 
     repo_id = validate_repo_id(repo_id)
     old_sha = resolve_sha(database, repo_id, old)
