@@ -17,7 +17,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -72,16 +73,17 @@ class World:
         }
 
 
-@pytest.fixture(scope="module")
-def world(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+@contextmanager
+def backfilled(corpus_dir: Path, data: Path, repos: Sequence[str]) -> Iterator[World]:
+    """The emulator over the corpus and a database the way the daemon fills it: ``repos``
+    backfilled, their advisories published."""
     emulator = HubEmulator(corpus_dir, tensor_shapes=estimator_tensor_shapes)
     emulator.start("127.0.0.1", 0)
-    data = tmp_path_factory.mktemp("audit-data")
     url = f"sqlite:///{data / 'neurarch-trace.db'}"
     database = open_database(url)
     database.migrate()
     hub = Hub(emulator.endpoint, max_retries=0)
-    for repo_id in REPOS:
+    for repo_id in repos:
         backfill(database, hub, repo_id)
     published = build_all(database)
     with database.session() as session:
@@ -92,6 +94,12 @@ def world(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield World(emulator, url, published)
     finally:
         emulator.stop()
+
+
+@pytest.fixture(scope="module")
+def world(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with backfilled(corpus_dir, tmp_path_factory.mktemp("audit-data"), REPOS) as built:
+        yield built
 
 
 @pytest.fixture

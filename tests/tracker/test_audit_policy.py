@@ -18,17 +18,20 @@ import jsonschema
 import pytest
 import yaml
 
-from storage import open_database, put_advisory
 from storage.records import Severity
-from tests.feeds.populate import build_all
-from tests.tracker.test_audit import REPOS, SARIF_SCHEMA, World, advisory_ids, env, world
+from tests.tracker.test_audit import (
+    REPOS,
+    SARIF_SCHEMA,
+    World,
+    advisory_ids,
+    backfilled,
+    env,
+    world,
+)
 from tracker.audit import Finding, Origin, Pin, PinReport, Published
 from tracker.audit.local_sources import pins_in_file
 from tracker.audit.sarif import to_sarif
 from tracker.cli import main
-from tracker.hub.client import Hub
-from tracker.hubsim import HubEmulator, estimator_tensor_shapes
-from tracker.revision.backfill import backfill
 
 __all__ = ["env", "world"]  # fixtures shared with test_audit.py
 FIVE = (*REPOS, "distilbert/distilbert-base-uncased", "mistralai/Mistral-7B-Instruct-v0.2")
@@ -232,23 +235,8 @@ def test_sources_pin_remote_code_and_tokenizers_at_their_own_revisions(tmp_path:
 
 @pytest.fixture(scope="module")
 def five(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    emulator = HubEmulator(corpus_dir, tensor_shapes=estimator_tensor_shapes)
-    emulator.start("127.0.0.1", 0)
-    url = f"sqlite:///{tmp_path_factory.mktemp('fix') / 'neurarch-trace.db'}"
-    database = open_database(url)
-    database.migrate()
-    hub = Hub(emulator.endpoint, max_retries=0)
-    for repo_id in FIVE:
-        backfill(database, hub, repo_id)
-    advisories = build_all(database)
-    with database.session() as session:
-        for advisory in advisories:
-            put_advisory(session, advisory)
-    database.close()
-    try:
-        yield World(emulator, url, advisories)
-    finally:
-        emulator.stop()
+    with backfilled(corpus_dir, tmp_path_factory.mktemp("fix"), FIVE) as built:
+        yield built
 
 
 def test_fix_moves_each_pin_as_far_as_the_policy_allows_and_the_lock_then_audits_clean(

@@ -25,7 +25,6 @@ finding is back, saying the ignore expired. Ignored findings stay in the report
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.audit.check import Finding, IgnoredFinding, PinReport
-from tracker.audit.pins import AuditInputError
+from tracker.audit.pins import AuditInputError, read_toml
 
 MAX_IGNORE_BYTES = 1 * 2**20
 RULE_KEYS = frozenset({"id", "kind", "repo", "reason", "until"})
@@ -70,7 +69,7 @@ def rule_id(finding: Finding) -> str:
 
 def ignore_rules(path: Path) -> list[IgnoreRule]:
     """The ``[[ignore]]`` tables of an ignore file, each checked by name."""
-    document = _toml(path)
+    document = read_toml(path, MAX_IGNORE_BYTES, "an ignore file")
     unknown = set(document) - {"ignore"}
     if unknown:
         raise AuditInputError(
@@ -150,23 +149,6 @@ def _rule(table: Any, where: str) -> IgnoreRule:
         repo=table.get("repo"),
         until=until,
     )
-
-
-def _toml(path: Path) -> dict[str, Any]:
-    try:
-        if path.stat().st_size > MAX_IGNORE_BYTES:
-            raise AuditInputError(
-                f"{path}: over the {MAX_IGNORE_BYTES:,} bytes an ignore file may have"
-            )
-        return tomllib.loads(path.read_text("utf-8"))
-    except FileNotFoundError as exc:
-        raise AuditInputError(f"{path}: no such file") from exc
-    except UnicodeDecodeError as exc:
-        raise AuditInputError(f"{path}: not UTF-8 text") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise AuditInputError(f"{path}: not valid TOML ({exc})") from exc
-    except OSError as exc:
-        raise AuditInputError(f"{path}: cannot read ({exc.strerror})") from exc
 
 
 __all__ = [

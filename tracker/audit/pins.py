@@ -99,7 +99,7 @@ def canonical_pins(pins: Sequence[Pin], resolve: Callable[[str], str | None]) ->
 
 def pins_from_lock_file(path: Path) -> list[Pin]:
     """Every ``[[model]]`` of the audit's own TOML lock file, in file order."""
-    document = _toml(path)
+    document = read_toml(path, MAX_LOCK_BYTES, "a lock file")
     models = document.get("model", [])
     if not isinstance(models, list):
         raise AuditInputError(f"{path}: 'model' must be an array of tables ([[model]])")
@@ -167,13 +167,12 @@ def card_names(names: Sequence[str], where: str) -> tuple[str, ...]:
         raise AuditInputError(f"{where}: {exc}") from exc
 
 
-def _toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path, max_bytes: int, what: str) -> dict[str, Any]:
+    """A TOML input of the audit (a lock or ignore file), refused in one line naming it."""
     try:
         size = path.stat().st_size
-        if size > MAX_LOCK_BYTES:
-            raise AuditInputError(
-                f"{path}: {size:,} bytes, over the {MAX_LOCK_BYTES:,} a lock file may have"
-            )
+        if size > max_bytes:
+            raise AuditInputError(f"{path}: {size:,} bytes, over the {max_bytes:,} {what} may have")
         return tomllib.loads(path.read_text("utf-8"))
     except FileNotFoundError as exc:
         raise AuditInputError(f"{path}: no such file") from exc
@@ -210,6 +209,7 @@ __all__ = [
     "card_names",
     "pin_from_argument",
     "pins_from_lock_file",
+    "read_toml",
     "repo_pin_id",
     "workload_of",
 ]
