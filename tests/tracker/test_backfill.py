@@ -88,10 +88,8 @@ def test_real_upstream_changes_are_found_and_worded_right(
     text = one(mistral_v03, artifact="chat_template", kind="template_source")
     assert text.severity is Severity.INFO
     assert text.message.startswith("tokenizer_config.json: chat_template text 470 chars -> 473")
-    assert (
-        '"What is the capital of France? [/INST]" -> "What is the capital of France?[/INST]"'
-        in (template.message)
-    )
+    # the excerpt is aligned on the first difference: the space before [/INST] is gone
+    assert 'after …"pital of France?": " " removed, then "[/INST]"' in template.message
 
     for repo, prefix, line in (
         ("meta-llama/Llama-2-7b-chat-hf", "bd90846", 18),

@@ -107,5 +107,6 @@ def test_the_lines_the_wording_was_fixed_on_read_as_they_should(
 @pytest.mark.slow
 def test_no_line_of_the_whole_corpus_is_unreadable(corpus_dir: Path, tmp_path: Path) -> None:
     texts = histories(corpus_dir, tmp_path, None)
-    assert sum(1 for _ in messages(texts)) > 2000
+    # about 1,400 lines: the whole corpus's history, one estimate line per method per revision
+    assert sum(1 for _ in messages(texts)) > 1000
     assert unreadable(texts) == []
