@@ -239,13 +239,20 @@ def five(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         yield built
 
 
-def test_fix_moves_each_pin_as_far_as_the_policy_allows_and_the_lock_then_audits_clean(
-    five: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def five_env(five: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    """The five-model world as the commands see it: its emulator and database."""
     monkeypatch.setenv("HF_ENDPOINT", five.emulator.endpoint)
     monkeypatch.setenv("NEURARCH_DATABASE_URL", five.database_url)
     monkeypatch.setenv("NEURARCH_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("NEURARCH_CONFIG", raising=False)
+    return five
+
+
+def test_fix_moves_each_pin_as_far_as_the_policy_allows_and_the_lock_then_audits_clean(
+    five_env: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    five = five_env
     oldest = {r: five.main_history(r)[1] for r in FIVE}
     lock = tmp_path / "models.lock"
     lock.write_text(
@@ -283,16 +290,12 @@ def test_fix_moves_each_pin_as_far_as_the_policy_allows_and_the_lock_then_audits
         a.id for a in five.published if a.repo_id in blocked
     }
     assert (code == 0) == (not findings)
-    print(err)
 
 
 def test_fix_rewrites_a_hermeto_lock_keeping_its_comments_and_quotes(
-    five: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    five_env: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("HF_ENDPOINT", five.emulator.endpoint)
-    monkeypatch.setenv("NEURARCH_DATABASE_URL", five.database_url)
-    monkeypatch.setenv("NEURARCH_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.delenv("NEURARCH_CONFIG", raising=False)
+    five = five_env
     pins = {r: five.main_history(r)[1] for r in FIVE}
     toml_lock = tmp_path / "models.lock"
     toml_lock.write_text(
