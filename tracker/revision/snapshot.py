@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from storage.records import Change, FileEntry, Revision, Severity, Snapshot
 from tracker.diff.card import parse_front_matter
 from tracker.diff.files import is_unsafe_path
-from tracker.diff.registry import rule_for
+from tracker.diff.registry import artifact_for, rule_for
 from tracker.diff.revision import RevisionContent
 from tracker.errors import FileGone, OversizedFile
 from tracker.hub.client import MAX_HEADER_BYTES, Hub
@@ -32,7 +32,7 @@ from tracker.revision.remote_code import CARD_KEY as REMOTE_CODE
 from tracker.revision.remote_code import SOURCES as REMOTE_SOURCES
 from tracker.revision.remote_code import cross_repo_references, read_referenced_code
 from tracker.revision.weights_manifest import DEFAULT_CAPS, HeaderCaps, build_manifest
-from tracker.untrusted.artifacts import ArtifactParseError, Parsed, parse_json
+from tracker.untrusted.artifacts import ArtifactParseError, Parsed
 
 MAX_FILE_SIZE = 2**63 - 1
 """The largest size a database BIGINT holds; no real file comes near it."""
@@ -137,9 +137,10 @@ def take_snapshot(
     def load(key: str) -> bytes:
         return fetched[key] if key in fetched else blobs.read(key)
 
+    cache = {} if parse_cache is None else parse_cache
     card = _card(texts, previous, load)
     card["gated"] = listing.gated
-    card.update(_remote_code(hub, revision.repo_id, texts, load))
+    card.update(_remote_code(hub, revision.repo_id, texts, load, cache))
     manifest, late_headers = build_manifest(
         hub,
         revision,
@@ -161,21 +162,32 @@ def take_snapshot(
         manifest=manifest,
         card=card,
     )
-    cache = {} if parse_cache is None else parse_cache
     return SnapshotResult(snapshot, fetched, tuple(problems), cache)
 
 
 def _remote_code(
-    hub: Hub, repo_id: str, texts: Mapping[str, str], load: Callable[[str], bytes]
+    hub: Hub,
+    repo_id: str,
+    texts: Mapping[str, str],
+    load: Callable[[str], bytes],
+    cache: dict[tuple[str, str], Parsed],
 ) -> dict[str, Any]:
-    """What the revision loads from other repos (tracker.revision.remote_code), read at their main now."""
+    """What the revision loads from other repos (tracker.revision.remote_code), read at their
+    main now. The files are parsed into the revision's parse cache, under the keys the
+    differs read (``RevisionContent.parsed``), so each is parsed once per revision."""
     documents = {}
     for path in REMOTE_SOURCES:
-        if path in texts:
+        kind, rule, key = artifact_for(path), rule_for(path), texts.get(path)
+        if kind is None or rule is None or key is None:
+            continue
+        if (kind.name, key) not in cache:
             try:
-                documents[path] = parse_json(load(texts[path]))
-            except ArtifactParseError:
-                continue  # the file's own row reports that it does not parse
+                cache[kind.name, key] = Parsed(rule.parse(load(key)))
+            except ArtifactParseError as exc:
+                cache[kind.name, key] = Parsed(error=str(exc))  # its own row reports it
+        parsed = cache[kind.name, key]
+        if parsed.error is None:
+            documents[path] = parsed.value
     references = cross_repo_references(repo_id, documents)
     return {REMOTE_CODE: read_referenced_code(hub, references)} if references else {}
 
