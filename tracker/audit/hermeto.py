@@ -25,9 +25,15 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from tracker.audit.pins import AuditInputError, Origin, Pin, repo_pin_id
+from tracker.audit.pins import (
+    MAX_LOCK_BYTES,
+    AuditInputError,
+    Origin,
+    Pin,
+    read_bounded_text,
+    repo_pin_id,
+)
 
-MAX_LOCK_BYTES = 4 * 2**20
 SHA = re.compile(r"^[0-9a-fA-F]{40}$")
 ENTRY_KEYS = frozenset({"repository", "revision", "ref", "type", "include_patterns"})
 
@@ -46,18 +52,11 @@ def round_trip_yaml() -> YAML:
 
 def load_hermeto_lock(path: Path) -> Any:
     """The lock file as ruamel.yaml's round-trip document (it keeps comments and lines)."""
+    text = read_bounded_text(path, MAX_LOCK_BYTES, "a lock file")
     try:
-        if path.stat().st_size > MAX_LOCK_BYTES:
-            raise AuditInputError(f"{path}: over the {MAX_LOCK_BYTES:,} bytes a lock file may have")
-        return round_trip_yaml().load(path.read_text("utf-8"))
-    except FileNotFoundError as exc:
-        raise AuditInputError(f"{path}: no such file") from exc
-    except UnicodeDecodeError as exc:
-        raise AuditInputError(f"{path}: not UTF-8 text") from exc
+        return round_trip_yaml().load(text)
     except YAMLError as exc:
         raise AuditInputError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from exc
-    except OSError as exc:
-        raise AuditInputError(f"{path}: cannot read ({exc.strerror})") from exc
 
 
 def model_entries(path: Path, document: Any) -> list[tuple[int, Any]]:

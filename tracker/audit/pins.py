@@ -167,21 +167,28 @@ def card_names(names: Sequence[str], where: str) -> tuple[str, ...]:
         raise AuditInputError(f"{where}: {exc}") from exc
 
 
-def read_toml(path: Path, max_bytes: int, what: str) -> dict[str, Any]:
-    """A TOML input of the audit (a lock or ignore file), refused in one line naming it."""
+def read_bounded_text(path: Path, max_bytes: int, what: str) -> str:
+    """The UTF-8 text of an audit input (a lock or ignore file), refused in one line naming it
+    when it is missing, unreadable, not UTF-8 or over ``max_bytes``."""
     try:
         size = path.stat().st_size
         if size > max_bytes:
             raise AuditInputError(f"{path}: {size:,} bytes, over the {max_bytes:,} {what} may have")
-        return tomllib.loads(path.read_text("utf-8"))
+        return path.read_text("utf-8")
     except FileNotFoundError as exc:
         raise AuditInputError(f"{path}: no such file") from exc
     except UnicodeDecodeError as exc:
         raise AuditInputError(f"{path}: not UTF-8 text") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise AuditInputError(f"{path}: not valid TOML ({exc})") from exc
     except OSError as exc:
         raise AuditInputError(f"{path}: cannot read ({exc.strerror})") from exc
+
+
+def read_toml(path: Path, max_bytes: int, what: str) -> dict[str, Any]:
+    """A TOML audit input, read by ``read_bounded_text``."""
+    try:
+        return tomllib.loads(read_bounded_text(path, max_bytes, what))
+    except tomllib.TOMLDecodeError as exc:
+        raise AuditInputError(f"{path}: not valid TOML ({exc})") from exc
 
 
 def _model_lines(path: Path) -> Sequence[int]:
@@ -209,6 +216,7 @@ __all__ = [
     "card_names",
     "pin_from_argument",
     "pins_from_lock_file",
+    "read_bounded_text",
     "read_toml",
     "repo_pin_id",
     "workload_of",
