@@ -94,10 +94,10 @@ def _choose(
         return PinMove(pin, report.sha, None, "already the newest revision on main")
     shas = history.shas(pin.repo_id) or []
     at = shas.index(report.sha)
-    blocking = _blocking(report.findings, shas, minimum)
-    target = len(shas) - 1 if blocking is None else shas.index(blocking.advisory.new_sha) - 1  # type: ignore[union-attr]
+    wall, blocking = _blocking(report.findings, shas, minimum)
+    target = wall - 1
     if target <= at:
-        assert blocking is not None and blocking.advisory is not None
+        assert blocking is not None  # with no wall the target is main's head, past the pin
         return PinMove(pin, report.sha, None, f"the next commit brings {_said(blocking)}")
     landed, unfit = _fitting(pin, report.sha, shas, at, target, auditor)
     if landed is None:
@@ -107,14 +107,15 @@ def _choose(
 
 def _blocking(
     findings: Sequence[Finding], shas: Sequence[str], minimum: Severity
-) -> Finding | None:
-    """The earliest advisory on main at or above ``minimum``: the policy's wall."""
+) -> tuple[int, Finding | None]:
+    """The policy's wall: the position on main of the earliest advisory's commit at or above
+    ``minimum``, and that finding; ``len(shas)`` and None when nothing blocks."""
     walls = [
-        f
+        (shas.index(f.advisory.new_sha), f)
         for f in findings
         if f.advisory is not None and f.severity >= minimum and f.advisory.new_sha in shas
     ]
-    return min(walls, key=lambda f: shas.index(f.advisory.new_sha), default=None)  # type: ignore[union-attr]
+    return min(walls, key=lambda wall: wall[0], default=(len(shas), None))
 
 
 def _fitting(
