@@ -42,6 +42,9 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import httpx  # noqa: E402
 
+from tests.bench.bench_load import wait_http  # noqa: E402
+from tests.daemon.harness import free_port  # noqa: E402
+
 MODEL = "neurarch-demo/llama2-7b"
 HEAVY_CONFIG = {
     "architectures": ["LlamaForCausalLM"],
@@ -56,25 +59,6 @@ HEAVY_CONFIG = {
     "torch_dtype": "float16",
 }
 PROBE_EVERY_S = 0.25
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_http(url: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=2)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise SystemExit(f"{url} did not answer within {timeout_s:.0f}s")
 
 
 def build_site(url: str) -> None:

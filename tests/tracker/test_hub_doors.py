@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.daemon.harness import free_port
 from tracker.hubsim import HubEmulator
 
 GATED = "meta-llama/Llama-2-7b-hf"
@@ -65,13 +65,6 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
     assert "Traceback" not in done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
     return done.stderr
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port  # nothing listens there once the probe is closed
 
 
 def test_a_token_saved_by_hf_auth_login_reaches_the_hub(
