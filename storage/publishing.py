@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from storage.advisories import advisory_from_row, advisory_query
 from storage.cursors import InvalidCursor, after_cursor, encode_cursor
+from storage.errors import RepoNotFound
 from storage.history import NEWEST_FIRST, changes_of, revision_log
 from storage.models import (
     AdvisoryRow,
@@ -214,10 +215,26 @@ def _summary(session: Session, row: RepoRow) -> ModelSummary:
     return ModelSummary(to_tracked_repo(row), latest, plan, count)
 
 
+def card_at(session: Session, repo_id: str, sha: str) -> dict[str, Any] | None:
+    """The card recorded with ``repo_id``'s revision ``sha``, None when that revision is not
+    recorded; the card column alone (the snapshot row also holds the weight manifest)."""
+    try:
+        repo_pk = repo_row(session, repo_id).id
+    except RepoNotFound:
+        return None
+    return _card_or_none(session, repo_pk, sha)
+
+
 def _card(session: Session, repo_pk: int, sha: str) -> dict[str, Any]:
+    return _card_or_none(session, repo_pk, sha) or {}
+
+
+def _card_or_none(session: Session, repo_pk: int, sha: str) -> dict[str, Any] | None:
     revision_pk = session.scalars(
         select(RevisionRow.id).where(RevisionRow.repo_pk == repo_pk, RevisionRow.sha == sha)
-    ).one()
+    ).one_or_none()
+    if revision_pk is None:
+        return None
     # the card column only: the row also holds the weight manifest (~100 MB at worst)
     card = session.scalars(
         select(SnapshotRow.card).where(SnapshotRow.revision_pk == revision_pk)
@@ -246,6 +263,7 @@ __all__: Sequence[str] = [
     "RevisionEntry",
     "advisories_for",
     "advisory_by_id",
+    "card_at",
     "last_modified",
     "log_version",
     "model_page",

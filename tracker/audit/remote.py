@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from storage import Database, NotFound, snapshot_at
+from storage import Database
+from storage.publishing import card_at
 from storage.records import Severity
 from tracker.audit.check import Finding, PinReport
 from tracker.revision.remote_code import CARD_KEY
@@ -37,11 +38,8 @@ def add_remote_code_findings(reports: Sequence[PinReport], database: Database) -
             if report.sha is None or (origin in pinned_code and report.pin.origin.path):
                 out.append(report)
                 continue
-            try:
-                card = snapshot_at(session, report.pin.repo_id, report.sha).card
-            except NotFound:
-                out.append(report)
-                continue
+            # the card alone: a whole snapshot would read the file list and the manifest too
+            card = card_at(session, report.pin.repo_id, report.sha) or {}
             referenced = card.get(CARD_KEY)
             found = _findings(report, referenced) if isinstance(referenced, dict) else []
             out.append(
