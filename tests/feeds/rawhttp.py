@@ -38,7 +38,7 @@ def _status(raw: bytes) -> int:
     return int(raw.split(b" ", 2)[1]) if raw.startswith(b"HTTP/1.1 ") else 0
 
 
-def _read_answer(sock: socket.socket, timeout: float) -> bytes:
+def read_answer(sock: socket.socket, timeout: float) -> bytes:
     """Bytes until the server closes or the response's declared length has arrived."""
     raw = b""
     deadline = time.monotonic() + timeout
@@ -68,7 +68,7 @@ def declare(
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         start = time.monotonic()
         sock.sendall(_head(method, path, {**headers, "Content-Length": str(length)}))
-        raw = _read_answer(sock, timeout=10)
+        raw = read_answer(sock, timeout=10)
         return Answer(_status(raw), raw, 0, time.monotonic() - start)
 
 
@@ -99,7 +99,7 @@ def stream(
                 sock.sendall(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             pass  # the server answered and closed: read what it said
-        raw = _read_answer(sock, timeout=10)
+        raw = read_answer(sock, timeout=10)
         return Answer(_status(raw), raw, sent, time.monotonic() - start)
 
 
