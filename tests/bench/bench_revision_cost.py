@@ -1,0 +1,431 @@
+"""What one revision costs, the code at a git commit beside the working tree, in one run.
+
+Run: ``.venv/bin/python tests/bench/bench_revision_cost.py [--base main] [--revisions 2000]
+[--warmup 200] [--databases sqlite,postgresql] [--workloads synthetic,corpus]``.
+
+The base commit is exported (``git archive``) into a scratch directory; each tree then
+records the same workload in a subprocess of its own (``PYTHONPATH`` set to that tree),
+one after the other, against the same Hub emulator served from this process (so the
+emulator's CPU is not an instance's) and a fresh database of the same kind. The
+subprocess runs one check worker in its main thread exactly as the daemon builds it
+(``tracker.schedule.worker.Worker`` with the daemon's publishers) until the workload is
+recorded, and measures a window that starts after ``--warmup`` revisions (imports and
+caches amortised: steady state):
+
+- instance CPU per revision: the process's own ``utime+stime`` with its reaped children's,
+  plus every live descendant's (the isolated parser pool, the meta-device build worker),
+  all from ``/proc``;
+- PostgreSQL backend CPU per revision: the same ``/proc`` figures of the backends connected
+  to the run's database (``pg_stat_activity``), read at both ends of the window;
+- statements, their wall time and transactions per revision, from SQLAlchemy's engine
+  events (``before_cursor_execute``, ``begin``) in the instance;
+- bytes per revision: the SQLite file and its WAL after a checkpoint, or
+  ``pg_database_size``, at both ends of the window.
+
+Workloads: ``synthetic`` (``tracker.hubsim.synthetic.SyntheticStore``, seed 0, enough repos
+for ``--warmup`` + ``--revisions``; the window ends at the first repo boundary past them)
+and ``corpus`` (every repo of the shared hub corpus's history). After each run the
+subprocess writes what it stored per revision (changes, plan, snapshot texts) as
+canonical JSON, and the two trees' records must be equal: the comparison is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT.parent / "shared" / "hub-corpus"
+SERVER = "postgresql://postgres@127.0.0.1:5432"
+PSYCOPG = "postgresql+psycopg://postgres@127.0.0.1:5432"
+SYNTHETIC_SEED = 0
+
+
+def proc_cpu_s(pid: int) -> float:
+    """utime+stime+cutime+cstime of ``pid``: its own CPU and that of the children it reaped."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> list[int]:
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        parent = stack.pop()
+        try:
+            tasks = list(Path(f"/proc/{parent}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            stack += children
+    return found
+
+
+def tree_cpu_s() -> float:
+    """This process and every live descendant; an exited one is in its parent's cutime."""
+    total = proc_cpu_s(os.getpid())
+    for child in descendants(os.getpid()):
+        try:
+            total += proc_cpu_s(child)
+        except OSError:
+            continue
+    return total
+
+
+# -- the instance (a subprocess running one tree's code) ---------------------------------
+
+
+class Meter:
+    """Statements, their wall time and transactions, counted while ``on``."""
+
+    def __init__(self) -> None:
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+
+        self.on = False
+        self.statements = 0
+        self.transactions = 0
+        self.statement_s = 0.0
+        self._started: list[float] = []
+        event.listen(Engine, "before_cursor_execute", self._before)
+        event.listen(Engine, "after_cursor_execute", self._after)
+        event.listen(Engine, "begin", self._begin)
+
+    def _before(self, *_: Any) -> None:
+        self._started.append(time.perf_counter())
+
+    def _after(self, *_: Any) -> None:
+        began = self._started.pop()
+        if self.on:
+            self.statements += 1
+            self.statement_s += time.perf_counter() - began
+
+    def _begin(self, *_: Any) -> None:
+        if self.on:
+            self.transactions += 1
+
+
+class Store:
+    """The database's size and, on PostgreSQL, its backends' CPU, read beside the instance."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.sqlite = url.startswith("sqlite")
+        self.name = url.rsplit("/", 1)[1]
+
+    def size(self) -> int:
+        if self.sqlite:
+            import sqlite3
+
+            path = Path(self.url.split("///", 1)[1])
+            with sqlite3.connect(path) as connection:
+                connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            wal = path.with_name(path.name + "-wal")
+            return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+        return int(self._scalar("SELECT pg_database_size(current_database())"))
+
+    def backends_cpu_s(self) -> dict[int, float]:
+        if self.sqlite:
+            return {}
+        import psycopg
+
+        with psycopg.connect(f"{SERVER}/{self.name}", autocommit=True) as connection:
+            pids = connection.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                (self.name,),
+            ).fetchall()
+        found = {}
+        for (pid,) in pids:
+            try:
+                found[int(pid)] = proc_cpu_s(int(pid))
+            except OSError:
+                continue
+        return found
+
+    def _scalar(self, sql: str) -> Any:
+        import psycopg
+
+        with psycopg.connect(f"{SERVER}/{self.name}", autocommit=True) as connection:
+            row = connection.execute(sql).fetchone()
+            return row[0] if row else None
+
+
+def instance(args: argparse.Namespace) -> int:
+    """Track the repos, record them with one worker, print the window's figures as JSON."""
+    from datetime import UTC, datetime
+
+    from storage import open_database
+    from tracker.daemon import revision_publishers, utc_now
+    from tracker.hub.client import Hub
+    from tracker.hub.discovery import HeadProbe
+    from tracker.schedule.leases import track
+    from tracker.schedule.metrics import DaemonMetrics
+    from tracker.schedule.worker import Worker, WorkerPolicy
+    from tracker.settings import Settings
+
+    repos = json.loads(Path(args.repos).read_text())
+    database = open_database(args.url)
+    database.migrate()
+    with database.session() as session:
+        for repo_id in repos:
+            track(session, repo_id, now=datetime.now(UTC))
+    metrics = DaemonMetrics()
+    settings = Settings.in_dir(Path(args.scratch))
+    worker = Worker(
+        database,
+        Hub(args.endpoint, None),
+        HeadProbe(args.endpoint, None),
+        owner="bench/0",
+        policy=WorkerPolicy(interval_s=86400.0, lease_s=600.0),
+        metrics=metrics,
+        clock=utc_now,
+        publish=revision_publishers(settings),
+    )
+    meter, store = Meter(), Store(args.url)
+
+    def recorded() -> int:
+        return int(metrics.registry.get_sample_value("neurarch_revisions_recorded_total") or 0)
+
+    start: dict[str, Any] | None = None
+    while worker.run_once():
+        done = recorded()
+        if start is None and done >= args.warmup:
+            start = {
+                "revisions": done,
+                "cpu": tree_cpu_s(),
+                "backends": store.backends_cpu_s(),
+                "size": store.size(),
+            }
+            meter.on = True
+        if start is not None and done - start["revisions"] >= args.revisions:
+            break
+    meter.on = False
+    if start is None:
+        raise SystemExit(f"only {recorded()} revisions recorded, fewer than --warmup")
+    cpu = tree_cpu_s() - start["cpu"]
+    ended = store.backends_cpu_s()
+    backend = sum(v - start["backends"].get(pid, 0.0) for pid, v in ended.items())
+    revisions = recorded() - start["revisions"]
+    figures = {
+        "revisions": revisions,
+        "instance_ms": 1000 * cpu / revisions,
+        "backend_ms": None if store.sqlite else 1000 * backend / revisions,
+        "statements": meter.statements / revisions,
+        "statement_ms": 1000 * meter.statement_s / revisions,
+        "transactions": meter.transactions / revisions,
+        "bytes": (store.size() - start["size"]) / revisions,
+    }
+    Path(args.records).write_text(json.dumps(stored(database, repos), sort_keys=True))
+    database.close()
+    print(json.dumps(figures))
+    return 0
+
+
+def stored(database: Any, repos: list[str]) -> dict[str, Any]:
+    """Per recorded revision, what a reader gets (snapshot, changes, plan) and, per repo, its
+    advisories' transitions, summaries and severities, each as a digest of canonical JSON."""
+    from dataclasses import asdict
+
+    from storage import changes_of, plan_at, revisions, snapshot_at
+    from storage.publishing import advisories_for
+
+    def digest(value: Any) -> str:
+        text = json.dumps(value, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    found: dict[str, Any] = {}
+    with database.read_session() as session:
+        repo_ids = sorted({a.repo_id for a in advisories_for(session, limit=None).advisories})
+        for repo_id in repos:
+            for revision in revisions(session, repo_id):
+                snapshot = asdict(snapshot_at(session, repo_id, revision.sha))
+                changes = [asdict(c) for c in changes_of(session, repo_id, revision.sha)]
+                plan = plan_at(session, repo_id, revision.sha)
+                found[f"{repo_id}@{revision.sha}"] = digest([snapshot, changes, plan])
+        for repo_id in repo_ids:
+            page = advisories_for(session, repo_id=repo_id, limit=None).advisories
+            found[f"advisories {repo_id}"] = digest(
+                sorted((a.old_sha, a.new_sha, a.summary, int(a.severity)) for a in page)
+            )
+    return found
+
+
+# -- the driver ----------------------------------------------------------------------------
+
+
+def export(commit: str, into: Path) -> Path:
+    """The tree at ``commit``, extracted with ``git archive`` (no worktree bookkeeping)."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def fresh_database(kind: str, label: str, scratch: Path) -> str:
+    if kind == "sqlite":
+        return f"sqlite:///{scratch / (label + '.db')}"
+    import psycopg
+
+    with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as connection:
+        connection.execute(f"DROP DATABASE IF EXISTS {label}")
+        connection.execute(f"CREATE DATABASE {label}")
+    return f"{PSYCOPG}/{label}"
+
+
+def drop_database(url: str) -> None:
+    if url.startswith("sqlite"):
+        return
+    import psycopg
+
+    with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as connection:
+        connection.execute(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
+
+
+def run_tree(
+    tree: Path, url: str, endpoint: str, repos: Path, scratch: Path, args: argparse.Namespace
+) -> tuple[dict[str, Any], dict[str, str]]:
+    records = scratch / f"records-{time.monotonic_ns()}.json"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tree),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "HF_HUB_OFFLINE": "0",
+    }
+    env.pop("NEURARCH_DATABASE_URL", None)
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--instance",
+        f"--url={url}",
+        f"--endpoint={endpoint}",
+        f"--repos={repos}",
+        f"--records={records}",
+        f"--scratch={scratch}",
+        f"--revisions={args.revisions}",
+        f"--warmup={args.warmup}",
+    ]
+    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: instance failed\n{done.stderr[-4000:]}")
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures, json.loads(records.read_text())
+
+
+def hub_for(workload: str, args: argparse.Namespace) -> tuple[Any, list[str]]:
+    sys.path.insert(0, str(ROOT))
+    from tracker.hubsim import HubEmulator, estimator_tensor_shapes
+    from tracker.hubsim.synthetic import SyntheticStore
+
+    if workload == "corpus":
+        hub = HubEmulator(CORPUS, tensor_shapes=estimator_tensor_shapes)
+        return hub, sorted(hub.store.repos)
+    size = max(1, (args.warmup + args.revisions) // 8)
+    store = SyntheticStore(size, SYNTHETIC_SEED, CORPUS, estimator_tensor_shapes)
+    return HubEmulator(None, store=store), [store.generator.repo_id(i) for i in range(size)]
+
+
+LINE = "{:<10} {:<10} {:<6} {:>5} {:>9} {:>9} {:>7} {:>9} {:>6} {:>9}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default="main", help="the git commit to compare with")
+    parser.add_argument("--tree", help="a git commit to measure instead of the working tree")
+    parser.add_argument("--revisions", type=int, default=2000, help="revisions in the window")
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--databases", default="sqlite,postgresql")
+    parser.add_argument("--workloads", default="synthetic,corpus")
+    parser.add_argument("--instance", action="store_true", help=argparse.SUPPRESS)
+    for name in ("url", "endpoint", "repos", "records", "scratch"):
+        parser.add_argument(f"--{name}", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.instance:
+        return instance(args)
+    print(
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; base {args.base}, "
+        f"tree {args.tree or 'the working tree'}",
+        flush=True,
+    )
+    print(
+        LINE.format(
+            "workload",
+            "database",
+            "code",
+            "revs",
+            "CPU ms",
+            "PG ms",
+            "stmts",
+            "stmt ms",
+            "tx",
+            "bytes",
+        )
+    )
+    same = True
+    with tempfile.TemporaryDirectory(prefix="bench-revcost-") as temp:
+        scratch = Path(temp)
+        base = export(args.base, scratch / "base")
+        tree = ROOT if args.tree is None else export(args.tree, scratch / "tree")
+        for workload in args.workloads.split(","):
+            hub, repos = hub_for(workload, args)
+            endpoint = hub.start()
+            listing = scratch / f"{workload}-repos.json"
+            listing.write_text(json.dumps(repos))
+            try:
+                for kind in args.databases.split(","):
+                    results = {}
+                    for code, code_root in (("base", base), ("tree", tree)):
+                        url = fresh_database(kind, f"bench_revcost_{workload}_{code}", scratch)
+                        try:
+                            results[code] = run_tree(
+                                code_root, url, endpoint, listing, scratch, args
+                            )
+                        finally:
+                            drop_database(url)
+                        f = results[code][0]
+                        print(
+                            LINE.format(
+                                workload,
+                                kind,
+                                code,
+                                f["revisions"],
+                                f"{f['instance_ms']:.1f}",
+                                "-" if f["backend_ms"] is None else f"{f['backend_ms']:.2f}",
+                                f"{f['statements']:.1f}",
+                                f"{f['statement_ms']:.2f}",
+                                f"{f['transactions']:.2f}",
+                                f"{f['bytes']:.0f}",
+                            ),
+                            flush=True,
+                        )
+                    before, after = results["base"][1], results["tree"][1]
+                    differing = [k for k in before if after.get(k) != before[k]]
+                    same = same and not differing and before.keys() == after.keys()
+                    print(
+                        f"  stored records: {len(before)} base, {len(after)} tree, "
+                        f"{len(differing)} differing"
+                        + (f" (first {differing[0]})" if differing else ""),
+                        flush=True,
+                    )
+            finally:
+                hub.stop()
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
