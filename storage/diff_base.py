@@ -30,6 +30,8 @@ class DiffBase:
 
     recorded: bool
     """(repo, sha) is recorded, on main or not: nothing is to be prepared."""
+    repo_pk: int
+    """The repo's key, for the caller's later statements about the same repo."""
     previous: Snapshot | None = None
     """The parent's snapshot when the parent is recorded; None for a first or a missing parent."""
     previous_plan: dict[str, Any] | None = None
@@ -38,13 +40,15 @@ class DiffBase:
     """The parent's sha when it has one that storage does not hold: read it elsewhere."""
 
 
-def diff_base(session: Session, revision: Revision) -> DiffBase:
+def diff_base(session: Session, revision: Revision, repo_pk: int | None = None) -> DiffBase:
     """Whether ``revision`` is recorded and, if not, its first parent's snapshot and plan.
 
     The first parent is main's previous commit (``Hub.commits`` lists main's
-    first-parent history); a merge's other parents are never the base.
+    first-parent history); a merge's other parents are never the base. ``repo_pk``
+    is the repo's key when the caller knows it already (from an earlier revision).
     """
-    repo_pk = repo_row(session, revision.repo_id).id
+    if repo_pk is None:
+        repo_pk = repo_row(session, revision.repo_id).id
     parent = revision.parents[0] if revision.parents else None
     rows = {
         row.sha: row
@@ -56,15 +60,16 @@ def diff_base(session: Session, revision: Revision) -> DiffBase:
         )
     }
     if revision.sha in rows:
-        return DiffBase(recorded=True)
+        return DiffBase(recorded=True, repo_pk=repo_pk)
     if parent is None:
-        return DiffBase(recorded=False)
+        return DiffBase(recorded=False, repo_pk=repo_pk)
     base = rows.get(parent)
     if base is None:
-        return DiffBase(recorded=False, unrecorded_parent=parent)
+        return DiffBase(recorded=False, repo_pk=repo_pk, unrecorded_parent=parent)
     estimate = session.get(EstimateRow, base.id)
     return DiffBase(
         recorded=False,
+        repo_pk=repo_pk,
         previous=snapshot_of(session, revision.repo_id, base),
         previous_plan=None if estimate is None else dict(estimate.plan),
     )

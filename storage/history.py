@@ -55,6 +55,7 @@ def record_revision(
     *,
     plan_schema_version: int = PLAN_SCHEMA_VERSION,
     processed_at: datetime | None = None,
+    repo_pk: int | None = None,
 ) -> bool:
     """Write one revision with its files, snapshot data, changes and estimate; True if new.
 
@@ -64,7 +65,8 @@ def record_revision(
     no backend can hold is repaired and the revision gets a finding saying so
     (``storage.storable``), so a hostile commit is recorded rather than refused
     forever; the manifest is stored once per content (``storage.manifests``);
-    the revision is placed one past its parent on main's chain.
+    the revision is placed one past its parent on main's chain. ``repo_pk`` is the
+    repo's key when the caller has read it already.
     """
     snapshot, plan_json, repaired = storable_revision(snapshot, plan_json)
     if repaired is not None:
@@ -78,7 +80,8 @@ def record_revision(
             f"{revision.repo_id}@{revision.sha}: texts {', '.join(paths)} name content keys "
             "that are not in the blob store; put_blob them first"
         )
-    repo_pk = _repo_pk_for_recording(session, revision.repo_id)
+    if repo_pk is None:
+        repo_pk = _repo_pk_for_recording(session, revision.repo_id)
     revision_pk = insert_returning_id(
         session,
         RevisionRow,

@@ -26,7 +26,7 @@ import pytest
 from sqlalchemy import event
 
 import estimator
-from storage import Database, deliveries, ensure_repo
+from storage import Database, deliveries, ensure_repo, plan_at
 from storage.records import Publication, RevisionOutcome, Subscription
 from tests.daemon.conftest import run_until_idle, track_all
 from tracker.alerts.registry import save_subscription
@@ -37,7 +37,7 @@ from tracker.diff.revision import Parsed
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
-from tracker.revision.backfill import record_one
+from tracker.revision.backfill import backfill, record_one
 from tracker.revision.process import Publisher, Publishers
 from tracker.schedule.metrics import DaemonMetrics
 from tracker.schedule.worker import Worker, WorkerPolicy
@@ -281,4 +281,26 @@ def test_backfill_builds_the_same_record_with_each_blob_read_once_per_revision(
         assert max(Counter(step.blobs).values(), default=0) <= 1, (revision.title, step.blobs)
         per_revision.append((revision.title, len(step.blobs), len(step.plans)))
 
-    assert per_revision[2:] == [(title, blobs, 1) for title, (blobs, _, _) in EXPECTED.items()]
+    # Every text a differ needs was parsed into the shared cache when its revision was
+    # recorded: nothing is read back from the store.
+    assert per_revision[2:] == [(title, 0, 1) for title in EXPECTED]
+
+
+def test_a_walk_reads_no_blob_back_and_plans_only_when_config_json_changed(
+    database: Database, hub_emulator: HubEmulator, reads: Reads
+) -> None:
+    hub_emulator.publish(REPO, UPLOAD, title="Upload folder", date=START)
+    for index, (title, files) in enumerate(STEPS.items(), start=1):
+        hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
+    hub = Hub(hub_emulator.endpoint, max_retries=2, timeout=5.0)
+    report = backfill(database, hub, REPO)
+    walked = reads.take()
+
+    assert report.recorded == len(STEPS) + 2
+    assert walked.blobs == []
+    # the initial commit has no config.json; the upload and the two context steps plan
+    assert len(walked.plans) == 3
+    with database.read_session() as session:
+        plans = [plan_at(session, REPO, r.sha) for r in hub.commits(REPO)]
+    assert plans[0] is None
+    assert plans[2] == plans[3] == plans[4] != plans[1] == plans[5]

@@ -32,8 +32,16 @@ from storage.records import Change, Revision
 from tracker.diff.revision import Parsed, RevisionContent
 from tracker.hub.client import Hub
 from tracker.hub.repo_id import validate_repo_id
-from tracker.revision.process import Publishers, SessionBlobs, commit, content_of, prepare
+from tracker.revision.process import (
+    Publishers,
+    SessionBlobs,
+    commit,
+    content_of,
+    prepare,
+    remember,
+)
 from tracker.revision.progress import Progress
+from tracker.revision.walk import Walk
 
 
 @dataclass(frozen=True)
@@ -79,13 +87,13 @@ def backfill(
             off_main = mark_missing_revisions(session, repo_id, [r.sha for r in history])
     if newest_only:
         todo = [r for r in todo if r.sha == history[-1].sha]
-    cache: dict[tuple[str, str], Parsed] = {}
+    walk = Walk()
     listed = {r.sha: r for r in history}
     recorded = changes = published = 0
     if progress is not None:
         progress.revisions_total = (progress.revisions_total or 0) + len(todo)
     for revision in todo:
-        found = _record(database, hub, revision, cache, listed, publish)
+        found = _record(database, hub, revision, walk, listed, publish)
         if found is not None:
             recorded += 1
             changes += len(found.changes)
@@ -122,7 +130,7 @@ def record_one(
     tests use it to fill a database; ``backfill`` with ``publish`` is what
     commands call.
     """
-    found = _record(database, hub, revision, {} if cache is None else cache, None, None)
+    found = _record(database, hub, revision, Walk({} if cache is None else cache), None, None)
     return None if found is None else list(found.changes)
 
 
@@ -136,16 +144,17 @@ def _record(
     database: Database,
     hub: Hub,
     revision: Revision,
-    cache: dict[tuple[str, str], Parsed],
+    walk: Walk,
     listed: Mapping[str, Revision] | None,
     publish: Publishers | None,
 ) -> _Recorded | None:
-    prepared = prepare(database, hub, revision, cache, listed)
+    prepared = prepare(database, hub, revision, walk, listed)
     if prepared is None:
         return None
     publication = commit(database, prepared, fence=_no_fence, publish=publish)
     if publication is None:  # another process recorded (and published) it first
         return None
+    remember(walk, prepared)
     return _Recorded(prepared.outcome.changes, publication.advisory_id)
 
 

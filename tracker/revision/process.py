@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -71,6 +71,7 @@ from tracker.revision.estimate import estimate
 from tracker.revision.exact_parameters import available as exact_available
 from tracker.revision.snapshot import LazyBlobs, take_snapshot
 from tracker.revision.stored_builds import StoredBuilds
+from tracker.revision.walk import Planned, Walk
 
 CONFIG_PATHS: Final = ("config.json", "generation_config.json")
 """The model-level configs an outcome carries parsed, for publishers to read."""
@@ -81,33 +82,48 @@ class SessionBlobs:
 
     ``fetched`` holds texts read from the Hub for a parent that is not recorded:
     they count as known, so the revision's own snapshot does not fetch them again,
-    and they are written with the revision (``Prepared.fetched``).
+    and they are written with the revision (``Prepared.fetched``). ``kept`` holds
+    texts already in the store whose bytes the caller has in hand (the walk's
+    previous revision, ``tracker.revision.walk``): they are neither asked for nor read.
     """
 
-    def __init__(self, session: Session, fetched: Mapping[str, bytes] | None = None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        fetched: Mapping[str, bytes] | None = None,
+        kept: Mapping[str, bytes] | None = None,
+    ) -> None:
         self._session = session
         self._read: dict[str, bytes] = {}
+        self._kept: Mapping[str, bytes] = kept or {}
         self.fetched: dict[str, bytes] = dict(fetched or {})
 
     def with_fetched(self, fetched: Mapping[str, bytes]) -> SessionBlobs:
         """This view with ``fetched`` (Hub texts not in the store) added."""
-        view = SessionBlobs(self._session, {**self.fetched, **fetched})
+        view = SessionBlobs(self._session, {**self.fetched, **fetched}, self._kept)
         view._read = self._read
         return view
 
     def known(self, keys: Iterable[str]) -> set[str]:
         wanted = list(keys)
-        return {k for k in wanted if k in self.fetched} | known_content_keys(
-            self._session, [k for k in wanted if k not in self.fetched]
+        in_hand = [k for k in wanted if k in self.fetched or k in self._kept]
+        return set(in_hand) | known_content_keys(
+            self._session, [k for k in wanted if k not in self.fetched and k not in self._kept]
         )
 
     def read(self, key: str) -> bytes:
         """The blob at ``key``, read from the store at most once through this view."""
         if key in self.fetched:
             return self.fetched[key]
+        if key in self._kept:
+            return self._kept[key]
         if key not in self._read:
             self._read[key] = get_blob(self._session, key)
         return self._read[key]
+
+    def in_hand(self) -> dict[str, bytes]:
+        """Every text this view holds the bytes of: kept, read or fetched."""
+        return {**self._kept, **self._read, **self.fetched}
 
 
 Publisher = Callable[[Session, RevisionOutcome, Publication], Publication]
@@ -148,17 +164,24 @@ InTransaction = Callable[[Session], None]
 @dataclass(frozen=True)
 class Prepared:
     """A revision read from the Hub and diffed, not yet written: its outcome and the blobs
-    to write with it (texts fetched from the Hub, meta-device builds made for it)."""
+    to write with it (texts fetched from the Hub, meta-device builds made for it), and
+    what the walk keeps once it is recorded (``remember``)."""
 
     outcome: RevisionOutcome
     fetched: dict[str, bytes]
+    in_hand: Mapping[str, bytes] = field(default_factory=dict)
+    """The bytes of the revision's texts that were read or fetched, by content key."""
+    planned: Planned | None = None
+    """The revision's plan with its inputs, for the next revision to carry when they hold."""
+    repo_pk: int | None = None
+    """The repo's key in storage, read while preparing."""
 
 
 def prepare(
     database: Database,
     hub: Hub,
     revision: Revision,
-    cache: dict[tuple[str, str], Parsed],
+    walk: Walk,
     history: Mapping[str, Revision] | None = None,
     *,
     deadline: float | None = None,
@@ -172,16 +195,21 @@ def prepare(
     caller's commit listing) names the parent's date and title; without it, or when
     it lacks the parent, the Hub's listing is read. ``deadline`` (``time.monotonic()``)
     bounds the fetching: what is not read by then is left out with a finding
-    (``tracker.revision.snapshot.take_snapshot``).
+    (``tracker.revision.snapshot.take_snapshot``). ``walk`` is what the caller kept
+    from the revision it recorded before (``remember``): its texts are not read
+    again, and its plan is carried when config.json and the manifest are unchanged.
     """
+    cache = walk.parsed
     with database.read_session() as session:
-        base = diff_base(session, revision)
+        base = diff_base(session, revision, walk.repo_pk)
+        walk.repo_pk = base.repo_pk
         if base.recorded:
             return None
-        blobs = SessionBlobs(session)
+        blobs = SessionBlobs(session, kept=walk.texts)
         builds = StoredBuilds(session) if exact_available() else None
         previous, old_plan = base.previous, base.previous_plan
         old: RevisionContent | None = None
+        carried = walk.planned if previous is not None else None
         if base.unrecorded_parent is not None:
             parent = _parent_revision(hub, revision, base.unrecorded_parent, history)
             result = take_snapshot(hub, parent, None, blobs, parse_cache=cache, deadline=deadline)
@@ -193,12 +221,19 @@ def prepare(
         result = take_snapshot(hub, revision, previous, blobs, parse_cache=cache, deadline=deadline)
         new = result.content(blobs)
         found = diff_revisions(old, new) + list(result.problems)
-        plan, problem = estimate(new, old, builds)
+        plan: dict[str, Any] | None
+        if _plan_holds(carried, previous, new) and old_plan is not None:
+            plan, problem = old_plan, None
+        else:
+            plan, problem = estimate(new, old, builds)
         if problem is not None:
             found.append(problem)
-        found = by_severity(found + diff_plans(old_plan, plan))
+        if plan is not old_plan:
+            found += diff_plans(old_plan, plan)
+        found = by_severity(found)
         configs = configs_of(new)
         previous_configs = _previous_configs(old, new, configs) if old else {}
+        in_hand = blobs.in_hand()
     outcome = RevisionOutcome(
         snapshot=result.snapshot,
         previous=previous,
@@ -210,7 +245,36 @@ def prepare(
     )
     # New meta-device builds are blobs of their own, written in the revision's transaction,
     # and so are the texts read for an unrecorded parent that this revision's snapshot names.
-    return Prepared(outcome, {**blobs.fetched, **result.fetched, **(builds.new if builds else {})})
+    return Prepared(
+        outcome,
+        {**blobs.fetched, **result.fetched, **(builds.new if builds else {})},
+        {**in_hand, **result.fetched},
+        _planned(result.snapshot, plan),
+        base.repo_pk,
+    )
+
+
+def remember(walk: Walk, prepared: Prepared) -> None:
+    """Keep what the walk's next revision reads of ``prepared``, once it is recorded."""
+    walk.recorded(prepared.outcome.snapshot.texts, prepared.in_hand, prepared.planned)
+
+
+def _plan_holds(carried: Planned | None, previous: Snapshot | None, new: RevisionContent) -> bool:
+    """Whether the parent's plan, computed by this process, is the plan of ``new`` too: the
+    same config.json and the same manifest are the same inputs, so the same plan."""
+    if carried is None or previous is None or carried.sha != previous.revision.sha:
+        return False
+    return (
+        new.snapshot.texts.get("config.json") == carried.config_key
+        and new.snapshot.manifest == carried.manifest
+    )
+
+
+def _planned(snapshot: Snapshot, plan: Mapping[str, Any] | None) -> Planned | None:
+    config_key = snapshot.texts.get("config.json")
+    if plan is None or config_key is None:
+        return None
+    return Planned(snapshot.revision.sha, config_key, snapshot.manifest, plan)
 
 
 def _parent_revision(
@@ -254,6 +318,7 @@ def commit(
             list(outcome.changes),
             None if outcome.plan is None else dict(outcome.plan),
             processed_at=datetime.now(UTC),
+            repo_pk=prepared.repo_pk,
         ):
             return None
         return Publication() if publish is None else publish.run(session, outcome)
@@ -304,4 +369,5 @@ __all__ = [
     "configs_of",
     "content_of",
     "prepare",
+    "remember",
 ]

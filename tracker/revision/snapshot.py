@@ -59,6 +59,10 @@ class LazyBlobs(Mapping[str, bytes]):
             self._loaded[path] = self._load(self._texts[path])
         return self._loaded[path]
 
+    def __contains__(self, path: object) -> bool:
+        # Mapping's own test reads the value: asking whether a text exists would load it.
+        return path in self._texts
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._texts)
 

@@ -27,11 +27,11 @@ from sqlalchemy.orm import Session
 
 from storage import Database, RepoStatus, StorageError, place_on_main
 from storage.records import Revision
-from tracker.diff.revision import Parsed
 from tracker.errors import Gated, HubError, RepoGone
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadInfo, HeadProbe
-from tracker.revision.process import Publishers, commit, prepare
+from tracker.revision.process import Publishers, commit, prepare, remember
+from tracker.revision.walk import Walk
 from tracker.schedule.events import RepoEvent, history_checked, report, status_changed
 from tracker.schedule.heartbeat import Heartbeat
 from tracker.schedule.leases import (
@@ -184,12 +184,12 @@ class Worker:
             self._report(
                 history_checked(session, claim.repo_id, [r.sha for r in history], now=self.clock())
             )
-        cache: dict[tuple[str, str], Parsed] = {}
+        walk = Walk()
         listed = {r.sha: r for r in history}
         for revision in history:
             if self.stop.is_set():
                 raise Stopping
-            self._record(claim, revision, cache, listed)
+            self._record(claim, revision, walk, listed)
         with self.database.session() as session:
             place_on_main(session, claim.repo_id, [r.sha for r in history])
         return history[-1].sha
@@ -198,7 +198,7 @@ class Worker:
         self,
         claim: Claim,
         revision: Revision,
-        cache: dict[tuple[str, str], Parsed],
+        walk: Walk,
         listed: dict[str, Revision],
     ) -> None:
         deadline = time.monotonic() + self.policy.budget_s
@@ -209,7 +209,7 @@ class Worker:
             until=deadline + self.policy.lease_s,
             clock=self.clock,
         ):
-            prepared = prepare(self.database, self.hub, revision, cache, listed, deadline=deadline)
+            prepared = prepare(self.database, self.hub, revision, walk, listed, deadline=deadline)
         if prepared is None:
             return
 
@@ -218,6 +218,7 @@ class Worker:
 
         published = commit(self.database, prepared, fence=fence, publish=self.publish)
         if published is not None:
+            remember(walk, prepared)
             self.metrics.revisions.inc()
             log.info(
                 json.dumps(

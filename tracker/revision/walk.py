@@ -1,0 +1,52 @@
+"""What a worker keeps in hand while it walks one repo's history, oldest revision first.
+
+Each revision is diffed against its parent, which is (almost always) the revision the
+same worker recorded a moment before. Its texts were fetched or read for that
+revision, and parsed; its plan was computed from its config.json and manifest. Kept
+here, the next revision reads none of them from the store again, parses nothing twice
+and plans only when the inputs of the plan changed. Only the last recorded revision's
+texts are kept, so a walk holds one revision's texts however long the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracker.untrusted.artifacts import Parsed
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A plan as this process computed it, with the inputs it was computed from."""
+
+    sha: str
+    config_key: str
+    manifest: Mapping[str, Any] | None
+    plan: Mapping[str, Any]
+
+
+@dataclass
+class Walk:
+    """The state one repo's walk carries from a revision to the next."""
+
+    parsed: dict[tuple[str, str], Parsed] = field(default_factory=dict)
+    """Parsed artifacts by (kind, content key)."""
+    texts: dict[str, bytes] = field(default_factory=dict)
+    """The bytes of the last recorded revision's texts that were in hand, by content key."""
+    planned: Planned | None = None
+    """The last recorded revision's plan, when this process computed it."""
+    repo_pk: int | None = None
+    """The repo's key in storage, once a revision of the walk has looked it up."""
+
+    def recorded(
+        self, texts: Mapping[str, str], in_hand: Mapping[str, bytes], planned: Planned | None
+    ) -> None:
+        """Keep what a revision just recorded had in hand: its texts (``texts``: path ->
+        content key, of which ``in_hand`` holds some bytes) and its plan."""
+        self.texts = {key: in_hand[key] for key in texts.values() if key in in_hand}
+        self.planned = planned
+
+
+__all__ = ["Planned", "Walk"]
