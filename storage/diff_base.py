@@ -19,7 +19,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from storage.history import snapshot_of
-from storage.models import EstimateRow, RevisionRow
+from storage.models import RevisionRow
+from storage.plans import estimate_of
 from storage.records import Revision, Snapshot
 from storage.repos import repo_row
 
@@ -66,12 +67,11 @@ def diff_base(session: Session, revision: Revision, repo_pk: int | None = None) 
     base = rows.get(parent)
     if base is None:
         return DiffBase(recorded=False, repo_pk=repo_pk, unrecorded_parent=parent)
-    estimate = session.get(EstimateRow, base.id)
     return DiffBase(
         recorded=False,
         repo_pk=repo_pk,
         previous=snapshot_of(session, revision.repo_id, base),
-        previous_plan=None if estimate is None else dict(estimate.plan),
+        previous_plan=estimate_of(session, base.id),
     )
 
 

@@ -26,6 +26,7 @@ from storage.models import (
     RevisionRow,
     SnapshotRow,
 )
+from storage.plans import estimate_of, put_plan
 from storage.records import (
     Change,
     FileEntry,
@@ -68,9 +69,10 @@ def record_revision(
     the revision is placed one past its parent on main's chain. ``repo_pk`` is the
     repo's key when the caller has read it already.
     """
-    snapshot, plan_json, repaired = storable_revision(snapshot, plan_json)
-    if repaired is not None:
-        changes = [*changes, repaired]
+    storable = storable_revision(snapshot, plan_json)
+    snapshot = storable.snapshot
+    if storable.finding is not None:
+        changes = [*changes, storable.finding]
     revision = snapshot.revision
     _validate(snapshot, changes)
     missing = set(snapshot.texts.values()) - known_content_keys(session, snapshot.texts.values())
@@ -115,8 +117,8 @@ def record_revision(
             oversized=list(snapshot.oversized),
             manifest=null(),  # SQL NULL, not JSON null: the manifest lives in its blob
             manifest_key=None
-            if snapshot.manifest is None
-            else put_manifest(session, snapshot.manifest),
+            if storable.manifest is None
+            else put_manifest(session, storable.manifest),
             card=dict(snapshot.card),
         )
     )
@@ -125,9 +127,14 @@ def record_revision(
             insert(ChangeRow),
             [_change_row(revision_pk, ordinal, change) for ordinal, change in enumerate(changes)],
         )
-    if plan_json is not None:
-        session.add(
-            EstimateRow(revision_pk=revision_pk, plan=plan_json, schema_version=plan_schema_version)
+    if storable.plan is not None:
+        session.execute(
+            insert(EstimateRow).values(
+                revision_pk=revision_pk,
+                plan=null(),  # SQL NULL, not JSON null: the plan lives in its blob
+                plan_key=put_plan(session, storable.plan),
+                schema_version=plan_schema_version,
+            )
         )
     session.flush()
     return True
@@ -228,8 +235,7 @@ def changes_between(
 
 def plan_at(session: Session, repo_id: str, sha: str) -> dict[str, Any] | None:
     """The estimate (plan JSON) stored for the revision, or None if none was computed."""
-    estimate = session.get(EstimateRow, revision_row(session, repo_id, sha).id)
-    return None if estimate is None else dict(estimate.plan)
+    return estimate_of(session, revision_row(session, repo_id, sha).id)
 
 
 def place_on_main(session: Session, repo_id: str, main_shas: Sequence[str]) -> None:

@@ -39,14 +39,25 @@ def dumps(value: Any) -> str:
     NUL and lone surrogates (which PostgreSQL refuses in ``json`` and no
     reader can print) are written as U+FFFD (``storage.values``).
     """
+    return dumps_repaired(value)[0]
+
+
+def dumps_repaired(value: Any) -> tuple[str, bool]:
+    """``dumps``, and whether a NUL or lone surrogate had to be replaced to write it.
+
+    The common case costs one encode: the escapes json writes for those characters
+    are looked for in its output, and only a value whose output holds one is walked.
+    """
     try:
-        # The common case costs one dumps: only a value JSON cannot carry is rewritten.
         text = json.dumps(value, allow_nan=False)
     except ValueError:
         text = json.dumps(standard(value), allow_nan=False)
-    if holds_unstorable_escape(text):
-        return json.dumps(standard(storable_text(value)), allow_nan=False)
-    return text
+    if not holds_unstorable_escape(text):
+        return text, False
+    repaired = storable_text(value)
+    if repaired is value:  # an escaped valid surrogate pair: nothing to replace
+        return text, False
+    return json.dumps(standard(repaired), allow_nan=False), True
 
 
 def dumps_for_sqlite(value: Any) -> str | bytes:
@@ -79,4 +90,4 @@ def _writable(value: int) -> bool:
     return True
 
 
-__all__ = ["NON_FINITE", "dumps", "dumps_for_sqlite", "standard"]
+__all__ = ["NON_FINITE", "dumps", "dumps_for_sqlite", "dumps_repaired", "standard"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import select
@@ -20,17 +19,15 @@ from sqlalchemy.orm import Session
 
 from storage.blobs import blob_bytes, known_content_keys, put_blob
 from storage.errors import BlobNotFound
-from storage.json_text import dumps
 from storage.models import BlobRow, SnapshotRow
-from storage.records import JsonValue
 
 
-def put_manifest(session: Session, manifest: Mapping[str, JsonValue]) -> str:
-    """Store ``manifest`` unless its content is stored already; its key.
+def put_manifest(session: Session, document: str) -> str:
+    """Store a manifest's JSON text (``storage.json_text.dumps``) unless it is stored; its key.
 
     Raises BlobTooLarge (writing nothing) past the blob store's limit.
     """
-    data = dumps(dict(manifest)).encode()
+    data = document.encode()
     key = hashlib.sha256(data).hexdigest()
     if not known_content_keys(session, [key]):
         put_blob(session, key, data)

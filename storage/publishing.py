@@ -24,12 +24,14 @@ from storage.errors import RepoNotFound
 from storage.history import NEWEST_FIRST, changes_of, revision_log
 from storage.models import (
     AdvisoryRow,
+    BlobRow,
     ChangeRow,
     EstimateRow,
     RepoRow,
     RevisionRow,
     SnapshotRow,
 )
+from storage.plans import PLAN_BLOB, estimate_of, plan_of
 from storage.records import Advisory, Change, Severity, StoredRevision, TrackedRepo
 from storage.repos import repo_row, to_tracked_repo
 from storage.values import require_aware
@@ -175,11 +177,12 @@ def model_page(session: Session, repo_id: str) -> ModelPageData:
             select(AdvisoryRow.new_sha, AdvisoryRow.id).where(AdvisoryRow.repo_pk == row.id)
         )
     }
-    plan_of = {
-        sha: dict(plan)
-        for sha, plan in session.execute(
-            select(RevisionRow.sha, EstimateRow.plan)
+    plan_at_sha = {
+        sha: plan_of(estimate, blob)
+        for sha, estimate, blob in session.execute(
+            select(RevisionRow.sha, EstimateRow, BlobRow)
             .join(EstimateRow, EstimateRow.revision_pk == RevisionRow.id)
+            .outerjoin(BlobRow, PLAN_BLOB)
             .where(RevisionRow.repo_pk == row.id)
         )
     }
@@ -188,7 +191,7 @@ def model_page(session: Session, repo_id: str) -> ModelPageData:
             stored,
             tuple(changes_of(session, repo_id, stored.revision.sha)),
             advisory_of.get(stored.revision.sha),
-            plan_of.get(stored.revision.sha),
+            plan_at_sha.get(stored.revision.sha),
         )
         for stored in revision_log(session, repo_id)
     )
@@ -210,8 +213,7 @@ def _summary(session: Session, row: RepoRow) -> ModelSummary:
     if latest_row is None:
         return ModelSummary(to_tracked_repo(row), None, None, count)
     latest = next(s for s in revision_log(session, row.repo_id) if s.revision.sha == latest_row.sha)
-    estimate = session.get(EstimateRow, latest_row.id)
-    plan = None if estimate is None else dict(estimate.plan)
+    plan = estimate_of(session, latest_row.id)
     return ModelSummary(to_tracked_repo(row), latest, plan, count)
 
 

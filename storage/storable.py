@@ -14,9 +14,10 @@ upstream.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
+from storage.json_text import dumps_repaired
 from storage.records import Change, FileEntry, JsonValue, Severity, Snapshot
 from storage.values import holds_unstorable, storable_text
 
@@ -24,13 +25,25 @@ UNSTORABLE_KIND = "unstorable_text"
 """The ``Change.kind`` of the finding a repaired revision carries (artifact ``repo``)."""
 
 
+@dataclass(frozen=True)
+class StorableRevision:
+    """A revision as it is written: the snapshot repaired, its manifest and plan as the JSON
+    text to store (each encoded once, the repair read off that encoding), and the finding."""
+
+    snapshot: Snapshot
+    manifest: str | None
+    plan: str | None
+    finding: Change | None
+
+
 def storable_revision(
     snapshot: Snapshot, plan_json: Mapping[str, JsonValue] | None
-) -> tuple[Snapshot, dict[str, JsonValue] | None, Change | None]:
+) -> StorableRevision:
     """``snapshot`` and ``plan_json`` with every unstorable character replaced; the finding, if any.
 
     Clean revisions (all but hostile ones) come back as they were: the check
-    is one C-speed pass per field.
+    is one C-speed pass per field, and the manifest and the plan, the largest
+    values, are checked in the encoding they are stored as.
     """
     revision = snapshot.revision
     repaired: list[str] = []
@@ -41,25 +54,31 @@ def storable_revision(
         repaired.append(what)
         return storable_text(value)
 
+    def encoded(value: Any, what: str) -> str:
+        text, replaced = dumps_repaired(value)
+        if replaced:
+            repaired.append(what)
+        return text
+
     title = clean(revision.title, "commit title")
     author = clean(revision.author, "commit author")
     files, dropped = _storable_files(snapshot.files, clean)
     texts = clean(dict(snapshot.texts), "text file names")
     oversized = clean(list(snapshot.oversized), "oversized file names")
-    manifest = clean(snapshot.manifest, "weight manifest")
+    manifest = None if snapshot.manifest is None else encoded(snapshot.manifest, "weight manifest")
     card = clean(dict(snapshot.card), "model card")
-    plan = clean(None if plan_json is None else dict(plan_json), "estimate")
+    plan = None if plan_json is None else encoded(dict(plan_json), "estimate")
     if not repaired:
-        return snapshot, None if plan_json is None else dict(plan_json), None
+        return StorableRevision(snapshot, manifest, plan, None)
     stored = Snapshot(
         revision=replace(revision, title=title, author=author),
         files=files,
         texts=texts,
         oversized=tuple(oversized),
-        manifest=manifest,
+        manifest=snapshot.manifest,
         card=card,
     )
-    return stored, plan, _finding(repaired, dropped)
+    return StorableRevision(stored, manifest, plan, _finding(repaired, dropped))
 
 
 def _storable_files(
@@ -102,4 +121,4 @@ def _finding(repaired: list[str], dropped: list[str]) -> Change:
     )
 
 
-__all__ = ["UNSTORABLE_KIND", "storable_revision"]
+__all__ = ["UNSTORABLE_KIND", "StorableRevision", "storable_revision"]

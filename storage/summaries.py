@@ -16,7 +16,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.models import AdvisoryRow, EstimateRow, RevisionRow
+from storage.models import AdvisoryRow, BlobRow, EstimateRow, RevisionRow
+from storage.plans import PLAN_BLOB, plan_of
 from storage.records import Severity
 from storage.repos import repo_row
 
@@ -40,8 +41,10 @@ def model_badge(session: Session, repo_id: str) -> BadgeData:
         .limit(1)
         .scalar_subquery()
     )
-    plan = session.scalars(
-        select(EstimateRow.plan).where(EstimateRow.revision_pk == newest)
+    estimate = session.execute(
+        select(EstimateRow, BlobRow)
+        .outerjoin(BlobRow, PLAN_BLOB)
+        .where(EstimateRow.revision_pk == newest)
     ).one_or_none()
     severity = session.scalars(
         select(AdvisoryRow.severity)
@@ -50,7 +53,8 @@ def model_badge(session: Session, repo_id: str) -> BadgeData:
         .limit(1)
     ).one_or_none()
     return BadgeData(
-        None if plan is None else dict(plan), None if severity is None else Severity(severity)
+        None if estimate is None else plan_of(estimate[0], estimate[1]),
+        None if severity is None else Severity(severity),
     )
 
 

@@ -136,5 +136,8 @@ class EstimateRow(Base):
     revision_pk: Mapped[int] = mapped_column(
         ForeignKey("revisions.id", ondelete="CASCADE"), primary_key=True
     )
-    plan: Mapped[dict[str, Any]] = mapped_column(Json)
+    plan: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    """The plan inline: rows from before migration 0008 only."""
+    plan_key: Mapped[str | None] = mapped_column(String(SHA_LENGTH), index=True)
+    """The plan's blob (sha256 of its JSON): stored once however many revisions share it."""
     schema_version: Mapped[int] = mapped_column(Integer)

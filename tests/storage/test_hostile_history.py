@@ -14,11 +14,12 @@ from storage import (
     changes_between,
     changes_of,
     latest_revision,
+    plan_at,
     record_revision,
     revisions,
     snapshot_at,
 )
-from storage.models import BlobRow, SnapshotRow
+from storage.models import BlobRow, EstimateRow, SnapshotRow
 from storage.publishing import model_page
 from storage.records import FileEntry, Snapshot
 from tests.storage.builders import eos_change, revision, snapshot
@@ -87,6 +88,44 @@ def test_rows_stored_before_the_repair_read_back_printable(database: Database) -
     assert change.new == "\ufffd{{ x }}"
     assert page.card == {"\ufffd": 1}
     json.dumps([change.new, page.card], ensure_ascii=False).encode()
+
+
+def test_a_plan_shared_by_revisions_is_stored_once_and_older_inline_plans_read(
+    database: Database,
+) -> None:
+    plan = {"cards": [{"name": f"card {i}", "fits": i % 2 == 0} for i in range(500)]}
+    changed = {**plan, "context": 4096}
+    for index, stored in enumerate([plan, plan, plan, changed]):
+        _record(database, snapshot(revision(REPO, index), {}), stored)
+    cast = "CAST(:value AS json)" if database.engine.dialect.name == "postgresql" else ":value"
+    with database.session() as session:
+        # A row written before plans were blobs: the plan inline, no key.
+        session.execute(
+            text(f"UPDATE estimates SET plan = {cast}, plan_key = NULL WHERE revision_pk = 1"),
+            {"value": json.dumps({"inline": True})},
+        )
+    with database.read_session() as session:
+        keys = list(session.scalars(select(EstimateRow.plan_key).order_by("revision_pk")))
+        inline = session.scalar(
+            select(func.count()).where(EstimateRow.plan.is_not(None))  # type: ignore[arg-type]
+        )
+        read = [plan_at(session, REPO, revision(REPO, i).sha) for i in range(4)]
+        page = model_page(session, REPO)
+    assert keys[0] is None and keys[1] == keys[2] != keys[3]
+    assert inline == 1
+    assert read == [{"inline": True}, plan, plan, changed]
+    assert [entry.plan for entry in page.history] == [changed, plan, plan, {"inline": True}]
+    assert page.summary.plan == changed
+
+
+def test_a_nul_in_a_plan_is_repaired_and_said_once(database: Database) -> None:
+    _record(database, snapshot(revision(REPO, 0), {}), {"note": "a\x00b"})
+    with database.read_session() as session:
+        plan = plan_at(session, REPO, revision(REPO, 0).sha)
+        changes = changes_of(session, REPO, revision(REPO, 0).sha)
+    assert plan == {"note": "a\ufffdb"}
+    [finding] = [c for c in changes if c.kind == "unstorable_text"]
+    assert finding.new == {"repaired": ["estimate"], "dropped_paths": []}
 
 
 def test_newest_is_the_head_of_mains_chain_not_the_latest_date(database: Database) -> None:
