@@ -13,6 +13,9 @@ and reports files that stop or start parsing, the same way for every kind.
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import Final
+
 from storage.records import Change
 from tracker.diff.card import diff_card_view, parse_front_matter
 from tracker.diff.common import per_file
@@ -73,11 +76,19 @@ ARTIFACTS: tuple[ArtifactKind, ...] = (
 """Every artifact kind; first match wins for a path, so specific names come first."""
 
 
+PATHS_REMEMBERED: Final = 65536
+"""Paths whose kind and rule are kept: a worker meets the same paths revision after revision
+(every file of a repo is matched against every pattern of the table on each), and the table
+is fixed, so a path matched once is answered from memory."""
+
+
+@lru_cache(maxsize=PATHS_REMEMBERED)
 def artifact_for(path: str) -> ArtifactKind | None:
     """The kind of a repo path, or None if the tracker does not read that file."""
     return next((kind for kind in ARTIFACTS if kind.matches(path)), None)
 
 
+@lru_cache(maxsize=PATHS_REMEMBERED)
 def rule_for(path: str) -> FileRule | None:
     """How a repo path is parsed and its size limit, or None if the tracker does not read it."""
     kind = artifact_for(path)

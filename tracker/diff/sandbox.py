@@ -24,6 +24,7 @@ import functools
 import re
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -240,6 +241,43 @@ def make_environment(now: datetime) -> jinja2.Environment:
     return env
 
 
+class CompiledTemplates:
+    """Compiled templates a worker process keeps, by their text, within a budget of bytes.
+
+    A walk renders the same few templates revision after revision (a revision that
+    changes a special token re-renders the unchanged template), and compiling was most
+    of what a render cost. The environment holds no state a render leaves behind (the
+    sandbox is immutable), so a compiled template renders as a fresh one would. Least
+    recently used templates go first once the kept sources pass ``budget`` bytes.
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._kept: OrderedDict[tuple[str, datetime], jinja2.Template] = OrderedDict()
+        self._size = 0
+
+    def get(self, source: str, now: datetime) -> jinja2.Template:
+        """``source`` compiled in an environment whose clock reads ``now``."""
+        key = (source, now)
+        template = self._kept.get(key)
+        if template is not None:
+            self._kept.move_to_end(key)
+            return template
+        template = make_environment(now).from_string(source)
+        if len(source) <= self.budget:
+            self._kept[key] = template
+            self._size += len(source)
+            while self._size > self.budget:
+                (dropped, _), _ = self._kept.popitem(last=False)
+                self._size -= len(dropped)
+        return template
+
+
+COMPILED_BUDGET = 4 * 1024 * 1024
+"""Characters of template source a worker keeps compiled (a large chat template is ~10 KB)."""
+_COMPILED = CompiledTemplates(COMPILED_BUDGET)
+
+
 def render_prompts(
     source: str,
     now: datetime,
@@ -252,9 +290,8 @@ def render_prompts(
     template's sake. Once the deadline passes, the remaining probes carry the
     same timeout.
     """
-    env = make_environment(now)
     try:
-        template = env.from_string(source)
+        template = _COMPILED.get(source, now)
     except Exception as exc:  # a template that does not compile fails every probe the same way
         outcome = _failure(exc)
         return [outcome] * len(variable_sets)
@@ -329,6 +366,7 @@ def _render(
 
 
 __all__ = [
+    "CompiledTemplates",
     "GenerationTag",
     "ProbeOutcome",
     "RenderError",
