@@ -224,14 +224,22 @@ def release_lease(session: Session, repo_id: str, owner: str) -> bool:
 
 
 def extend_lease(
-    session: Session, repo_id: str, owner: str, now: datetime, lease_seconds: float
+    session: Session,
+    repo_id: str,
+    owner: str,
+    now: datetime,
+    lease_seconds: float,
+    repo_pk: int | None = None,
 ) -> bool:
-    """Push a live lease's expiry forward; False if ``owner`` no longer holds it (the fence)."""
+    """Push a live lease's expiry forward; False if ``owner`` no longer holds it (the fence).
+
+    ``repo_pk`` is the repo's key where the caller has it (``PollState.repo_pk``).
+    """
     require_aware(now, "extend_lease now")
     result = session.execute(
         update(PollStateRow)
         .where(
-            PollStateRow.repo_pk == _pk(session, repo_id),
+            PollStateRow.repo_pk == (_pk(session, repo_id) if repo_pk is None else repo_pk),
             PollStateRow.lease_owner == owner,
             PollStateRow.lease_expires_at > now,
         )
@@ -307,6 +315,7 @@ def _states(session: Session, query: Select[PollStateRow]) -> list[PollState]:
             last_modified=row.last_modified,
             lease_owner=row.lease_owner,
             lease_expires_at=row.lease_expires_at,
+            repo_pk=row.repo_pk,
         )
         for row, repo_id in rows
     ]

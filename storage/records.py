@@ -224,6 +224,8 @@ class PollState:
     last_modified: datetime | None = None
     lease_owner: str | None = None
     lease_expires_at: datetime | None = None
+    repo_pk: int | None = None
+    """The repo's key in storage, so a lease holder's later statements need not look it up."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from storage import (
     claim_due_repos,
     due_count,
     ensure_repo,
+    extend_lease,
     most_overdue,
     poll_state,
     poll_states,
@@ -25,6 +26,7 @@ from storage import (
     tracking_summary,
     untrack,
 )
+from storage.repos import repo_row
 from tests.storage.builders import BASE_DATE
 
 NOW = BASE_DATE
@@ -200,3 +202,21 @@ def test_most_overdue_names_the_latest_checks_first_and_no_more_than_asked(
     assert late[0].lease_owner == "w1"
     with database.read_session() as session:
         assert most_overdue(session, NOW - timedelta(minutes=11), limit=10) == []
+
+
+def test_a_claim_carries_the_repo_key_and_a_renewal_by_key_fences_like_one_by_name(
+    database: Database,
+) -> None:
+    _track(database, REPOS[:2])
+    with database.session() as session:
+        [state] = claim_due_repos(session, "w/1", NOW, 1, 60)
+        pk = repo_row(session, state.repo_id).id
+    assert state.repo_pk == pk
+    later = NOW + timedelta(seconds=30)
+    with database.session() as session:
+        assert extend_lease(session, state.repo_id, "w/1", later, 60, state.repo_pk)
+        assert not extend_lease(session, state.repo_id, "w/2", later, 60, state.repo_pk)
+    with database.read_session() as session:
+        held = poll_state(session, state.repo_id)
+    assert held.lease_owner == "w/1"
+    assert held.lease_expires_at == later + timedelta(seconds=60)

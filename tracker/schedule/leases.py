@@ -47,6 +47,8 @@ class Claim:
     last_modified: datetime | None
     failures: int
     interval_s: float | None
+    repo_pk: int | None = None
+    """The repo's key in storage, read with the claim."""
 
 
 def track(
@@ -76,6 +78,7 @@ def claim_due(
                     last_modified=state.last_modified,
                     failures=state.failures,
                     interval_s=None if interval is None else float(interval),
+                    repo_pk=state.repo_pk,
                 )
             )
         return claims
@@ -83,7 +86,7 @@ def claim_due(
 
 def renew(session: Session, claim: Claim, *, now: datetime, lease_s: float) -> None:
     """Extend the lease inside the caller's transaction; LeaseLost if it is no longer ours."""
-    if not extend_lease(session, claim.repo_id, claim.owner, now, lease_s):
+    if not extend_lease(session, claim.repo_id, claim.owner, now, lease_s, claim.repo_pk):
         raise LeaseLost(f"{claim.repo_id}: the lease of {claim.owner} expired or was taken over")
 
 

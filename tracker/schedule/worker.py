@@ -184,7 +184,7 @@ class Worker:
             self._report(
                 history_checked(session, claim.repo_id, [r.sha for r in history], now=self.clock())
             )
-        walk = Walk()
+        walk = Walk(repo_pk=claim.repo_pk)
         listed = {r.sha: r for r in history}
         for revision in history:
             if self.stop.is_set():
