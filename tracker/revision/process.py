@@ -21,7 +21,11 @@ One revision from claim to alert, and what each step reads:
    back; the texts the differs need from the store through ``SessionBlobs``,
    which reads each content key at most once per revision; parsing through
    the artifact table, cached by (kind, content key); ``estimator.plan`` once
-   on config.json; the previous plan from the estimates table. The parsed
+   on config.json; the previous plan from the estimates table. Walking a repo's
+   history, the caller passes what it kept of the revision it recorded before
+   (``tracker.revision.walk.Walk``): those texts are not read again, the repo is
+   looked up once, and the parent's plan is the revision's own when config.json
+   and the manifest are unchanged (no plan, no plan delta). The parsed
    configs (``CONFIG_PATHS``) go into the record, the previous side's taken
    from the new one where the file is unchanged, else from what the differ
    parsed, so building the record reads nothing more.
