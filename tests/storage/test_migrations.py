@@ -8,10 +8,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from storage import channel_key, open_database, revisions
+from storage import channel_key, ensure_repo, open_database, plan_at, record_revision, revisions
 from storage.migrations import head_revision
 from storage.models import Base
-from tests.storage.builders import BASE_DATE
+from tests.storage.builders import BASE_DATE, revision, snapshot
 
 MODEL_TABLES = set(Base.metadata.tables)
 
@@ -172,3 +172,37 @@ def test_0005_names_queued_alerts_by_their_channel_not_its_position(database_url
         "webhook:4",  # its index is gone: it matches no channel and is cancelled when due
     ]
     assert downgraded == ["feed", "webhook:0", "apprise:1", "webhook:4"]
+
+
+def test_0008_plans_kept_as_blobs_are_written_back_inline_on_downgrade(
+    database_url: str,
+) -> None:
+    plans = [{"params": 7, "cards": ["T4"]}, {"params": 7, "cards": ["T4"]}, {"params": 8}]
+    db = open_database(database_url)
+    try:
+        db.migrate()
+        with db.session() as session:
+            ensure_repo(session, "org/model")
+            for index, plan in enumerate(plans):
+                assert record_revision(
+                    session, snapshot(revision("org/model", index), {}), [], plan
+                )
+        with db.engine.connect() as connection:
+            keys = connection.execute(
+                text("SELECT plan_key FROM estimates ORDER BY revision_pk")
+            ).scalars()
+            shared = list(keys)
+        db.downgrade("0006")
+        with db.engine.connect() as connection:
+            inline = connection.execute(
+                text("SELECT plan FROM estimates ORDER BY revision_pk")
+            ).scalars()
+            downgraded = [json.loads(v) if isinstance(v, str | bytes) else v for v in inline]
+        db.migrate()
+        with db.read_session() as session:
+            read = [plan_at(session, "org/model", revision("org/model", i).sha) for i in range(3)]
+    finally:
+        db.close()
+    assert shared[0] == shared[1] != shared[2]
+    assert downgraded == plans
+    assert read == plans
