@@ -28,25 +28,28 @@ and ``corpus`` (every repo of the shared hub corpus's history). After each run t
 subprocess writes what it stored per revision (changes, plan, snapshot texts) as
 canonical JSON, and the two trees' records must be equal: the comparison is printed.
 
-Measured on a shared 2-core machine (load 5-10 from other work, so CPU figures are
-noisy; each pair ran back to back in one run), ``--revisions 600 --warmup 100``: base
-is the code before the walk, the plan blobs and the caches; tree is after them.
+Measured on a shared 2-core machine (load 1.5-7.6 from other work during the run, so
+CPU figures move by a fifth between runs; each pair ran back to back in one run),
+``--base 52e1bbd --revisions 400 --warmup 60``: base is the code before the walk, the
+plan blobs and the caches; tree is after them.
 
 ```text
 workload   database   code    revs    CPU ms     PG ms   stmts   stmt ms     tx     bytes
-synthetic  postgresql base     608      77.6      7.20    26.9    158.04   2.48     12692
-synthetic  postgresql tree     608      62.4      6.04    19.5    159.52   2.48      6413
-synthetic  sqlite     base     608      56.2         -    29.4      5.88   2.48     45218
-synthetic  sqlite     tree     608      40.5         -    22.0      4.31   2.48      9196
-corpus     postgresql base     347      70.3      7.09    27.9     55.58   2.80     17588
-corpus     postgresql tree     347      58.3      5.07    21.0     33.94   2.80     12158
-corpus     sqlite     base     347      64.3         -    30.7      2.86   2.80     60307
-corpus     sqlite     tree     347      46.8         -    23.8      1.45   2.80     28401
+synthetic  postgresql base     422      47.8      5.55    22.6     10.88   2.43     12307
+synthetic  postgresql tree     422      49.5      5.71    18.8     12.87   2.43      6484
+synthetic  sqlite     base     422      42.1         -    25.1      1.51   2.43     44668
+synthetic  sqlite     tree     422      36.4         -    21.2      1.37   2.43      9221
+corpus     postgresql base     381      69.5      7.45    23.1     37.96   2.79     17008
+corpus     postgresql tree     381      52.6      5.35    20.1     31.65   2.79     11632
+corpus     sqlite     base     381      47.0         -    25.8      1.71   2.79     57656
+corpus     sqlite     tree     381      42.7         -    22.8      1.61   2.79     26425
 ```
 
-Every run stored the same records on both sides (776 synthetic, 496 corpus: 0 differing).
-Still above the floor: two transactions per revision (the read session and the write),
-the subscriptions read, the advisory writer's repo lookup, the Hub client stack.
+Every run stored the same records on both sides (519 synthetic, 496 corpus: 0 differing).
+Bytes and statements fall in every run; instance CPU falls on the corpus and on SQLite
+and is within the noise on synthetic PostgreSQL. Still above the floor: two transactions
+per revision (the read session and the write), the subscriptions read, the advisory
+writer's repo lookup, the Hub client stack.
 """
 
 from __future__ import annotations
