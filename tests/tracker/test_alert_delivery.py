@@ -425,7 +425,7 @@ def test_a_hanging_receiver_delays_no_other_channel(
     while not healthy.arrivals and time.monotonic() - started < 5:
         time.sleep(0.01)
     assert len(healthy.arrivals) == 1
-    assert time.monotonic() - started < 1.0  # not behind three 2 s timeouts
+    assert time.monotonic() - started < 1.8  # not behind three 2 s timeouts
     assert deliver.run_once() == DeliveryReport(delivered=1, retried=3)
     deliver.close()
 
