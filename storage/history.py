@@ -37,6 +37,7 @@ from storage.records import (
 )
 from storage.repos import ensure_repo, repo_row
 from storage.storable import storable_revision
+from storage.summary_upkeep import mark_summary_stale
 from storage.values import require_aware, require_text, storable_text
 
 NEWEST_FIRST: Final = (RevisionRow.position.desc(), RevisionRow.id.desc())
@@ -127,6 +128,7 @@ def record_revision(
             EstimateRow(revision_pk=revision_pk, plan=plan_json, schema_version=plan_schema_version)
         )
     session.flush()
+    mark_summary_stale(session, repo_pk)
     return True
 
 
@@ -240,6 +242,7 @@ def place_on_main(session: Session, repo_id: str, main_shas: Sequence[str]) -> N
     repo_pk = repo_row(session, repo_id).id
     rows = session.scalars(select(RevisionRow).where(RevisionRow.repo_pk == repo_pk)).all()
     _renumbered(session, rows, main_shas)
+    mark_summary_stale(session, repo_pk)
 
 
 def mark_missing_revisions(
@@ -273,6 +276,7 @@ def mark_missing_revisions(
             .where(RevisionRow.repo_pk == repo_pk, RevisionRow.sha.in_(back))
             .values(on_main=True, off_main_since=None)
         )
+    mark_summary_stale(session, repo_pk)
     return gone
 
 

@@ -13,6 +13,7 @@ from storage.models.history import (
 )
 from storage.models.operations import PollStateRow, WebhookEventRow
 from storage.models.publishing import AdvisoryRow, DeliveryRow, SubscriptionRow
+from storage.models.summary import RepoSummaryRow
 
 __all__ = [
     "AdvisoryRow",
@@ -24,6 +25,7 @@ __all__ = [
     "HubBudgetRow",
     "PollStateRow",
     "RepoRow",
+    "RepoSummaryRow",
     "RevisionFileRow",
     "RevisionRow",
     "SnapshotRow",
