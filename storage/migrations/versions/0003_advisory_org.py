@@ -32,6 +32,8 @@ _ORG_OF_REPO = {
 
 
 def upgrade() -> None:
+    """Fill ``org`` from each advisory's repo, index it with ``published`` and drop the prefix
+    index."""
     with op.batch_alter_table("advisories") as batch:
         batch.add_column(sa.Column("org", sa.String(length=200), nullable=True))
     org_of_repo = _ORG_OF_REPO[op.get_bind().dialect.name]
@@ -46,6 +48,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Restore the prefix index and drop ``org`` with its index."""
     op.create_index(
         "ix_repos_repo_id_pattern",
         "repos",

@@ -31,6 +31,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    """Unbound paths and authors; number existing revisions in recorded order; add manifest keys."""
     with op.batch_alter_table("revision_files") as batch:
         batch.drop_constraint("uq_revision_files_revision_pk_path", type_="unique")
         batch.alter_column(
@@ -59,6 +60,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop positions and manifest keys; fails where a stored path or author exceeds the old
+    lengths."""
     op.drop_index("ix_snapshots_manifest_key", table_name="snapshots")
     with op.batch_alter_table("snapshots") as batch:
         batch.drop_column("manifest_key")
