@@ -34,6 +34,7 @@ class RenderGate:
         self.exempt = frozenset(exempt)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Render within a slot; 503 with Retry-After when every slot and waiting place is taken."""
         if scope["type"] != "http" or scope["path"] in self.exempt:
             await self.app(scope, receive, send)
             return

@@ -39,6 +39,7 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 def environment() -> Environment:
+    """The page templates' Jinja environment; autoescaping on for HTML, off for Markdown."""
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=select_autoescape(["html", "html.jinja"], default=False),
