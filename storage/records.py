@@ -143,7 +143,7 @@ class RevisionOutcome:
 
     @property
     def revision(self) -> Revision:
-        """The revision this outcome is of."""
+        """The revision processed: the snapshot's."""
         return self.snapshot.revision
 
     @property

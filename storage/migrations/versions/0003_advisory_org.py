@@ -1,13 +1,12 @@
 """Advisories carry their repo's org, indexed with the publication time, for org feeds.
 
-An org feed is "this org's newest K advisories". Filtering through the repos
-join (``repo_id LIKE 'org/%'``, served by 0002's pattern index) left the plan
-to the planner's guess of the prefix's selectivity: at 1M advisories (100-repo
-orgs) PostgreSQL 15 chose once the repos-first plan (1.6 ms) and once a
-backward walk of the whole log's ``published`` index, joining every row to
-filter it (351 ms). ``org`` on the advisory row with ``(org, published)``
-makes it one backward walk of the org's own entries that stops after K rows,
-whatever the guess; the pattern index had no other reader and goes.
+An org feed is "this org's newest K advisories". Filtered through the repos
+join (``repo_id LIKE 'org/%'``, served by 0002's pattern index), the plan
+rests on the planner's guess of the prefix's selectivity, and a wrong guess
+walks the whole log's ``published`` index backward, joining every row to
+filter it. ``org`` on the advisory row with ``(org, published)`` makes it one
+backward walk of the org's own entries that stops after K rows, whatever the
+guess; the pattern index has no other reader and goes.
 
 Revision ID: 0003
 Revises: 0002
