@@ -17,6 +17,8 @@ from estimator.errors import WorkloadError
 
 @dataclass(frozen=True)
 class Price:
+    """An hourly rental price as one provider listed it on ``date``; prices move, so it is dated."""
+
     usd_per_hour: float
     provider: str
     date: str
@@ -41,6 +43,7 @@ class Card:
     price_note: str | None = None
 
     def to_json(self) -> dict[str, object]:
+        """The card as the Plan JSON holds it; aliases serve lookups and stay out."""
         return {
             "name": self.name,
             "memory_gb": self.memory_gb,
@@ -57,6 +60,7 @@ class Card:
 
 @cache
 def all_cards() -> tuple[Card, ...]:
+    """Every card of ``data/cards.json`` in file order, read once per process."""
     raw = json.loads(resources.files("estimator").joinpath("data/cards.json").read_text("utf-8"))
     cards = []
     for entry in raw["cards"]:

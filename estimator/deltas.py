@@ -147,10 +147,12 @@ class PlanDelta:
 
     @property
     def empty(self) -> bool:
+        """True when nothing moved between the two plans."""
         return not self.entries
 
     @property
     def parameters(self) -> DeltaEntry | None:
+        """The parameter count's move; None when the count is unchanged."""
         return next((e for e in self.entries if e.kind == "parameters_changed"), None)
 
     @property

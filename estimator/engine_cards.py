@@ -35,10 +35,12 @@ class CardEngineVerdict:
     max_model_len_that_starts: int
 
     def to_json(self) -> dict[str, Any]:
+        """The entry as ``serving.cards`` holds it in the Plan JSON."""
         return dict(vars(self))
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> CardEngineVerdict:
+        """The entry back from ``serving.cards``; KeyError when a field is missing."""
         return cls(
             card=d["card"],
             starts=d["starts"],

@@ -22,6 +22,8 @@ VLLM_UTILIZATION: Final = 0.9
 
 
 class MethodFit(NamedTuple):
+    """One method on one card: the largest batch, or if none fits, the fewest cards to split on."""
+
     method: str
     largest_batch: int
     fits: bool
@@ -29,6 +31,7 @@ class MethodFit(NamedTuple):
     split_per_card_bytes: int | None
 
     def to_json(self) -> dict[str, object]:
+        """The fit as the Plan JSON holds it; ``split`` only when batch 1 fails and a split fits."""
         return {
             "largest_batch": self.largest_batch,
             "fits": self.fits,
@@ -40,15 +43,19 @@ class MethodFit(NamedTuple):
 
 @dataclass(frozen=True)
 class CardFit:
+    """Every method on one card, what a serving engine reserves there, any precision caveat."""
+
     card: Card
     methods: tuple[MethodFit, ...]
     engine_reserved_bytes: int
     precision_note: str | None
 
     def method(self, name: str) -> MethodFit:
+        """The fit of method ``name``; StopIteration when the plan did not compute it."""
         return next(m for m in self.methods if m.method == name)
 
     def to_json(self) -> dict[str, object]:
+        """The card's fits as the Plan JSON's ``cards`` entry holds them."""
         return {
             "card": self.card.name,
             "usable_bytes": self.card.usable_bytes,
@@ -59,6 +66,7 @@ class CardFit:
 
 
 def fit_method(model: MethodModel, card: Card, batch: int, gpus: int, headroom: float) -> MethodFit:
+    """Fit under the card's memory / ``headroom``; split over up to MAX_SPLIT when batch 1 fails."""
     limit = card.usable_bytes / headroom
     context = context_bytes(card.context_bytes, gpus)
     largest = model.largest_batch(limit, context)
@@ -79,6 +87,7 @@ def fit_card(
     headroom: float,
     precision: str,
 ) -> CardFit:
+    """Fit every method on ``card``; bf16 on a card without bf16 gets a precision note."""
     note = None
     if precision == "bf16" and not card.bf16:
         note = f"{card.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"

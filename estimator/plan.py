@@ -43,6 +43,8 @@ SCHEMA_VERSION: Final = "1.0"
 
 @dataclass(frozen=True)
 class Plan:
+    """All a plan computed from a config and a workload; ``to_json``/``from_json`` round-trip."""
+
     schema_version: str
     model: tuple[tuple[str, Any], ...]
     parameters: tuple[tuple[str, Any], ...]
@@ -63,6 +65,7 @@ class Plan:
 
     @property
     def selected(self) -> MemoryEstimate:
+        """The memory estimate of the workload's own method."""
         return dict(self.memory)[self.workload.method]
 
     @classmethod
@@ -79,6 +82,7 @@ class Plan:
             raise PlanJsonError(f"not a Plan document: {type(exc).__name__}: {exc}") from exc
 
     def to_json(self) -> dict[str, Any]:
+        """The document ``schema/plan.schema.json`` describes; per-method assumptions left out."""
         parameters = dict(self.parameters)
         parameters["checkpoint_scalars"] = (
             None if self.checkpoint is None else self.checkpoint.checkpoint_scalars

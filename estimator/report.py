@@ -14,6 +14,7 @@ METHODS = ("full", "lora", "qlora", "serve")
 
 
 def gib(n: float) -> str:
+    """Bytes as GiB (2**30) to one decimal, as the terminal and Markdown tables show them."""
     return f"{n / 2**30:.1f} GiB"
 
 
@@ -25,6 +26,7 @@ def _count(n: float) -> str:
 
 
 def headline(data: dict[str, Any]) -> str:
+    """The one-line verdict atop both renderings: model, size and whether the workload fits."""
     model = data["model"]
     w = data["workload"]
     sel = data["memory"][w["method"]]
@@ -148,6 +150,7 @@ def _cost_line(data: dict[str, Any]) -> str:
 
 
 def render_terminal(plan: Plan) -> str:
+    """The plan as plain-text tables for a terminal: memory, cards, cost and findings."""
     data = plan.to_json()
     parts = [
         headline(data),
@@ -166,6 +169,7 @@ def render_terminal(plan: Plan) -> str:
 
 
 def render_markdown(plan: Plan) -> str:
+    """The plan as the model page's Markdown, rendered from the same JSON as ``--json``."""
     data = plan.to_json()
     notes = [n for m in METHODS for n in data["memory"][m]["notes"]]
     structure = data["structure"]

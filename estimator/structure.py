@@ -204,6 +204,7 @@ class Structure:
         return hash(tuple(self))
 
     def to_json(self) -> list[dict[str, Any]]:
+        """The module tree as the Plan JSON's ``structure`` list, blocks expanded."""
         shape = list(self.block_shape)
         return (
             [_as_json(n) for n in self.leading]

@@ -294,13 +294,16 @@ class Workload:
 
     @property
     def tokens_per_step(self) -> int:
+        """Tokens one GPU processes per step: batch times sequence length."""
         return self.batch * self.seq_len
 
     @property
     def all_linear(self) -> bool:
+        """True for ``lora_targets=("all-linear",)``: PEFT's shorthand for every block linear."""
         return self.lora_targets == (ALL_LINEAR,)
 
     def to_json(self) -> dict[str, object]:
+        """The workload as the Plan JSON holds it, tuples as lists."""
         out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
         out["lora_targets"] = list(self.lora_targets)
         out["serve_unquantized"] = list(self.serve_unquantized)

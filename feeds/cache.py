@@ -34,6 +34,7 @@ class RenderCache(Generic[T]):
         self._lock = threading.Lock()
 
     def get(self, key: Hashable, version: Hashable, render: Callable[[], T]) -> T:
+        """The render kept for (``key``, ``version``), else ``render()``'s result, kept."""
         full = (key, version)
         now = time.monotonic()
         with self._lock:
@@ -66,6 +67,7 @@ class LogVersion(Generic[V]):
         self._expires = float("-inf")
 
     def current(self) -> V:
+        """The version, read afresh only when the last reading is older than ``ttl`` seconds."""
         now = time.monotonic()
         with self._lock:
             if now < self._expires and self._value is not None:

@@ -47,6 +47,7 @@ class EstimateDelta:
 
     @property
     def empty(self) -> bool:
+        """True when neither the parameters nor any method moved: nothing to word."""
         return self.parameters is None and not self.methods
 
     def headline(self) -> str | None:

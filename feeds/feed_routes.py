@@ -26,6 +26,7 @@ NOT_TRACKED: dict[int | str, dict[str, Any]] = {404: {"description": "the repo w
 
 
 def router(state: AppState) -> APIRouter:
+    """The model, org and global feed routes over ``state``'s advisory log."""
     api = APIRouter(tags=["feeds"])
 
     def serve(

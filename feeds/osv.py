@@ -76,6 +76,7 @@ def advisory_id(repo_id: str, old_sha: str | None, new_sha: str) -> str:
 
 
 def repo_url(repo_id: str) -> str:
+    """The repo's page on the Hub, which advisories link to."""
     return f"{HUB}/{repo_id}"
 
 

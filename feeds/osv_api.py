@@ -73,6 +73,7 @@ class BatchQuery(BaseModel):
 
 
 def error_response(error: OsvError) -> JSONResponse:
+    """The error in OSV.dev's body shape (gRPC code and message) with its HTTP status."""
     return JSONResponse({"code": error.code, "message": error.message}, status_code=error.status)
 
 
@@ -162,6 +163,7 @@ class JsonWhateverType:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Give the OSV query paths a JSON content type; pass everything else on untouched."""
         if scope["type"] == "http" and scope["path"] in QUERY_PATHS:
             headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
             scope = {**scope, "headers": [*headers, JSON_TYPE]}

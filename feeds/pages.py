@@ -43,6 +43,7 @@ MAX_AFTER_CHARS: Final = 256
 
 
 def environment() -> Environment:
+    """The page templates' Jinja environment; autoescaping on for HTML, off for Markdown."""
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=select_autoescape(["html", "html.jinja"], default=False),

@@ -42,6 +42,8 @@ CLIPPED: Final = "…"
 
 @dataclass(frozen=True)
 class AppState:
+    """What every route shares: database, settings, render cache, log version, plan workers."""
+
     database: Database
     settings: PublishSettings
     cache: RenderCache[Any] = field(default_factory=RenderCache)

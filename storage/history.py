@@ -289,6 +289,8 @@ def revision_row(session: Session, repo_id: str, sha: str) -> RevisionRow:
 
 
 def to_revision(repo_id: str, row: RevisionRow) -> Revision:
+    """The typed Revision of a stored row; ``repo_id`` is passed in because the row holds only
+    its key."""
     return Revision(
         repo_id=repo_id,
         sha=row.sha,

@@ -2,7 +2,8 @@
 
 A manifest (tensor -> dtype, shape, file) is the same for every revision
 that leaves the weights alone, and it is the largest thing a snapshot holds:
-inline, a 1.7M-tensor header put 123 MB into each later revision's row. It is
+inline, a header of millions of tensors would be copied whole into each later
+revision's row. It is
 written as a blob keyed by the sha256 of its JSON (the LFS scheme, so a key
 can only ever meet identical bytes), and a snapshot keeps the 64-character
 key. Rows written before (migration 0004) keep the manifest inline.

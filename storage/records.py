@@ -32,10 +32,12 @@ class Severity(enum.IntEnum):
 
     @property
     def label(self) -> str:
+        """The lower-case name used in JSON, URLs and messages."""
         return self.name.lower()
 
     @classmethod
     def parse(cls, text: str) -> Severity:
+        """Parse a label in any case; raises ValueError listing the known labels."""
         try:
             return cls[text.strip().upper()]
         except KeyError:
@@ -71,10 +73,12 @@ class FileEntry:
 
     @property
     def content_key(self) -> str:
+        """The LFS sha256 for LFS files, else the git blob id: equal wherever the content is."""
         return self.lfs_sha256 or self.blob_id
 
     @property
     def is_lfs(self) -> bool:
+        """True when the file is an LFS pointer (its content key is then the LFS sha256)."""
         return self.lfs_sha256 is not None
 
 
@@ -139,10 +143,12 @@ class RevisionOutcome:
 
     @property
     def revision(self) -> Revision:
+        """The revision processed: the snapshot's."""
         return self.snapshot.revision
 
     @property
     def previous_revision(self) -> Revision | None:
+        """The revision compared against; None for a repo's first recorded revision."""
         return None if self.previous is None else self.previous.revision
 
 

@@ -132,6 +132,7 @@ def repo_row(session: Session, repo_id: str) -> RepoRow:
 
 
 def to_tracked_repo(row: RepoRow) -> TrackedRepo:
+    """The typed TrackedRepo of a stored row; raises ValueError for a status outside RepoStatus."""
     return TrackedRepo(
         repo_id=row.repo_id,
         added_at=row.added_at,

@@ -68,6 +68,7 @@ class EngineRequest:
 
     @property
     def dtype_bytes(self) -> int:
+        """Bytes per weight and activation under ``--dtype`` (``auto``: the checkpoint's, 2)."""
         return DTYPE_BYTES[self.dtype]
 
     def __post_init__(self) -> None:
@@ -102,6 +103,7 @@ class EngineRequest:
             raise WorkloadError(f"engine: gpu_memory_utilization must be in (0, 1], got {u!r}")
 
     def to_json(self) -> dict[str, object]:
+        """Every field as the Plan JSON holds it, None for an engine default left unresolved."""
         out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
         out["unquantized"] = list(self.unquantized)
         return out

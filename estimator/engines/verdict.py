@@ -17,6 +17,8 @@ DISPLAY = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "transformers": "tr
 
 @dataclass(frozen=True)
 class EngineVerdict:
+    """One engine start-up, bytes per GPU; ``error``: the engine's message, None iff it starts."""
+
     name: str
     version_modelled: str
     card: str
@@ -60,6 +62,7 @@ class EngineVerdict:
         )
 
     def to_json(self) -> dict[str, Any]:
+        """The verdict as the Plan JSON's ``serving.engine`` holds it; settings as an object."""
         return {
             "name": self.name,
             "version_modelled": self.version_modelled,

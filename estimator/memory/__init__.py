@@ -55,6 +55,7 @@ class MemoryEstimate:
     assumptions: tuple[str, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, object]:
+        """The estimate as the Plan JSON holds it; ``assumptions`` are left out."""
         return {
             "method": self.method,
             "batch": self.batch,
@@ -72,6 +73,7 @@ class MemoryEstimate:
 def method_models(
     arch: Architecture, workload: Workload, has_bf16: bool, split: ParameterSplit | None = None
 ) -> dict[str, MethodModel]:
+    """One MethodModel per method; ``has_bf16`` False estimates a bf16 workload in fp16."""
     split = split or split_parameters(arch)
     slots = block_slots(arch)
     models = {
@@ -84,6 +86,7 @@ def method_models(
 
 
 def evaluate(model: MethodModel, batch: int, card_context: int, gpus: int) -> MemoryEstimate:
+    """``model`` at ``batch``: peak tensors, allocator reserve, CUDA context (and NCCL's)."""
     phase = model.peak_phase(batch)
     breakdown = phase.breakdown(batch)
     allocated = sum(breakdown.values())

@@ -123,6 +123,7 @@ def dequantised_bytes(workload: Workload, method: str) -> int:
 
 
 def serving_dtype(workload: Workload, has_bf16: bool) -> str:
+    """The dtype served in: the workload's precision, fp16 for bf16 on a card without bf16."""
     return _effective_dtype(workload.precision, has_bf16)
 
 

@@ -20,6 +20,8 @@ from estimator.stacks.pins import Stack, Version, at_least, release
 
 @dataclass(frozen=True)
 class Mechanism:
+    """A library's behaviour in releases ``[low, below)``: the Workload field it sets, cited."""
+
     id: str
     library: str
     low: Version | None
@@ -31,6 +33,7 @@ class Mechanism:
     bounded: str = ""
 
     def holds(self, version: Version, model_type: str | None) -> bool:
+        """True when ``version`` is in range and ``model_type`` among ``model_types`` (if any)."""
         if self.model_types and model_type not in self.model_types:
             return False
         if self.low is not None and not at_least(version, self.low):
@@ -38,6 +41,7 @@ class Mechanism:
         return self.below is None or not at_least(version, self.below)
 
     def range_text(self) -> str:
+        """The range as a requirement (``transformers>=4.36,<4.45``), for messages."""
         low = "" if self.low is None else ">=" + ".".join(map(str, self.low))
         high = "" if self.below is None else "<" + ".".join(map(str, self.below))
         return f"{self.library}{low}{',' if low and high else ''}{high}"
@@ -45,6 +49,8 @@ class Mechanism:
 
 @dataclass(frozen=True)
 class Table:
+    """``data/mechanisms.json``: mechanisms, which library picks a recipe, which ones matter."""
+
     mechanisms: tuple[Mechanism, ...]
     recipe_order: tuple[str, ...]
     recipe_of: tuple[tuple[str, str], ...]
@@ -57,6 +63,7 @@ def _bound(raw: object) -> Version | None:
 
 @cache
 def table() -> Table:
+    """The table, read once per process; StackError for a bound that is not a version."""
     path = resources.files("estimator").joinpath("data/mechanisms.json")
     raw: dict[str, Any] = json.loads(path.read_text("utf-8"))
     mechanisms = tuple(

@@ -30,6 +30,9 @@ ADVISORY_ID_LENGTH = 128
 
 
 class AdvisoryRow(Base):
+    """One published advisory with its OSV document; ``withdrawn`` is set, never deleted, on a
+    force-push."""
+
     __tablename__ = "advisories"
     __table_args__ = (
         Index("ix_advisories_repo_pk_published", "repo_pk", "published"),
@@ -56,6 +59,8 @@ class AdvisoryRow(Base):
 
 
 class SubscriptionRow(Base):
+    """A named alert subscription: which repos, which changes, which channels."""
+
     __tablename__ = "subscriptions"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -71,6 +76,8 @@ class SubscriptionRow(Base):
 
 
 class DeliveryRow(Base):
+    """One alert queued for one channel of a subscription (the outbox), with its retry state."""
+
     __tablename__ = "deliveries"
     __table_args__ = (
         UniqueConstraint("subscription_pk", "sequence"),

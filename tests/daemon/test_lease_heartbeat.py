@@ -1,7 +1,7 @@
 """A revision slower to prepare than the lease is still recorded, once, by the worker that began it.
 
-The lease was renewed only at commit, so a revision that took longer to fetch
-than ``[daemon] lease`` lost it every time and was never recorded. Here the
+A lease renewed only at commit would be lost by every revision that takes longer
+to fetch than ``[daemon] lease``, and such a revision would never be recorded. Here the
 lease is a second or two and the emulator answers every file download late,
 so preparing takes several leases: the heartbeat must keep the lease, and a
 revision past its budget must be recorded partial, with a finding, followed by

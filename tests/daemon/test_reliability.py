@@ -5,7 +5,7 @@ Each run is compared with a fault-free run of the same publication script
 (explicit dates and contents, so both emulators hold the same shas): the
 stored revisions, their changes, advisories and repo status must be equal,
 with every revision recorded once. Default sizes keep the suite short; set
-NEURARCH_RELIABILITY_FULL=1 for the issue's sizes (500 revisions over 50
+NEURARCH_RELIABILITY_FULL=1 for the full sizes (500 revisions over 50
 repos, 20 kills), which are also marked slow.
 """
 

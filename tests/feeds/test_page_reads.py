@@ -1,9 +1,9 @@
 """Badges and pages read stored summaries, never a snapshot's manifest, and clip upstream text.
 
-A repo whose checkpoint header lists millions of tensors made its 79-byte
-badge take 5-8 s (the web side reloaded the whole page's data, the snapshot
-row with its manifest included, per request), and a 9 MB config key made an
-18 MB page. Here a repo is recorded with a ~6 MB manifest, a 300,000-character
+A badge that reloaded the whole page's data per request (the snapshot row with
+its manifest included) would take seconds for a checkpoint header of millions of
+tensors, and an unclipped config key of megabytes would make a page twice its
+size. Here a repo is recorded with a ~6 MB manifest, a 300,000-character
 config key and card field; the statements each request runs are captured
 from the engine, on SQLite and PostgreSQL.
 """

@@ -9,7 +9,7 @@ record, which holds exactly these fields in this order.
 
 Where it lives, and why here: the table is pure data importing nothing of
 ours, so building the CLI parser (which must not load storage, the estimator
-or SQLAlchemy: ``--help`` in 0.07 s, tests/tracker/test_cli_imports.py) can
+or SQLAlchemy, so that ``--help`` answers at once; tests/tracker/test_cli_imports.py) can
 read it. Storage cannot hold it for the same reason (importing any
 ``storage`` module opens its SQLAlchemy package), and feeds, which never
 imports the tracker, receives what it needs the way it receives the

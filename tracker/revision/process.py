@@ -33,14 +33,11 @@ One revision from claim to alert, and what each step reads:
    the record's typed plans, and one plan per distinct (config, workload),
    none when config.json did not change). No publisher reads a blob.
 
-Measured on the walk in tests/daemon/test_revision_walk.py (SQLite and
-PostgreSQL; Llama-2-7B files, three subscriptions of which two share a
-workload): 3 to 4 blob reads per revision, each key once (before the record
-existed: 4 to 6, the same config.json up to 3 times); 7 plan calls when
-config.json changed and 1 when it did not (before: 15, the same (config,
-workload) up to 5 times); 0 blob reads by the publishers. A backfill
-(``record_one``) of the same history makes the same blob reads per revision
-and one plan each.
+So each content key is read from the store at most once per revision, each
+distinct (config, workload) is planned once, and the publishers read no blob;
+tests/daemon/test_revision_walk.py counts both on SQLite and PostgreSQL. A
+backfill (``record_one``) makes the same blob reads per revision and one plan
+each.
 """
 
 from __future__ import annotations

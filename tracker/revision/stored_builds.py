@@ -1,8 +1,8 @@
 """Meta-device builds kept in the blob store, so a deployment builds each config once.
 
-A build of a type no family knows costs about a quarter of a second and, until
-now, was kept only in the process that made it: every worker, and every restart,
-built the same configs again. Here the build of one (config, transformers
+A build of a type no family knows costs a noticeable fraction of a second; kept
+only in the process that made it, it would be made again by every worker and after
+every restart. Here the build of one (config, transformers
 version) is a blob under a key of its own, read back in the revision's read
 session and written in the revision's own transaction (``tracker.revision.process``), so
 a crash between the two loses nothing but the build.

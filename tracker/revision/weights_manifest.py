@@ -1,8 +1,9 @@
 """A revision's weight manifest from its safetensors headers and index files, within caps.
 
-A header is upstream data: a 96 MB one (1.7M tiny tensors, under the reader's
-100 MiB limit) made the check process peak near 2 GB and every later revision
-carry and rewrite the whole manifest. Caps bound what one file and one
+A header is upstream data: one just under the reader's 100 MiB limit can list
+millions of tiny tensors, and uncapped it would take the check process to
+gigabytes and make every later revision carry and rewrite the whole manifest.
+Caps bound what one file and one
 revision may add: header bytes per file (refused before a byte of the header
 is read), tensors per file, and header bytes and tensors per revision. A file
 over a cap is listed in ``headers`` with the reason as its error and

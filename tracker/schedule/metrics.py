@@ -4,9 +4,9 @@ Counters are bumped where things happen (checks, Hub responses, failures,
 events); queue depth and lag are read from storage at scrape time by a
 collector, so every instance on a shared database reports the same queue and
 no gauge goes stale. Per-repo lag names only the ``LAGGING_REPOS_SHOWN`` most
-overdue repos: a series per tracked repo was 100,000 series at 100,000 repos,
-each scrape reading every poll state, where Prometheus's guidance is to keep
-label values bounded.
+overdue repos: a series per tracked repo would be 100,000 series at 100,000
+repos, each scrape reading every poll state, where Prometheus's guidance is to
+keep label values bounded.
 
 On PostgreSQL the same collector reads the database's own health
 (``storage.health``): dead tuples per table, the WAL position, and WAL bytes
