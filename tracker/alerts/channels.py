@@ -80,6 +80,7 @@ class Sender(Protocol):
 
         Returns on success; raises DeliveryFailed, whose ``permanent`` decides retry or dead letter.
         """
+        ...
 
 
 def user_agent() -> str:

@@ -170,6 +170,7 @@ class ChannelLike(Protocol):
 
     def to_json(self) -> Mapping[str, object]:
         """The channel's stored JSON: its ``type`` and ``url`` are what egress reads."""
+        ...
 
 
 class SubscriptionLike(Protocol):
@@ -178,10 +179,12 @@ class SubscriptionLike(Protocol):
     @property
     def name(self) -> str:
         """The subscription's name, used to say which one a refused channel belongs to."""
+        ...
 
     @property
     def channels(self) -> Sequence[ChannelLike]:
         """The channels whose destinations are checked."""
+        ...
 
 
 def system_resolver(host: str, port: int) -> Sequence[str]:

@@ -85,6 +85,7 @@ class AdvisorySource(Protocol):
 
         Raises AdvisoryServerError when a remote source cannot be read.
         """
+        ...
 
     def gap(self, repo_id: str, after: Sequence[str]) -> str | None:
         """Why no advisory list from here can judge the revisions ``after`` a pin (main's,

@@ -25,6 +25,7 @@ class MainHistory(Protocol):
 
         May raise HubError (a TrackerError) when the source cannot be read.
         """
+        ...
 
 
 class HubHistory:
