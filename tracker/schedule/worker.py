@@ -123,8 +123,8 @@ class Worker:
     def check(self, claim: Claim) -> None:
         """Check one claimed repo: record its new revisions (each committed), then reschedule it.
 
-        Never raises: a failure is stored with backoff, a stop releases the claim, a lost lease
-        writes nothing more.
+        A failed check is stored with backoff, not raised; a stop releases the claim. LeaseLost
+        (the lease taken over as the check ends) and StorageError reach the caller.
         """
         started = time.monotonic()
         interval = claim.interval_s or self.policy.interval_s
