@@ -124,7 +124,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 clean, 1 a finding reaches --min-severity, 3 the audit could not complete.
 
-    Reads the Hub and advisories over the network; --fix rewrites the lock files.
+    Reads the Hub (and --server) over the network; --fix rewrites the lock files.
     """
     from storage.records import Severity
     from tracker.audit.advisories import AdvisoryServerError

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 1 when the revisions differ, 0 when they do not, as diff(1) does.
 
-    Asks a daemon on this host first, else reads storage; never reaches the Hub.
+    Asks a daemon on this host, else reads storage; the Hub only to resolve a legacy id.
     """
     from tracker.commands.render import diff_text, json_text
     from tracker.commands.repo_arg import repo_argument

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    """Exit 0; asks a daemon on this host first, else reads storage; never reaches the Hub."""
+    """Exit 0; asks a daemon on this host, else reads storage (the Hub only for a legacy id)."""
     from tracker.commands.render import history_text, json_text
     from tracker.commands.repo_arg import repo_argument
     from tracker.reads.local_daemon import ask
