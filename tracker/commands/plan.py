@@ -410,7 +410,7 @@ def reads_settings(args: argparse.Namespace) -> bool:
 def run(args: argparse.Namespace, settings: Settings | None) -> int:
     """Print the plan (exit 0); an estimate the estimator refuses is a UsageError (exit 2).
 
-    A Hub SOURCE is fetched over the network; ``--share`` POSTs the plan to the server.
+    A Hub SOURCE comes from the database, the HF cache or the Hub; ``--share`` POSTs the plan.
     """
     from estimator import EstimateError, plan
 
