@@ -67,6 +67,7 @@ log = logging.getLogger("neurarch.daemon")
 
 
 def utc_now() -> datetime:
+    """The wall clock, timezone-aware in UTC: the clock the daemon hands to what it wires."""
     return datetime.now(UTC)
 
 
@@ -197,6 +198,7 @@ class Daemon:
         return DeliveryWorker(self.database, senders, utc_now, policy)
 
     def drain_inbox(self) -> None:
+        """Make the repos of pending webhook deliveries due now (commits); logs what it drained."""
         drained = drain(self.database, now=utc_now())
         if drained.deliveries or drained.deferred:
             log.info(json.dumps({"event": "inbox_drained", **drained.__dict__}))
@@ -330,6 +332,7 @@ class Daemon:
         self.database.close()
 
     def routers(self) -> tuple[APIRouter, ...]:
+        """The feeds app's extra routers: webhooks, ops, subscriptions, CLI reads, shared plans."""
         from feeds import shared_plans
         from feeds.cli_api import create_cli_router
         from feeds.ops import create_ops_router
@@ -377,6 +380,7 @@ class Daemon:
 
     @property
     def local_url(self) -> str:
+        """``http://host:port`` of the configured bind address; links use ``public_url``."""
         return f"http://{self.config.host}:{self.config.port}"
 
     @property

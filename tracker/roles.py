@@ -119,6 +119,7 @@ def bind_listener(host: str, port: int) -> socket.socket:
 
 
 def listening_url(sock: socket.socket) -> str:
+    """The ``http://`` URL of the socket's bound address (IPv6 in brackets), port 0 resolved."""
     host, port = sock.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 

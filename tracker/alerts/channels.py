@@ -75,7 +75,12 @@ class DeliveryFailed(TrackerError):
 class Sender(Protocol):
     """Pushes one outbox row to one channel; returns on success, raises DeliveryFailed."""
 
-    def send(self, delivery: Delivery, channel: Channel | None) -> None: ...
+    def send(self, delivery: Delivery, channel: Channel | None) -> None:
+        """Push ``delivery`` to ``channel`` (None for the feed, which has no configured channel).
+
+        Returns on success; raises DeliveryFailed, whose ``permanent`` decides retry or dead letter.
+        """
+        ...
 
 
 def user_agent() -> str:
@@ -136,6 +141,10 @@ class WebhookSender:
         self.agent = user_agent()
 
     def send(self, delivery: Delivery, channel: Channel | None) -> None:
+        """POST the signed alert once, redirects not followed; network I/O to the channel's URL.
+
+        Raises DeliveryFailed: permanent for a refused host, a missing secret or a 4xx.
+        """
         if channel is None or channel.kind != "webhook":
             raise DeliveryFailed("not a webhook channel", permanent=True)
         if not channel.secret:
@@ -241,6 +250,10 @@ class AppriseSender:
         self.egress = egress or Egress()
 
     def send(self, delivery: Delivery, channel: Channel | None) -> None:
+        """Notify through apprise once; network I/O to whatever the notification URL names.
+
+        Raises DeliveryFailed: permanent when apprise is missing or refuses the URL.
+        """
         if channel is None or channel.kind != "apprise":
             raise DeliveryFailed("not an apprise channel", permanent=True)
         try:
@@ -279,4 +292,5 @@ class FeedSender:
     """The subscription's Atom feed is rendered from storage: nothing to push."""
 
     def send(self, delivery: Delivery, channel: Channel | None) -> None:
+        """Succeed at once: the feed is rendered from storage when it is read."""
         return None

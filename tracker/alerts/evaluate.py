@@ -75,11 +75,13 @@ class AlertLinks:
     hub_url: str = "https://huggingface.co"
 
     def advisory_url(self, advisory_id: str | None) -> str | None:
+        """The advisory's page on this deployment; None when the revision published no advisory."""
         if advisory_id is None:
             return None
         return f"{self.base_url.rstrip('/')}/advisories/{advisory_id}"
 
     def revision_url(self, repo_id: str, sha: str) -> str:
+        """The Hub's commit page for ``sha``, linked from every alert so a subscriber sees the diff."""
         return f"{self.hub_url.rstrip('/')}/{repo_id}/commit/{sha}"
 
 

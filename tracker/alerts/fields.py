@@ -57,6 +57,7 @@ class Field:
 
     @property
     def required(self) -> bool:
+        """True when a document must give this field: it has no default and is not optional."""
         return self.default is None and not self.optional
 
     @property

@@ -49,6 +49,10 @@ class PlanCache:
         workload: estimator.Workload,
         engine: estimator.EngineRequest | None = None,
     ) -> estimator.Plan:
+        """The estimator's plan for ``side`` under ``workload``, computed on first ask.
+
+        Raises the EstimateError the estimator raised, again on every later ask.
+        """
         key = (side.key, workload, engine)
         if key not in self._plans:
             try:

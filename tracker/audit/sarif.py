@@ -57,6 +57,7 @@ KIND_TEXT = {
 
 
 def to_sarif(reports: Sequence[PinReport], root: Path) -> str:
+    """The reports as a SARIF 2.1.0 log; file locations are made relative to ``root``."""
     rules: dict[str, dict[str, Any]] = {}
     results = []
     for report in reports:

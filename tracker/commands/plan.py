@@ -50,6 +50,7 @@ MAX_HEADER_BYTES: Final = 100 * 2**20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """SOURCE, the output form, the workload, the cards, the stack and the engine options."""
     parser.add_argument(
         "source", metavar="SOURCE", help="config.json, a directory, or ORG/NAME[@REV] on the Hub"
     )
@@ -346,6 +347,7 @@ def placement_of(args: argparse.Namespace) -> dict[str, object]:
 
 
 def render(result: Plan, args: argparse.Namespace, planned: PlanInputs | None = None) -> str:
+    """The plan as ``--json`` (naming the Hub revision planned), ``--markdown`` or text."""
     from estimator.report import render_markdown, render_terminal
 
     if args.json:
@@ -406,6 +408,10 @@ def reads_settings(args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace, settings: Settings | None) -> int:
+    """Print the plan (exit 0); an estimate the estimator refuses is a UsageError (exit 2).
+
+    A Hub SOURCE comes from the database, the HF cache or the Hub; ``--share`` POSTs the plan.
+    """
     from estimator import EstimateError, plan
 
     config, manifest, planned = inputs_of(args.source, settings)

@@ -189,6 +189,10 @@ def describe(spec: SubscriptionSpec) -> list[str]:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Store the subscription (commits), refusing an existing name without ``--replace``.
+
+    A channel whose host alerts may not reach is refused before anything is stored.
+    """
     from tracker.alerts.egress import Egress
     from tracker.alerts.registry import find, save_subscription
     from tracker.alerts.spec import parse_subscription

@@ -13,6 +13,7 @@ HELP = "follow a repo (and record its history with --backfill)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """REPO (any form ``repo_argument`` reads) and ``--backfill``."""
     parser.add_argument(
         "repo",
         metavar="REPO",
@@ -26,6 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Record and publish the head (or all of main) against the Hub, committing each revision.
+
+    Exit 0; a repo the Hub does not have, or bad input, exits 2.
+    """
     from tracker.commands.common import open_storage, user_errors
     from tracker.commands.repo_arg import repo_argument
     from tracker.daemon import revision_publishers

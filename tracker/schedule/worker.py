@@ -62,6 +62,7 @@ class WorkerPolicy:
 
     @property
     def budget_s(self) -> float:
+        """Seconds one revision may spend fetching: ``revision_budget_s``, else four leases."""
         return 4 * self.lease_s if self.revision_budget_s is None else self.revision_budget_s
 
 
@@ -120,6 +121,11 @@ class Worker:
         return bool(claims)
 
     def check(self, claim: Claim) -> None:
+        """Check one claimed repo: record its new revisions (each committed), then reschedule it.
+
+        A failed check is stored with backoff, not raised; a stop releases the claim. LeaseLost
+        (the lease taken over as the check ends) and StorageError reach the caller.
+        """
         started = time.monotonic()
         interval = claim.interval_s or self.policy.interval_s
         try:
