@@ -18,6 +18,9 @@ FAMILY_LENGTH = 128
 
 
 class RepoSummaryRow(Base):
+    """One repo's newest on-main revision, advisory count and plan family and size; written
+    only by ``storage.summary_upkeep``."""
+
     __tablename__ = "repo_summaries"
     __table_args__ = (Index("ix_repo_summaries_family_total", "family", "total_parameters"),)
 

@@ -57,6 +57,7 @@ FROM estimates e WHERE e.revision_pk = s.latest_revision_pk
 
 
 def upgrade() -> None:
+    """Create ``repo_summaries`` and fill it from the repos, revisions, plans and advisories."""
     op.create_table(
         "repo_summaries",
         sa.Column(
@@ -83,5 +84,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop ``repo_summaries``; pages then have nothing to read (downgrade the code too)."""
     op.drop_index("ix_repo_summaries_family_total", table_name="repo_summaries")
     op.drop_table("repo_summaries")
