@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from storage.advisories import advisory_from_row, advisory_query
 from storage.cursors import InvalidCursor, after_cursor, encode_cursor
 from storage.errors import RepoNotFound
-from storage.history import changes_of, revision_log, to_revision
+from storage.history import NEWEST_FIRST, changes_by_revision, to_revision
 from storage.models import (
     AdvisoryRow,
     ChangeRow,
@@ -191,10 +191,14 @@ def family_siblings(
     )
     size = RepoSummaryRow.total_parameters
     if total is None:
-        rows = session.execute(base.order_by(size, RepoRow.id).limit(2 * SIBLINGS_EACH_SIDE))
+        rows = session.execute(
+            base.order_by(size, RepoSummaryRow.repo_pk).limit(2 * SIBLINGS_EACH_SIDE)
+        )
         return tuple(_to_summary(*row) for row in rows)
-    larger = base.where(size >= total).order_by(size, RepoRow.id).limit(SIBLINGS_EACH_SIDE)
-    smaller = base.where(size < total).order_by(size.desc(), RepoRow.id)
+    larger = (
+        base.where(size >= total).order_by(size, RepoSummaryRow.repo_pk).limit(SIBLINGS_EACH_SIDE)
+    )
+    smaller = base.where(size < total).order_by(size.desc(), RepoSummaryRow.repo_pk.desc())
     found = [
         *session.execute(smaller.limit(SIBLINGS_EACH_SIDE)),
         *session.execute(larger),
@@ -216,21 +220,29 @@ def model_page(session: Session, repo_id: str) -> ModelPageData:
         )
     }
     plan_of = {
-        sha: dict(plan)
-        for sha, plan in session.execute(
-            select(RevisionRow.sha, EstimateRow.plan)
-            .join(EstimateRow, EstimateRow.revision_pk == RevisionRow.id)
+        revision_pk: dict(plan)
+        for revision_pk, plan in session.execute(
+            select(EstimateRow.revision_pk, EstimateRow.plan)
+            .join(RevisionRow, EstimateRow.revision_pk == RevisionRow.id)
             .where(RevisionRow.repo_pk == row.id)
         )
     }
+    changes_of = changes_by_revision(session, row.id)
     history = tuple(
         RevisionEntry(
-            stored,
-            tuple(changes_of(session, repo_id, stored.revision.sha)),
-            advisory_of.get(stored.revision.sha),
-            plan_of.get(stored.revision.sha),
+            StoredRevision(
+                revision=to_revision(repo_id, revision),
+                processed_at=revision.processed_at,
+                on_main=revision.on_main,
+                off_main_since=revision.off_main_since,
+            ),
+            tuple(changes_of.get(revision.id, ())),
+            advisory_of.get(revision.sha),
+            plan_of.get(revision.id),
         )
-        for stored in revision_log(session, repo_id)
+        for revision in session.scalars(
+            select(RevisionRow).where(RevisionRow.repo_pk == row.id).order_by(*NEWEST_FIRST)
+        )
     )
     card: dict[str, Any] = {}
     if summary.latest is not None:

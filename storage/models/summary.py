@@ -22,7 +22,9 @@ class RepoSummaryRow(Base):
     only by ``storage.summary_upkeep``."""
 
     __tablename__ = "repo_summaries"
-    __table_args__ = (Index("ix_repo_summaries_family_total", "family", "total_parameters"),)
+    __table_args__ = (
+        Index("ix_repo_summaries_family_total", "family", "total_parameters", "repo_pk"),
+    )
 
     repo_pk: Mapped[int] = mapped_column(
         ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True

@@ -77,7 +77,9 @@ def upgrade() -> None:
         sa.Column("total_parameters", sa.BigInteger(), nullable=True),
     )
     op.create_index(
-        "ix_repo_summaries_family_total", "repo_summaries", ["family", "total_parameters"]
+        "ix_repo_summaries_family_total",
+        "repo_summaries",
+        ["family", "total_parameters", "repo_pk"],
     )
     op.execute(_FILL)
     op.execute(_FAMILY[op.get_bind().dialect.name])
