@@ -244,7 +244,11 @@ def _phases(
         ),
         Phase(
             "backward through the first layer",
-            (*all_grads, Term("activations", 0.0, first_layer_saved + acts.working + acts.outputs)),
+            (
+                *all_grads,
+                Term("framework_overhead", st.gathered_late),
+                Term("activations", 0.0, first_layer_saved + acts.working + acts.outputs),
+            ),
         ),
         Phase("optimizer step", (*step, Term("activations", st.step_temp, acts.outputs))),
     )
@@ -271,6 +275,7 @@ def checkpoint_inputs_kept(w: Workload, method: str) -> bool:
     return (
         fsdp
         and method in ("lora", "qlora")
+        and w.fsdp_frozen_reshard
         and w.grad_checkpointing
         and w.reentrant_checkpointing
         and not w.offload_activations

@@ -2,15 +2,19 @@
 
 torchtune's single-device full fine-tune steps each parameter in backward
 (``optimizer_in_bwd``); FSDP1 with adapters inside their layers' units gives
-every flat parameter a whole gradient.
+every flat parameter a whole gradient; FSDP1 before torch 2.1 keeps units of
+frozen weights gathered until backward ends.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
 from estimator import Workload, WorkloadError, plan
 from estimator.recipes import apply_recipe, recipe
+from estimator.stacks import parse_stack, stack_fields
 from tests.estimator.test_engines_versions import LLAMA31_8B
 
 EMBEDDING = 128256 * 4096  # the largest tensor (the head is the same size)
@@ -84,4 +88,32 @@ def test_fsdp_mixed_units_give_every_layer_a_sharded_gradient() -> None:
     assert (
         ddp.peak_allocated_bytes
         == plan(LLAMA31_8B, _lora_on_two("ddp")).selected.peak_allocated_bytes
+    )
+
+
+def test_fsdp_before_torch_2_1_keeps_frozen_layer_units_gathered_to_the_end_of_backward() -> None:
+    assert stack_fields(parse_stack("torch==2.0.1"))["fsdp_frozen_reshard"] is False
+    assert stack_fields(parse_stack("torch==2.1.0"))["fsdp_frozen_reshard"] is True
+    resharded = plan(LLAMA31_8B, _lora_on_two()).selected
+    kept = plan(LLAMA31_8B, replace(_lora_on_two(), fsdp_frozen_reshard=False)).selected
+    assert kept.peak_phase == "backward through the first layer"
+    # the 30 bf16 decoder layers beyond the two FSDP gathers in flight, whole on each GPU
+    gathered = (
+        dict(kept.breakdown)["framework_overhead"] - dict(resharded.breakdown)["framework_overhead"]
+    )
+    assert gathered == 30 * (BLOCKS // 32) * 2
+    assert (resharded.peak_allocated_bytes, kept.peak_allocated_bytes) == (
+        16_285_878_272,
+        24_629_149_888,
+    )
+    # units with a trainable adapter inside take the ordinary post-backward hook
+    mixed = _lora_on_two(mixed=True)
+    assert (
+        plan(LLAMA31_8B, replace(mixed, fsdp_frozen_reshard=False)).selected.peak_allocated_bytes
+        == plan(LLAMA31_8B, mixed).selected.peak_allocated_bytes
+    )
+    ddp = _lora_on_two("ddp")
+    assert (
+        plan(LLAMA31_8B, replace(ddp, fsdp_frozen_reshard=False)).selected.peak_allocated_bytes
+        == plan(LLAMA31_8B, ddp).selected.peak_allocated_bytes
     )

@@ -221,6 +221,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(a transformer-layer wrap policy with use_orig_params, not peft's "
         "fsdp_auto_wrap_policy), so every layer's flat parameter takes a whole gradient",
     )
+    parser.add_argument(
+        "--fsdp-frozen-reshard",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="FSDP1 with LoRA: a layer unit of frozen weights is resharded once backward has "
+        "passed it (torch 2.1 on); --no-fsdp-frozen-reshard keeps every such unit gathered "
+        "until backward ends (torch 2.0 and earlier)",
+    )
     add_engine_arguments(parser)
 
 
@@ -305,6 +313,7 @@ def workload_from(args: argparse.Namespace, config: Any = None) -> Workload:
             ("quant_group_size", args.quant_group_size),
             ("attention", args.attention),
             ("fsdp_mixed_units", args.fsdp_mixed_units),
+            ("fsdp_frozen_reshard", args.fsdp_frozen_reshard),
         )
         if value is not None
     }
