@@ -14,7 +14,7 @@ import pytest
 
 from estimator import Workload, WorkloadError, plan
 from estimator.recipes import apply_recipe, recipe
-from estimator.stacks import parse_stack, stack_fields
+from estimator.stacks import apply_stack, parse_stack, stack_fields
 from tests.estimator.test_engines_versions import LLAMA31_8B
 
 EMBEDDING = 128256 * 4096  # the largest tensor (the head is the same size)
@@ -117,3 +117,32 @@ def test_fsdp_before_torch_2_1_keeps_frozen_layer_units_gathered_to_the_end_of_b
         plan(LLAMA31_8B, replace(ddp, fsdp_frozen_reshard=False)).selected.peak_allocated_bytes
         == plan(LLAMA31_8B, ddp).selected.peak_allocated_bytes
     )
+
+
+def test_a_training_librarys_setting_wins_over_the_defaults_of_the_libraries_below() -> None:
+    below = stack_fields(parse_stack("transformers==4.44"))
+    assert (below["reentrant_checkpointing"], below["loss_shift_copy"]) == (True, True)
+    over = stack_fields(parse_stack("torchtune==0.3.0 transformers==4.44"))
+    assert (over["reentrant_checkpointing"], over["loss_shift_copy"]) == (False, False)
+
+
+def test_torchtune_before_0_3_takes_one_fp32_loss_over_shifted_logits() -> None:
+    old = stack_fields(parse_stack("torchtune==0.2.1"))
+    assert {k: old[k] for k in ("loss_chunks", "loss_shift_copy", "lora_dropout")} == {
+        "loss_chunks": 1,
+        "loss_shift_copy": True,
+        "lora_dropout": 0.05,
+    }
+    assert "loss_chunks" not in stack_fields(parse_stack("torchtune==0.3.0"))
+    peaks = {
+        pins: plan(
+            LLAMA31_8B,
+            apply_stack(
+                parse_stack(pins), None, "llama", method="qlora", seq_len=2048, card="A100 80GB"
+            ),
+        ).selected.peak_allocated_bytes
+        for pins in ("torchtune==0.2.1", "torchtune==0.3.0")
+    }
+    # 2 x 2048 positions x 128,256 logits: fp32 upcast, its shifted fp32 copy and the fp32
+    # log-softmax of the whole batch against 8 chunks' fp32 log-softmax beside bf16 logits
+    assert peaks == {"torchtune==0.2.1": 14_474_731_520, "torchtune==0.3.0": 10_534_707_200}
