@@ -22,6 +22,7 @@ from estimator.memory.lora import TargetResolution, describe_targets, resolve_ta
 from estimator.memory.numerics import (
     Numerics,
     dequantised_bytes,
+    loaded_16bit,
     training_numerics,
     upcast_by_kbit_prepare,
 )
@@ -321,6 +322,7 @@ def training_model(
     slots: dict[int, Slotted] | None = None,
 ) -> MethodModel:
     """Full fine-tune, LoRA or QLoRA as a ``MethodModel``."""
+    w = loaded_16bit(w, method, arch.declared_dtype)
     n = training_numerics(w, method, has_bf16, arch.norm)
     full = method == "full"
     resolution = resolve_targets(arch, w.lora_targets)

@@ -49,6 +49,7 @@ SOURCE_KEYED = (
     "empty_cache_each_step",
     "zero_auto_buckets",
     "fsdp_frozen_reshard",
+    "load_dtype_auto",
 )
 # The versions each source publishes with its figures.
 SOURCE_STACKS = {

@@ -141,7 +141,11 @@ def test_every_mechanism_cites_its_source_and_no_two_overlap() -> None:
         (
             "transformers==5.0.0",
             "gpt_bigcode",
-            {"reentrant_checkpointing": False, "fsdp_mixed_units": False},
+            {
+                "reentrant_checkpointing": False,
+                "fsdp_mixed_units": False,
+                "load_dtype_auto": True,
+            },
         ),
     ],
 )

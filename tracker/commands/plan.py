@@ -222,6 +222,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "fsdp_auto_wrap_policy), so every layer's flat parameter takes a whole gradient",
     )
     parser.add_argument(
+        "--load-dtype-auto",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="from_pretrained loads config.json's dtype (transformers 5): a full fine-tune of "
+        "a checkpoint declared bf16 (fp16) trains in pure bf16 (fp16), no fp32 master weights",
+    )
+    parser.add_argument(
         "--fsdp-frozen-reshard",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -314,6 +321,7 @@ def workload_from(args: argparse.Namespace, config: Any = None) -> Workload:
             ("attention", args.attention),
             ("fsdp_mixed_units", args.fsdp_mixed_units),
             ("fsdp_frozen_reshard", args.fsdp_frozen_reshard),
+            ("load_dtype_auto", args.load_dtype_auto),
         )
         if value is not None
     }
