@@ -48,6 +48,7 @@ class Numerics:
 
 
 DECLARED_16BIT = {"bf16": "bfloat16", "fp16": "float16"}
+"""config.json's dtype name for each 16-bit precision a workload may run in."""
 
 
 def loaded_16bit(workload: Workload, method: str, declared_dtype: str | None) -> Workload:

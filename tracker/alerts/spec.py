@@ -81,6 +81,7 @@ MAX_PATTERNS: Final = 100
 MAX_CARDS: Final = 16
 MAX_CHANNELS: Final = 16
 MAX_STACK_TEXT: Final = 4096
+"""The longest ``stack`` text a subscription may give (its pins are parsed from it)."""
 STAND_IN_CONTEXT: Final = 512
 """The sequence length a "max" workload is checked at before any config states one."""
 
