@@ -100,14 +100,25 @@ def holding(stack: Stack, model_type: str | None = None) -> tuple[Mechanism, ...
 
 
 def stack_fields(stack: Stack, model_type: str | None = None) -> dict[str, object]:
-    """Workload field -> value for every mechanism that holds. Two holding
-    mechanisms setting one field to different values is a table error."""
+    """Workload field -> value for every mechanism that holds.
+
+    A training library's mechanism wins over another library's on the same field:
+    the library passes the setting to the one below it (torchtune wraps layers in
+    torch's non-reentrant checkpoint, whatever transformers' default is). Two
+    holding mechanisms of the same rank that disagree are a table error.
+    """
+    training = set(table().recipe_order)
     out: dict[str, object] = {}
-    by: dict[str, str] = {}
+    by: dict[str, Mechanism] = {}
     for m in holding(stack, model_type):
-        if m.field in out and out[m.field] != m.value:
-            raise StackError(f"stack: mechanisms {by[m.field]} and {m.id} disagree on {m.field}")
-        out[m.field], by[m.field] = m.value, m.id
+        prior = by.get(m.field)
+        if prior is not None and out[m.field] != m.value:
+            rank, prior_rank = m.library in training, prior.library in training
+            if rank == prior_rank:
+                raise StackError(f"stack: mechanisms {prior.id} and {m.id} disagree on {m.field}")
+            if prior_rank:
+                continue
+        out[m.field], by[m.field] = m.value, m
     return out
 
 

@@ -91,8 +91,16 @@ def test_every_mechanism_cites_its_source_and_no_two_overlap() -> None:
 @pytest.mark.parametrize(
     ("stack", "model_type", "expected"),
     [
-        ("torch==1.13.1", "llama", {"zero_grad_set_to_none": False, "adamw_impl": "loop"}),
-        ("torch==2.0.0", "llama", {"zero_grad_set_to_none": True, "adamw_impl": "foreach"}),
+        (
+            "torch==1.13.1",
+            "llama",
+            {"zero_grad_set_to_none": False, "adamw_impl": "loop", "fsdp_frozen_reshard": False},
+        ),
+        (
+            "torch==2.0.0",
+            "llama",
+            {"zero_grad_set_to_none": True, "adamw_impl": "foreach", "fsdp_frozen_reshard": False},
+        ),
         (
             "transformers==4.35.2",
             "llama",
@@ -133,7 +141,11 @@ def test_every_mechanism_cites_its_source_and_no_two_overlap() -> None:
         (
             "transformers==5.0.0",
             "gpt_bigcode",
-            {"reentrant_checkpointing": False, "fsdp_mixed_units": False},
+            {
+                "reentrant_checkpointing": False,
+                "fsdp_mixed_units": False,
+                "load_dtype_auto": True,
+            },
         ),
     ],
 )

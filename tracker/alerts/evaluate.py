@@ -276,7 +276,9 @@ def _fit_states(
     """Per card: the sequence length used and what the estimator said."""
     states: dict[str, tuple[int, FitState]] = {}
     for card in spec.cards:
-        workload = spec.workload_on(card, side.context if spec.follow_context else None)
+        workload = spec.workload_on(
+            card, side.context if spec.follow_context else None, side.model_type
+        )
         plan = plans.plan(side, workload)
         fit = next(c for c in plan.cards if c.card.name == card).method(workload.method)
         states[card] = (

@@ -202,6 +202,19 @@ FIELDS: Final[tuple[Field, ...]] = (
         optional=True,
     ),
     Field(
+        "stack",
+        "string",
+        "",
+        "libraries and versions that run the job, as pins: 'torch==2.4 transformers==4.44 "
+        "peft==0.12' or 'vllm==0.6.4' (no file: the daemon evaluates it). Their versions set "
+        "what estimator/README.md lists under Stacks, a training library picks its recipe "
+        "beneath the fields given here, and an engine's version picks its start-up; empty: "
+        "the estimator's defaults",
+        "workload",
+        "--stack",
+        "PINS",
+    ),
+    Field(
         "alert_on",
         "strings",
         ("fit",),

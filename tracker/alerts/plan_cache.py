@@ -28,6 +28,12 @@ class ModelSide:
     config: Config
     context: int | None
 
+    @property
+    def model_type(self) -> str | None:
+        """The config's ``model_type``, which a stack's per-type mechanisms read."""
+        value = self.config.get("model_type")
+        return value if isinstance(value, str) else None
+
 
 PlanKey = tuple[str, estimator.Workload, estimator.EngineRequest | None]
 

@@ -12,6 +12,7 @@ API's JSON body, and what the CLI's flags build)::
     lora_rank = 16
     cards = ["T4", "A10G"]   # at least one; gpus = N splits over N of each
     gpus = 1
+    stack = "torch==2.4 transformers==4.44 peft==0.12"   # optional: pins, no file
     alert_on = ["fit", "chat_template", "tokenizer"]
     min_severity = "moderate"
     channels = [{type = "webhook", url = "https://...", secret = "..."},
@@ -29,6 +30,14 @@ checks that need the estimator and storage's severities. The job is the
 estimator's own ``Workload`` (on the first card; ``workload_on`` moves it to
 each card), so there is one workload type: what a subscription adds beside it
 is the list of cards and ``follow_context`` (``seq_len = "max"``).
+
+``stack`` is the job's libraries as pins only (``estimator.stacks.parse_stack``):
+a subscription is evaluated by the daemon, which has neither the subscriber's
+requirements file nor environment. It is applied as ``plan --stack`` applies it
+(``estimator.stacks.apply_stack``): the recipe the stack implies, then its
+versions' mechanisms, then the subscription's own fields, which win; a
+mechanism held to some model types is applied per revision, once its config
+names the type (``workload_on``).
 """
 
 from __future__ import annotations
@@ -71,6 +80,8 @@ MAX_NAME_LENGTH: Final = 200
 MAX_PATTERNS: Final = 100
 MAX_CARDS: Final = 16
 MAX_CHANNELS: Final = 16
+MAX_STACK_TEXT: Final = 4096
+"""The longest ``stack`` text a subscription may give (its pins are parsed from it)."""
 STAND_IN_CONTEXT: Final = 512
 """The sequence length a "max" workload is checked at before any config states one."""
 
@@ -124,19 +135,27 @@ class SubscriptionSpec:
     artifacts: tuple[str, ...] = ()
     min_severity: Severity = Severity.INFO
     channels: tuple[Channel, ...] = ()
+    stack: str = ""
 
     @property
     def gpus(self) -> int:
         """The job is split over this many of each card."""
         return self.workload.gpus
 
-    def workload_on(self, card: str, context: int | None = None) -> estimator.Workload:
-        """The job on ``card``; ``context`` is the sequence length a "max" job runs at."""
-        if not self.follow_context:
-            return replace(self.workload, card=card)
-        if context is None:
-            raise SubscriptionError("seq_len 'max': the config states no context length")
-        return replace(self.workload, card=card, seq_len=context)
+    def workload_on(
+        self, card: str, context: int | None = None, model_type: str | None = None
+    ) -> estimator.Workload:
+        """The job on ``card``; ``context`` is the sequence length a "max" job runs at;
+        ``model_type`` (the revision's config) adds the stack's mechanisms held to it."""
+        workload = replace(self.workload, card=card)
+        if self.follow_context:
+            if context is None:
+                raise SubscriptionError("seq_len 'max': the config states no context length")
+            workload = replace(workload, seq_len=context)
+        if self.stack and model_type:
+            fields = _typed_stack_fields(self.stack, model_type)
+            workload = replace(workload, **fields)  # type: ignore[arg-type]  # table-checked values
+        return workload
 
     def engine_on(self, card: str, context: int | None = None) -> estimator.EngineRequest | None:
         """The serving engine's start-up on ``card`` at ``context`` tokens, if one is named.
@@ -173,6 +192,7 @@ class SubscriptionSpec:
             "cards": list(self.cards),
             "gpus": workload.gpus,
             "engine": self.engine,
+            "stack": self.stack,
             "alert_on": ([FIT] if self.fit else []) + list(self.artifacts),
         }
         return {name: values[name] for name in STORED_SPEC}
@@ -222,16 +242,23 @@ def parse_subscription(
     where = f"{source} {name!r}" if source == "subscription" else source
     seq_len = _seq_len(_get(document, "seq_len"), where)
     cards = _cards(_get(document, "cards"), where)
+    stack = _stack(_get(document, "stack"), where)
+    explicit: dict[str, Any] = {
+        "method": _get(document, "method"),
+        "batch": _get(document, "batch"),
+        "seq_len": STAND_IN_CONTEXT if seq_len is None else seq_len,
+        "precision": _get(document, "precision"),
+        "lora_rank": _get(document, "lora_rank"),
+        "card": cards[0],
+        "gpus": _get(document, "gpus"),
+    }
     try:  # the estimator's own checks, on the first card, a "max" at a stand-in length
-        workload = estimator.Workload(
-            method=_get(document, "method"),
-            batch=_get(document, "batch"),
-            seq_len=STAND_IN_CONTEXT if seq_len is None else seq_len,
-            precision=_get(document, "precision"),
-            lora_rank=_get(document, "lora_rank"),
-            card=cards[0],
-            gpus=_get(document, "gpus"),
-        )
+        if stack:
+            from estimator.stacks import apply_stack, parse_stack
+
+            workload = apply_stack(parse_stack(stack), None, None, **explicit)
+        else:
+            workload = estimator.Workload(**explicit)
     except WorkloadError as exc:
         raise SubscriptionError(f"{where}: {exc}".replace("workload: ", "")) from None
     engine = _engine(_get(document, "engine"), workload, where)
@@ -250,6 +277,7 @@ def parse_subscription(
             _channel(c, f"{where}: channels[{i}]")
             for i, c in enumerate(_list(_get(document, "channels"), "channels", where))
         ),
+        stack=stack,
     )
 
 
@@ -311,6 +339,36 @@ def _cards(value: Any, where: str) -> tuple[str, ...]:
     except WorkloadError as exc:
         raise SubscriptionError(f"{where}: cards: {exc}".replace("workload: ", "")) from None
     return tuple(dict.fromkeys(canonical))
+
+
+def _stack(value: Any, where: str) -> str:
+    """The pins in the form ``parse_stack`` writes back; empty for no stack."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or len(value) > MAX_STACK_TEXT:
+        raise SubscriptionError(
+            f"{where}: stack must be NAME==VERSION pins as text (torch==2.4 peft==0.12), "
+            f"at most {MAX_STACK_TEXT} characters"
+        )
+    from estimator.stacks import StackError, parse_stack
+
+    try:
+        return parse_stack(value).text()
+    except StackError as exc:
+        raise SubscriptionError(f"{where}: {exc}") from None
+
+
+def _typed_stack_fields(stack: str, model_type: str) -> dict[str, object]:
+    """The stack's fields for ``model_type`` that the subscription's own fields do not set."""
+    from estimator.stacks import known, parse_stack, stack_fields
+
+    fields = stack_fields(known(parse_stack(stack)), model_type)
+    return {k: v for k, v in fields.items() if k not in _SUBSCRIPTION_FIELDS}
+
+
+_SUBSCRIPTION_FIELDS: Final = frozenset(
+    {"method", "batch", "seq_len", "precision", "lora_rank", "card", "gpus"}
+)
 
 
 def _engine(value: Any, workload: estimator.Workload, where: str) -> EngineName | None:

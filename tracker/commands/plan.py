@@ -222,6 +222,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(a transformer-layer wrap policy with use_orig_params, not peft's "
         "fsdp_auto_wrap_policy), so every layer's flat parameter takes a whole gradient",
     )
+    parser.add_argument(
+        "--load-dtype-auto",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="from_pretrained loads config.json's dtype (transformers 5): a full fine-tune of "
+        "a checkpoint declared bf16 (fp16) trains in pure bf16 (fp16), no fp32 master weights",
+    )
+    parser.add_argument(
+        "--fsdp-frozen-reshard",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="FSDP1 with LoRA: a layer unit of frozen weights is resharded once backward has "
+        "passed it (torch 2.1 on); --no-fsdp-frozen-reshard keeps every such unit gathered "
+        "until backward ends (torch 2.0 and earlier)",
+    )
     add_engine_arguments(parser)
 
 
@@ -306,6 +321,8 @@ def workload_from(args: argparse.Namespace, config: Any = None) -> Workload:
             ("quant_group_size", args.quant_group_size),
             ("attention", args.attention),
             ("fsdp_mixed_units", args.fsdp_mixed_units),
+            ("fsdp_frozen_reshard", args.fsdp_frozen_reshard),
+            ("load_dtype_auto", args.load_dtype_auto),
         )
         if value is not None
     }
