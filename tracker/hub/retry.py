@@ -13,9 +13,11 @@ puts in its one-line message, and the worker's own per-repo backoff takes over.
 This is the only retry layer over the Hub: ``tracker.hub.client`` sends its requests
 through huggingface_hub's session without the library's ``http_backoff``, and
 ``tracker.hub.plan_source`` asks for file metadata with ``retry_on_errors=False``
-(the library's default there). A command a person waits on (``plan``, ``track``,
-``audit``) uses ``INTERACTIVE``, 15 s at most; the daemon the default, a minute per
-request.
+(the library's default there). Discovery's ``list_models`` walk is the exception:
+huggingface_hub pages it through its own ``http_backoff`` (``utils/_pagination.py``)
+with no way around it, so no ``Retrying`` is stacked on it. A command a person waits
+on (``plan``, ``track``, ``audit``) uses ``INTERACTIVE``, 15 s at most; the daemon the
+default, a minute per request.
 
 huggingface_hub's own ``http_backoff`` (2.5.0, ``utils/_http.py``) cannot stand in
 for this, because it
