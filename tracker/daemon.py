@@ -50,6 +50,7 @@ from tracker.alerts.fields import document_schema
 from tracker.alerts.registry import sync_configured
 from tracker.alerts.spec import parse_subscription
 from tracker.config_file import DaemonConfig
+from tracker.hub.api import connect
 from tracker.hub.budget import budget_key
 from tracker.hub.client import Hub
 from tracker.hub.discovery import Discovery, HeadProbe
@@ -151,15 +152,12 @@ class Daemon:
             max_backoff_s=self.config.max_backoff_s,
             lease_s=self.config.lease_s,
         )
+        api = connect(self.settings.hub)
         for index in range(self.config.workers):
             worker = Worker(
                 self.database,
-                Hub(
-                    self.settings.hub.endpoint,
-                    self.settings.hub.token,
-                    timeout=self.config.hub_timeout_s,
-                ),
-                HeadProbe(self.settings.hub.endpoint, self.settings.hub.token),
+                Hub(api, timeout=self.config.hub_timeout_s),
+                HeadProbe(api),
                 owner=f"{self.instance}/{index}/{os.getpid()}",
                 policy=policy,
                 metrics=self.metrics,
@@ -172,7 +170,7 @@ class Daemon:
             )
             thread.start()
             self._workers.append(thread)
-        discovery = Discovery(self.settings.hub.endpoint, self.settings.hub.token)
+        discovery = Discovery(api)
         with self.database.read_session() as session:
             self._watermark = watermark(session)
         ticker = Ticker(self.drain_inbox, self.config.tick_s, name="inbox")

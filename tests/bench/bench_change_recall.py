@@ -44,14 +44,16 @@ CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 
 
 def backfill_corpus(path: Path, emulator: HubEmulator) -> Database:
+    from tracker.hub.api import connect
     from tracker.hub.client import Hub
     from tracker.revision.backfill import backfill
+    from tracker.settings import HubSettings
 
     database = open_database(f"sqlite:///{path}")
     database.migrate()
     url = emulator.start()
     for repo in emulator.repo_ids():
-        backfill(database, Hub(url, max_retries=0), repo)
+        backfill(database, Hub(connect(HubSettings(url)), max_retries=0), repo)
     emulator.stop()
     return database
 

@@ -49,9 +49,11 @@ CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 
 def build_database(path: Path, repos: int | None = None) -> None:
     from storage import open_database
+    from tracker.hub.api import connect
     from tracker.hub.client import Hub
     from tracker.hubsim import HubEmulator, estimator_tensor_shapes
     from tracker.revision.backfill import backfill
+    from tracker.settings import HubSettings
 
     emulator = HubEmulator(CORPUS, tensor_shapes=estimator_tensor_shapes)
     url = emulator.start()
@@ -59,7 +61,7 @@ def build_database(path: Path, repos: int | None = None) -> None:
     database.migrate()
     started = time.monotonic()
     for repo in emulator.repo_ids()[:repos]:
-        backfill(database, Hub(url, max_retries=0), repo)
+        backfill(database, Hub(connect(HubSettings(url)), max_retries=0), repo)
     database.close()
     emulator.stop()
     print(f"backfilled the corpus into {path} in {time.monotonic() - started:.1f}s")

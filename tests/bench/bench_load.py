@@ -123,11 +123,13 @@ def populate(url: str, endpoint: str, repos: list[str]) -> None:
     """Record ``repos`` (with advisories) before the daemon starts: content to serve at once."""
     from storage import open_database
     from tracker.daemon import publisher
+    from tracker.hub.api import connect
     from tracker.hub.client import Hub
     from tracker.hub.discovery import HeadProbe
     from tracker.schedule.leases import track
     from tracker.schedule.metrics import DaemonMetrics
     from tracker.schedule.worker import Worker, WorkerPolicy
+    from tracker.settings import HubSettings
 
     database = open_database(url)
     database.migrate()
@@ -136,8 +138,8 @@ def populate(url: str, endpoint: str, repos: list[str]) -> None:
             track(session, repo_id, now=datetime.now(UTC))
     worker = Worker(
         database,
-        Hub(endpoint),
-        HeadProbe(endpoint),
+        Hub(connect(HubSettings(endpoint))),
+        HeadProbe(connect(HubSettings(endpoint))),
         owner="bench/populate",
         policy=WorkerPolicy(interval_s=3600.0),
         metrics=DaemonMetrics(),

@@ -398,13 +398,14 @@ def idle_cycle(hub: HubEmulator, url: str, run: Run) -> None:
     Idle figures: the most requests and the median seconds of ``IDLE_CYCLES`` cycles.
     """
     from tracker.daemon import Daemon
+    from tracker.hub.api import connect
     from tracker.hub.discovery import Discovery
-    from tracker.settings import Settings
+    from tracker.settings import HubSettings, Settings
 
     with tempfile.TemporaryDirectory() as scratch:
         config = write_config(Path(scratch) / "idle.toml", url, hub.endpoint, "bench-idle", 1)
         daemon = Daemon.open(Settings.load(config))
-    discovery = Discovery(hub.endpoint)
+    discovery = Discovery(connect(HubSettings(hub.endpoint)))
     daemon.discover(discovery)
     seconds, requests = [], []
     for _ in range(IDLE_CYCLES):

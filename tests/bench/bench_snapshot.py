@@ -29,10 +29,12 @@ from storage import Database, open_database, snapshot_at  # noqa: E402
 from tracker.diff.files import WEIGHT_SUFFIXES, is_unsafe_path, suffix  # noqa: E402
 from tracker.diff.registry import artifact_for  # noqa: E402
 from tracker.errors import ArtifactError  # noqa: E402
+from tracker.hub.api import connect  # noqa: E402
 from tracker.hub.client import Hub  # noqa: E402
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes  # noqa: E402
 from tracker.hubsim.stats import RequestRecord  # noqa: E402
 from tracker.revision.backfill import backfill  # noqa: E402
+from tracker.settings import HubSettings  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 NAIVE_LIMIT = 64 * 1024 * 1024
@@ -75,7 +77,7 @@ def resolve_parts(path: str) -> tuple[str, str, str] | None:
 def main() -> int:
     emulator = HubEmulator(CORPUS, tensor_shapes=estimator_tensor_shapes)
     url = emulator.start()
-    hub = Hub(url, max_retries=0)
+    hub = Hub(connect(HubSettings(url)), max_retries=0)
     repos = sorted(emulator.repo_ids())
     with tempfile.TemporaryDirectory() as tmp:
         database = open_database(f"sqlite:///{tmp}/bench.db")

@@ -19,6 +19,7 @@ import pytest
 from storage import Database, changes_of, poll_states, revisions
 from tests.daemon.conftest import track_all
 from tests.fixtures.hostile import llama_config
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
@@ -26,6 +27,7 @@ from tracker.schedule.heartbeat import Heartbeat
 from tracker.schedule.leases import LeaseLost, claim_due, renew
 from tracker.schedule.metrics import DaemonMetrics
 from tracker.schedule.worker import Worker, WorkerPolicy
+from tracker.settings import HubSettings
 
 REPO = "slow/many-files"
 FILES = 20
@@ -44,8 +46,8 @@ def many_files() -> dict[str, bytes]:
 def worker(database: Database, hub: HubEmulator, policy: WorkerPolicy, owner: str) -> Worker:
     return Worker(
         database,
-        Hub(hub.endpoint, max_retries=2, timeout=10.0),
-        HeadProbe(hub.endpoint),
+        Hub(connect(HubSettings(hub.endpoint)), max_retries=2, timeout=10.0),
+        HeadProbe(connect(HubSettings(hub.endpoint))),
         owner=owner,
         policy=policy,
         metrics=DaemonMetrics(),

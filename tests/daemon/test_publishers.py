@@ -23,13 +23,14 @@ from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import parse_subscription
 from tracker.daemon import Daemon, publisher
 from tracker.demo import HISTORIES
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
 from tracker.revision.process import Publishers
 from tracker.schedule.metrics import DaemonMetrics
 from tracker.schedule.worker import Worker, WorkerPolicy
-from tracker.settings import Settings
+from tracker.settings import HubSettings, Settings
 
 pytestmark = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
 
@@ -84,8 +85,8 @@ def worker(
 ) -> Worker:
     return Worker(
         database,
-        Hub(hub.endpoint, max_retries=2, timeout=5.0),
-        HeadProbe(hub.endpoint),
+        Hub(connect(HubSettings(hub.endpoint)), max_retries=2, timeout=5.0),
+        HeadProbe(connect(HubSettings(hub.endpoint))),
         owner="publish/0",
         policy=WorkerPolicy(interval_s=60.0, max_backoff_s=600.0, lease_s=60.0),
         metrics=DaemonMetrics(),

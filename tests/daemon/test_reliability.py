@@ -67,10 +67,12 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from datetime import UTC, datetime
 
     from tracker.daemon import publisher
+    from tracker.hub.api import connect
     from tracker.hub.client import Hub
     from tracker.hub.discovery import HeadProbe
     from tracker.schedule.metrics import DaemonMetrics
     from tracker.schedule.worker import Worker, WorkerPolicy
+    from tracker.settings import HubSettings
 
     hub = emulator()
     hub.start()
@@ -81,8 +83,8 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         track_all(database, repo_ids())
         worker = Worker(
             database,
-            Hub(hub.endpoint),
-            HeadProbe(hub.endpoint),
+            Hub(connect(HubSettings(hub.endpoint))),
+            HeadProbe(connect(HubSettings(hub.endpoint))),
             owner="baseline",
             policy=WorkerPolicy(),
             metrics=DaemonMetrics(),

@@ -34,6 +34,7 @@ from tracker.alerts.spec import parse_subscription
 from tracker.daemon import Daemon, publisher
 from tracker.demo import HISTORIES
 from tracker.diff.revision import Parsed
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
@@ -41,7 +42,7 @@ from tracker.revision.backfill import record_one
 from tracker.revision.process import Publisher, Publishers
 from tracker.schedule.metrics import DaemonMetrics
 from tracker.schedule.worker import Worker, WorkerPolicy
-from tracker.settings import Settings
+from tracker.settings import HubSettings, Settings
 
 pytestmark = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
 
@@ -169,8 +170,8 @@ def daemon_worker(
     assert table.names == ("advisories", "alerts")
     return Worker(
         database,
-        Hub(hub.endpoint, max_retries=2, timeout=5.0),
-        HeadProbe(hub.endpoint),
+        Hub(connect(HubSettings(hub.endpoint)), max_retries=2, timeout=5.0),
+        HeadProbe(connect(HubSettings(hub.endpoint))),
         owner="walk/0",
         policy=WorkerPolicy(interval_s=60.0, max_backoff_s=600.0, lease_s=60.0),
         metrics=DaemonMetrics(),
@@ -270,7 +271,7 @@ def test_backfill_builds_the_same_record_with_each_blob_read_once_per_revision(
     hub_emulator.publish(REPO, UPLOAD, title="Upload folder", date=START)
     for index, (title, files) in enumerate(STEPS.items(), start=1):
         hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
-    hub = Hub(hub_emulator.endpoint, max_retries=2, timeout=5.0)
+    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=2, timeout=5.0)
     with database.session() as session:
         ensure_repo(session, REPO)
     cache: dict[tuple[str, str], Parsed] = {}

@@ -16,9 +16,11 @@ from feeds import EstimateDelta, build_advisory
 from storage import Database, changes_of, plan_at, put_advisory, revision_log, tracked_repos
 from storage.records import Advisory
 from tracker.demo import HISTORIES
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim.emulator import HubEmulator
 from tracker.revision.backfill import backfill
+from tracker.settings import HubSettings
 
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_REPO = "neurarch-demo/llama2-7b"
@@ -65,7 +67,7 @@ def populate(
         emulator.start()
         if script is not None:
             script(emulator)
-        hub = Hub(emulator.endpoint, max_retries=0)
+        hub = Hub(connect(HubSettings(emulator.endpoint)), max_retries=0)
         for repo_id in emulator.repo_ids():
             backfill(database, hub, repo_id)
     advisories = build_all(database)

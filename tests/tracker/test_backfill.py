@@ -14,9 +14,11 @@ import pytest
 from storage import Database, changes_of, ensure_repo, revisions, snapshot_at
 from storage.records import Change, Severity
 from tracker.diff.files import suffix
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
 from tracker.revision.backfill import backfill, record_one
+from tracker.settings import HubSettings
 
 NAMED_CHANGES = (
     "meta-llama/Llama-2-7b-hf",
@@ -42,7 +44,7 @@ def one(changes: list[Change], **fields: object) -> Change:
 
 
 def backfill_all(database: Database, emulator: HubEmulator, repos: list[str]) -> None:
-    hub = Hub(emulator.endpoint, max_retries=0)
+    hub = Hub(connect(HubSettings(emulator.endpoint)), max_retries=0)
     for repo in repos:
         report = backfill(database, hub, repo)
         assert report.recorded == report.revisions == len(emulator.history(repo)), report
@@ -152,7 +154,7 @@ def assert_no_weight_body_fetched(emulator: HubEmulator, database: Database) -> 
 def test_backfill_resumes_and_records_nothing_twice(
     hub_emulator: HubEmulator, database: Database
 ) -> None:
-    hub = Hub(hub_emulator.endpoint, max_retries=0)
+    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0)
     repo = "meta-llama/Llama-2-7b-hf"
     history = hub.commits(repo)
     hub_emulator.stats.reset()

@@ -18,10 +18,12 @@ from storage import Database, changes_of, open_database, put_advisory, revision_
 from tests.feeds.populate import build_all
 from tracker.audit.advisories import Published
 from tracker.cli import main
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
 from tracker.revision.backfill import backfill
 from tracker.revision.remote_code import RemoteReference, cross_repo_references
+from tracker.settings import HubSettings
 
 MODEL = "acme/remote-model"
 CODE = "acme/shared-code"
@@ -66,7 +68,7 @@ def world(tmp_path: Path) -> Iterator[tuple[HubEmulator, Database, Hub]]:
         database = open_database(f"sqlite:///{tmp_path / 'db.sqlite'}")
         database.migrate()
         try:
-            yield emulator, database, Hub(emulator.endpoint, max_retries=0)
+            yield emulator, database, Hub(connect(HubSettings(emulator.endpoint)), max_retries=0)
         finally:
             database.close()
 

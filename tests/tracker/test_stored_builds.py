@@ -13,10 +13,12 @@ import tracker.revision.stored_builds as stored_builds
 from storage import Database, plan_at, put_blob, revisions
 from storage.models import BlobRow
 from tests.tracker.test_exact_parameters import OLMO2 as OLMO2_FOUR_LAYERS
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
 from tracker.revision.backfill import backfill
 from tracker.revision.stored_builds import StoredBuilds, build_key, decode, encode
+from tracker.settings import HubSettings
 
 # OLMo 2 has no family module: only transformers can list its parameters.
 OLMO2 = {**OLMO2_FOUR_LAYERS, "num_hidden_layers": 2}
@@ -86,7 +88,9 @@ def test_a_corrupt_stored_build_is_rebuilt_not_trusted(
 def test_a_backfill_writes_each_build_once_with_its_revision(
     hub_emulator: HubEmulator, database: Database, builds: Counter[str]
 ) -> None:
-    report = backfill(database, Hub(hub_emulator.endpoint, max_retries=0), UNKNOWN_TYPE_REPO)
+    report = backfill(
+        database, Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0), UNKNOWN_TYPE_REPO
+    )
     assert report.recorded == len(hub_emulator.history(UNKNOWN_TYPE_REPO))
     with database.read_session() as session:
         keys = list(

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import struct
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from tracker.commands.engine_flags import add_engine_arguments, engine_request_from
 from tracker.commands.plan_stack import add_stack_argument, stack_from
-from tracker.errors import UsageError
+from tracker.errors import ArtifactError, UsageError
 from tracker.hub.source_shape import could_be_hub_ref
 from tracker.untrusted.json_input import JsonInputError, JsonSyntaxError, read_json
+from tracker.untrusted.safetensors_header import MAX_HEADER_BYTES, read_header
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -46,7 +46,6 @@ RECIPE_CHOICES: Final = (
 NAME = "plan"
 HELP = "estimate memory per method, card fits and cost from a config.json"
 MAX_CONFIG_BYTES: Final = 16 * 2**20
-MAX_HEADER_BYTES: Final = 100 * 2**20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -257,17 +256,15 @@ def _read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> Any:
 
 def _safetensors_header(path: Path) -> Any:
     with path.open("rb") as handle:
-        prefix = handle.read(8)
-        if len(prefix) != 8:
-            raise UsageError(f"{path}: too short for a safetensors header")
-        (length,) = struct.unpack("<Q", prefix)
-        if length > MAX_HEADER_BYTES:
-            raise UsageError(f"{path}: safetensors header of {length} bytes is implausible")
-        raw = handle.read(length)
-    try:
-        return read_json(raw)
-    except JsonInputError as exc:
-        raise UsageError(f"{path}: safetensors header is not JSON ({exc})") from exc
+
+        def read(offset: int, length: int) -> bytes:
+            handle.seek(offset)
+            return handle.read(length)
+
+        try:
+            return read_header(read, str(path), size=path.stat().st_size)
+        except ArtifactError as exc:
+            raise UsageError(str(exc)) from exc
 
 
 def load_source(source: Path) -> tuple[Any, WeightManifest | None]:

@@ -37,6 +37,11 @@ def pause_from_headers(status: int, headers: Mapping[str, str]) -> float | None:
     info = parse_ratelimit_headers(headers)
     if info is not None and info.remaining == 0:
         return float(min(info.reset_in_seconds, MAX_PAUSE_S))
+    return retry_after_header(headers)
+
+
+def retry_after_header(headers: Mapping[str, str]) -> float | None:
+    """The seconds of a ``Retry-After`` header, at most ``MAX_PAUSE_S``; None without one."""
     retry_after = headers.get("retry-after") or headers.get("Retry-After")
     if retry_after is not None:
         try:
@@ -179,4 +184,11 @@ def install(
     set_client_factory(factory)
 
 
-__all__ = ["MAX_PAUSE_S", "RateLimiter", "SharedGate", "install", "pause_from_headers"]
+__all__ = [
+    "MAX_PAUSE_S",
+    "RateLimiter",
+    "SharedGate",
+    "install",
+    "pause_from_headers",
+    "retry_after_header",
+]

@@ -27,12 +27,13 @@ from tracker.diff.files import is_unsafe_path
 from tracker.diff.registry import artifact_for, rule_for
 from tracker.diff.revision import RevisionContent
 from tracker.errors import FileGone, OversizedFile
-from tracker.hub.client import MAX_HEADER_BYTES, Hub
+from tracker.hub.client import Hub
 from tracker.revision.remote_code import CARD_KEY as REMOTE_CODE
 from tracker.revision.remote_code import SOURCES as REMOTE_SOURCES
 from tracker.revision.remote_code import cross_repo_references, read_referenced_code
 from tracker.revision.weights_manifest import DEFAULT_CAPS, HeaderCaps, build_manifest
 from tracker.untrusted.artifacts import ArtifactParseError, Parsed
+from tracker.untrusted.safetensors_header import MAX_HEADER_BYTES
 
 MAX_FILE_SIZE = 2**63 - 1
 """The largest size a database BIGINT holds; no real file comes near it."""

@@ -24,8 +24,9 @@ from storage.records import FileEntry, Revision, Snapshot
 from tracker.diff.files import is_unsafe_path, suffix
 from tracker.diff.registry import artifact_for
 from tracker.errors import ArtifactError, HeaderTooLarge
-from tracker.hub.client import MAX_HEADER_BYTES, Hub
+from tracker.hub.client import Hub
 from tracker.untrusted.artifacts import ArtifactParseError, parse_json
+from tracker.untrusted.safetensors_header import MAX_HEADER_BYTES
 
 HEADER_BYTES_PER_FILE: Final = 8 * 1024 * 1024
 """A real shard's header is kilobytes (DeepSeek-V3's largest, ~1,000 tensors, is under 200 kB)."""
