@@ -28,15 +28,6 @@ class MethodFit(NamedTuple):
     split_cards: int | None
     split_per_card_bytes: int | None
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "largest_batch": self.largest_batch,
-            "fits": self.fits,
-            "split": None
-            if self.split_cards is None
-            else {"cards": self.split_cards, "per_card_peak_bytes": self.split_per_card_bytes},
-        }
-
 
 @dataclass(frozen=True)
 class CardFit:
@@ -47,15 +38,6 @@ class CardFit:
 
     def method(self, name: str) -> MethodFit:
         return next(m for m in self.methods if m.method == name)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "card": self.card.name,
-            "usable_bytes": self.card.usable_bytes,
-            "methods": {m.method: m.to_json() for m in self.methods},
-            "engine_reserved_bytes": self.engine_reserved_bytes,
-            "precision_note": self.precision_note,
-        }
 
 
 def fit_method(model: MethodModel, card: Card, batch: int, gpus: int, headroom: float) -> MethodFit:

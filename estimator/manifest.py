@@ -111,9 +111,6 @@ class ManifestComparison:
     delta_percent: float | None
     explanations: tuple[str, ...]
 
-    def to_json(self) -> dict[str, object]:
-        return dict(vars(self)) | {"explanations": list(self.explanations)}
-
 
 def compare(
     manifest: WeightManifest, total: int, tied: bool, declared: str | None, head_name: str | None
