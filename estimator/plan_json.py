@@ -107,11 +107,11 @@ def _converter() -> Converter:
     return converter
 
 
-def _as_stored(kind: type[T]) -> Callable[[Any, Any], T]:
+def _as_stored(kind: type[T]) -> Callable[[object, object], T]:
     """A JSON scalar taken as stored: checked, never converted (``1`` is no ``"1"``)."""
     accepted: tuple[type, ...] = (int, float) if kind is float else (kind,)
 
-    def structure(value: Any, _: Any) -> T:
+    def structure(value: object, _: object) -> T:
         if isinstance(value, bool) is not (kind is bool) or not isinstance(value, accepted):
             raise TypeError(f"expected {kind.__name__}, got {value!r}")
         return cast(T, value)
@@ -119,16 +119,16 @@ def _as_stored(kind: type[T]) -> Callable[[Any, Any], T]:
     return structure
 
 
-def _is_scalars(t: Any) -> bool:
+def _is_scalars(t: object) -> bool:
     """``tuple[int, ...]``, ``tuple[str, ...]``: read in one pass (a structure has a shape per node)."""
     args = get_args(t)
     return get_origin(t) is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in _SCALARS
 
 
-def _scalars_structure(t: Any) -> Callable[[Any, Any], tuple[Any, ...]]:
+def _scalars_structure(t: object) -> Callable[[object, object], tuple[Any, ...]]:
     kind = get_args(t)[0]
 
-    def structure(value: Any, _: Any) -> tuple[Any, ...]:
+    def structure(value: object, _: object) -> tuple[Any, ...]:
         if not isinstance(value, list) or not all(type(v) is kind for v in value):
             raise TypeError(f"expected a list of {kind.__name__}, got {value!r}")
         return tuple(value)
@@ -136,7 +136,7 @@ def _scalars_structure(t: Any) -> Callable[[Any, Any], tuple[Any, ...]]:
     return structure
 
 
-def _is_pairs(t: Any) -> bool:
+def _is_pairs(t: object) -> bool:
     """``tuple[tuple[str, X], ...]``: a table of named values, a JSON object."""
     args = get_args(t)
     return (
@@ -148,15 +148,17 @@ def _is_pairs(t: Any) -> bool:
     )
 
 
-def _pairs_unstructure(t: Any, converter: Converter) -> Callable[[Any], JsonObject]:
+def _pairs_unstructure(t: object, converter: Converter) -> Callable[[Any], JsonObject]:
     value_type = get_args(get_args(t)[0])[1]
     return lambda pairs: {k: converter.unstructure(v, value_type) for k, v in pairs}
 
 
-def _pairs_structure(t: Any, converter: Converter) -> Callable[[Any, Any], tuple[Any, ...]]:
+def _pairs_structure(
+    t: object, converter: Converter
+) -> Callable[[object, object], tuple[Any, ...]]:
     value_type = get_args(get_args(t)[0])[1]
 
-    def structure(value: Any, _: Any) -> tuple[Any, ...]:
+    def structure(value: object, _: object) -> tuple[Any, ...]:
         if not isinstance(value, Mapping):
             raise TypeError(f"expected an object, got {type(value).__name__}")
         return tuple((k, converter.structure(v, value_type)) for k, v in value.items())
@@ -191,7 +193,7 @@ def _register_card_fit(converter: Converter) -> None:
         )
         return MethodFit(name, s(m["largest_batch"], int), s(m["fits"], bool), cards, per_card)
 
-    def structure(c: Mapping[str, Any], _: Any) -> CardFit:
+    def structure(c: Mapping[str, Any], _: object) -> CardFit:
         return CardFit(
             card=_card_of(s(c["card"], str), s(c["usable_bytes"], int)),
             methods=tuple(method_of(n, m) for n, m in s(c["methods"], dict[str, Any]).items()),
@@ -239,7 +241,7 @@ def _register_structure(converter: Converter) -> None:
             + [_node_json(n) for n in s.trailing]
         )
 
-    def structure(nodes: Any, _: Any) -> Structure:
+    def structure(nodes: object, _: object) -> Structure:
         if not isinstance(nodes, list):
             raise TypeError(f"structure: expected a list of nodes, got {type(nodes).__name__}")
         return Structure(tuple(_node_of(i, n) for i, n in enumerate(nodes)))
@@ -252,7 +254,7 @@ def _node_json(node: Node) -> JsonObject:
     return node._asdict() | {"shape": list(node.shape)}
 
 
-def _node_of(index: int, n: Any) -> Node:
+def _node_of(index: int, n: object) -> Node:
     if (
         not isinstance(n, dict)
         or n.keys() != _NODE_KEYS
@@ -299,7 +301,7 @@ def _register_plan(converter: Converter) -> None:
             document["serving"] = serving
         return document
 
-    def structure(d: Any, _: Any) -> Plan:
+    def structure(d: Any, _: object) -> Plan:
         if not isinstance(d, Mapping):
             raise TypeError(f"a Plan is a JSON object, got {type(d).__name__}")
         if d["schema_version"] != SCHEMA_VERSION:
