@@ -9,13 +9,15 @@ Python values, never ORM objects.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeAlias, TypeVar
 
-JsonValue = Any
-"""A value that ``json.dumps`` accepts (dict, list, str, int, float, bool, None)."""
+JsonValue: TypeAlias = (
+    Mapping[str, "JsonValue"] | Sequence["JsonValue"] | str | int | float | bool | None
+)
+"""A value that ``json.loads`` gives back (object, array, string, number, true/false, null)."""
 
 
 PlanT = TypeVar("PlanT")

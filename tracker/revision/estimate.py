@@ -119,12 +119,13 @@ def _same_config(previous: RevisionContent, content: RevisionContent) -> bool:
 
 def _manifest(content: RevisionContent) -> estimator.WeightManifest | None:
     """The weights' tensors, when every safetensors header of the revision was read."""
-    manifest = content.snapshot.manifest
-    if not manifest or not manifest.get("tensors"):
+    manifest = content.snapshot.manifest or {}
+    tensors, headers = manifest.get("tensors"), manifest.get("headers", {})
+    if not isinstance(tensors, Mapping) or not tensors or not isinstance(headers, Mapping):
         return None
-    if any(h.get("error") for h in manifest.get("headers", {}).values()):
+    if any(isinstance(h, Mapping) and h.get("error") for h in headers.values()):
         return None
-    return estimator.WeightManifest.from_headers([manifest["tensors"]])
+    return estimator.WeightManifest.from_headers([tensors])
 
 
 __all__ = ["STATED_WORKLOAD", "estimate", "parent_plan"]
