@@ -1,6 +1,6 @@
 """config.json (+ optional weight manifest) -> Plan: parameters, structure, memory, cards, cost.
 
-Pure Python, standard library only: no I/O beyond the package's own data
+Pure Python, the standard library and cattrs (Plan JSON): no I/O beyond the package's own data
 files, no network, no torch.
 
 Importing the package loads the plan and what every plan needs. Plan deltas,

@@ -42,21 +42,6 @@ class Card:
     # Why a card has no price (the card table says so instead of leaving it blank).
     price_note: str | None = None
 
-    def to_json(self) -> dict[str, object]:
-        """The card as the Plan JSON holds it; aliases serve lookups and stay out."""
-        return {
-            "name": self.name,
-            "memory_gb": self.memory_gb,
-            "usable_bytes": self.usable_bytes,
-            "bf16": self.bf16,
-            "dense_tflops": self.dense_tflops,
-            "bandwidth_gbs": self.bandwidth_gbs,
-            "context_bytes": self.context_bytes,
-            "spec_source": self.spec_source,
-            "price": None if self.price is None else vars(self.price),
-            "price_note": self.price_note,
-        }
-
 
 @cache
 def all_cards() -> tuple[Card, ...]:

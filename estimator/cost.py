@@ -53,12 +53,6 @@ class Cost:
     active_parameters: int
     assumptions: tuple[str, ...]
 
-    def to_json(self) -> dict[str, object]:
-        """The cost as the Plan JSON holds it, field names unchanged."""
-        out = dict(vars(self))
-        out["assumptions"] = list(self.assumptions)
-        return out
-
 
 def is_seq2seq(arch: Architecture) -> bool:
     """An encoder-decoder: some layer attends across to the encoder's output."""

@@ -30,16 +30,6 @@ class MethodFit(NamedTuple):
     split_cards: int | None
     split_per_card_bytes: int | None
 
-    def to_json(self) -> dict[str, object]:
-        """The fit as the Plan JSON holds it; ``split`` only when batch 1 fails and a split fits."""
-        return {
-            "largest_batch": self.largest_batch,
-            "fits": self.fits,
-            "split": None
-            if self.split_cards is None
-            else {"cards": self.split_cards, "per_card_peak_bytes": self.split_per_card_bytes},
-        }
-
 
 @dataclass(frozen=True)
 class CardFit:
@@ -53,16 +43,6 @@ class CardFit:
     def method(self, name: str) -> MethodFit:
         """The fit of method ``name``; StopIteration when the plan did not compute it."""
         return next(m for m in self.methods if m.method == name)
-
-    def to_json(self) -> dict[str, object]:
-        """The card's fits as the Plan JSON's ``cards`` entry holds them."""
-        return {
-            "card": self.card.name,
-            "usable_bytes": self.card.usable_bytes,
-            "methods": {m.method: m.to_json() for m in self.methods},
-            "engine_reserved_bytes": self.engine_reserved_bytes,
-            "precision_note": self.precision_note,
-        }
 
 
 def fit_method(model: MethodModel, card: Card, batch: int, gpus: int, headroom: float) -> MethodFit:

@@ -115,10 +115,6 @@ class ManifestComparison:
     delta_percent: float | None
     explanations: tuple[str, ...]
 
-    def to_json(self) -> dict[str, object]:
-        """The comparison as the Plan JSON's ``parameters.checkpoint`` holds it."""
-        return dict(vars(self)) | {"explanations": list(self.explanations)}
-
 
 def compare(
     manifest: WeightManifest, total: int, tied: bool, declared: str | None, head_name: str | None

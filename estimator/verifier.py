@@ -48,10 +48,6 @@ class Finding:
     message: str
     fix: str
 
-    def to_json(self) -> dict[str, str]:
-        """The finding as the Plan JSON's ``findings`` entries hold it."""
-        return dict(vars(self))
-
 
 PLAUSIBLE_INT = 1 << 63
 """Rules read the raw config, including keys the family ignored: a value past this is no

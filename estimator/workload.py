@@ -8,7 +8,7 @@ before any estimate is attempted.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
 from estimator.errors import WorkloadError
@@ -312,13 +312,6 @@ class Workload:
     def all_linear(self) -> bool:
         """True for ``lora_targets=("all-linear",)``: PEFT's shorthand for every block linear."""
         return self.lora_targets == (ALL_LINEAR,)
-
-    def to_json(self) -> dict[str, object]:
-        """The workload as the Plan JSON holds it, tuples as lists."""
-        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["lora_targets"] = list(self.lora_targets)
-        out["serve_unquantized"] = list(self.serve_unquantized)
-        return out
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:

@@ -187,7 +187,7 @@ def osv_document(advisory: Advisory) -> dict[str, Any]:
     Documents stored before ranges named their ``last_affected`` commit are
     served with it, so every advisory carries the same meaning.
     """
-    document = dict(advisory.osv)
+    document: dict[str, Any] = dict(advisory.osv)  # the OSV document build_advisory wrote
     document["affected"] = [_bounded(entry, advisory.new_sha) for entry in document["affected"]]
     document["modified"] = timestamp(advisory.modified)
     if advisory.withdrawn is not None:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
+from estimator import Plan
 from feeds.delta import EstimateDelta
 from feeds.osv import build_advisory
 from storage import put_advisory
@@ -21,13 +22,13 @@ from storage.records import Publication, RevisionOutcome, StoredRevision
 
 
 def write_advisory(
-    session: Session, outcome: RevisionOutcome, publication: Publication
+    session: Session, outcome: RevisionOutcome[Plan], publication: Publication
 ) -> Publication:
     """The publisher-table entry: ``publication`` with the advisory id stored, if any."""
     return replace(publication, advisory_id=publish_revision(session, outcome))
 
 
-def publish_revision(session: Session, outcome: RevisionOutcome) -> str | None:
+def publish_revision(session: Session, outcome: RevisionOutcome[Plan]) -> str | None:
     """Store the advisory of this revision if it is noteworthy; its id, or None.
 
     The revision that first brings a model config into the repo (the upload
@@ -53,7 +54,7 @@ def publish_revision(session: Session, outcome: RevisionOutcome) -> str | None:
     return advisory.id
 
 
-def is_upload(outcome: RevisionOutcome) -> bool:
+def is_upload(outcome: RevisionOutcome[Plan]) -> bool:
     """True when the previous revision held no config.json and this one brings it."""
     previous_had_config = outcome.previous_plan is not None or any(
         c.artifact == "config" and c.kind != "added" for c in outcome.changes

@@ -9,13 +9,19 @@ Python values, never ORM objects.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Generic, TypeAlias, TypeVar
 
-JsonValue = Any
-"""A value that ``json.dumps`` accepts (dict, list, str, int, float, bool, None)."""
+JsonValue: TypeAlias = (
+    Mapping[str, "JsonValue"] | Sequence["JsonValue"] | str | int | float | bool | None
+)
+"""A value that ``json.loads`` gives back (object, array, string, number, true/false, null)."""
+
+
+PlanT = TypeVar("PlanT")
+"""The estimator's typed Plan, as the tracker and feeds name it (storage names no type of theirs)."""
 
 
 class Severity(enum.IntEnum):
@@ -119,7 +125,7 @@ class Change:
 
 
 @dataclass(frozen=True)
-class RevisionOutcome:
+class RevisionOutcome(Generic[PlanT]):
     """Everything processing learnt about one new revision, built once and read by publishers.
 
     The tracker builds it while it snapshots, diffs and estimates the
@@ -129,8 +135,9 @@ class RevisionOutcome:
     what processing already held. ``configs`` and ``previous_configs`` map a
     model-level config path (config.json, generation_config.json) to its
     parsed JSON object, for the files that exist and parse; ``plan`` and
-    ``previous_plan`` are Plan JSON documents (JSON, so storage needs nothing
-    of the estimator), None where there is no estimate.
+    ``previous_plan`` are the typed Plans processing holds (the record is
+    generic in their type, so storage needs nothing of the estimator), None
+    where there is no estimate. Plan JSON exists only in the estimates table.
     """
 
     snapshot: Snapshot
@@ -138,8 +145,8 @@ class RevisionOutcome:
     changes: tuple[Change, ...]
     configs: Mapping[str, JsonValue] = field(default_factory=dict)
     previous_configs: Mapping[str, JsonValue] = field(default_factory=dict)
-    plan: Mapping[str, JsonValue] | None = None
-    previous_plan: Mapping[str, JsonValue] | None = None
+    plan: PlanT | None = None
+    previous_plan: PlanT | None = None
 
     @property
     def revision(self) -> Revision:

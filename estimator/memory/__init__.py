@@ -54,21 +54,6 @@ class MemoryEstimate:
     notes: tuple[str, ...]
     assumptions: tuple[str, ...] = field(default=(), compare=False)
 
-    def to_json(self) -> dict[str, object]:
-        """The estimate as the Plan JSON holds it; ``assumptions`` are left out."""
-        return {
-            "method": self.method,
-            "batch": self.batch,
-            "peak_allocated_bytes": self.peak_allocated_bytes,
-            "reserved_bytes": self.reserved_bytes,
-            "device_bytes": self.device_bytes,
-            "context_bytes": self.context_bytes,
-            "breakdown": dict(self.breakdown),
-            "peak_phase": self.peak_phase,
-            "numerics": self.numerics,
-            "notes": list(self.notes),
-        }
-
 
 def method_models(
     arch: Architecture, workload: Workload, has_bf16: bool, split: ParameterSplit | None = None

@@ -4,10 +4,12 @@ A check worker claims the repo, snapshots the new revision from the Hub
 emulator, diffs it, estimates it and commits it with the daemon's publisher
 table (advisory writer, then alert queuer) in one transaction. Every SELECT
 that fetches blob bytes is counted with SQLAlchemy's ``before_cursor_execute``
-event, and every ``estimator.plan`` call through a pass-through wrapper of the
-real function. The promises: within one revision each blob is read at most
+event, and every ``estimator.plan`` call and every Plan JSON decode
+(``estimator.plan_json.from_json``) through a pass-through wrapper of the real
+function. The promises: within one revision each blob is read at most
 once and each plan is computed once per (config, workload), however many
-subscriptions ask; the publishers read no blob at all.
+subscriptions ask; the publishers read no blob at all; the only Plan JSON
+read back is the parent's stored plan, once per revision.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pytest
 from sqlalchemy import event
 
 import estimator
+from estimator import plan_json
 from storage import Database, deliveries, ensure_repo
 from storage.records import Publication, RevisionOutcome, Subscription
 from tests.daemon.conftest import run_until_idle, track_all
@@ -97,15 +100,19 @@ class Reads:
     """SELECTs that only asked which content keys the store holds."""
     plans: list[tuple[str, estimator.Workload]] = field(default_factory=list)
     """(digest of the config, workload) of every estimator.plan call."""
+    decodes: int = 0
+    """Plan JSON documents read back into a typed Plan (``estimator.plan_json.from_json``)."""
 
     by_publishers: dict[str, int] = field(default_factory=dict)
     """Blob reads made while each publisher ran."""
 
     def take(self) -> Reads:
-        taken = Reads(list(self.blobs), self.probes, list(self.plans), dict(self.by_publishers))
+        taken = Reads(
+            list(self.blobs), self.probes, list(self.plans), self.decodes, dict(self.by_publishers)
+        )
         self.blobs.clear()
         self.plans.clear()
-        self.probes = 0
+        self.probes = self.decodes = 0
         self.by_publishers.clear()
         return taken
 
@@ -151,8 +158,15 @@ def reads(database: Database, monkeypatch: pytest.MonkeyPatch) -> Iterator[Reads
         counted.plans.append((digest, workload or estimator.Workload()))
         return real_plan(config, workload, **kwargs)
 
+    real_decode: Callable[[Any], estimator.Plan] = plan_json.from_json
+
+    def counting_decode(document: Any) -> estimator.Plan:
+        counted.decodes += 1
+        return real_decode(document)
+
     event.listen(database.engine, "before_cursor_execute", on_execute)
     monkeypatch.setattr(estimator, "plan", counting_plan)
+    monkeypatch.setattr(plan_json, "from_json", counting_decode)
     try:
         yield counted
     finally:
@@ -243,6 +257,9 @@ def test_one_revision_reads_each_blob_once_and_plans_each_workload_once(
         title: (len(step.blobs), len(step.plans), alerts)
         for title, (step, alerts) in walked.items()
     }
+    # The parent's stored plan is read back once; the record carries both Plans typed to the
+    # differ and every publisher, which decode nothing.
+    assert [step.decodes for step, _ in walked.values()] == [1, 1, 1, 1]
     assert figures == EXPECTED
     logged = [json.loads(r.getMessage()) for r in caplog.records if r.name == "neurarch.worker"]
     recorded = [e for e in logged if e["event"] == "revision_recorded"]
@@ -276,10 +293,13 @@ def test_backfill_builds_the_same_record_with_each_blob_read_once_per_revision(
         ensure_repo(session, REPO)
     cache: dict[tuple[str, str], Parsed] = {}
     per_revision = []
+    decodes = []
     for revision in hub.commits(REPO):
         assert record_one(database, hub, revision, cache) is not None
         step = reads.take()
         assert max(Counter(step.blobs).values(), default=0) <= 1, (revision.title, step.blobs)
         per_revision.append((revision.title, len(step.blobs), len(step.plans)))
+        decodes.append(step.decodes)
 
     assert per_revision[2:] == [(title, blobs, 1) for title, (blobs, _, _) in EXPECTED.items()]
+    assert decodes == [0, 0, 1, 1, 1, 1]  # the parent's stored plan, where it has one

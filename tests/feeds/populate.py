@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from estimator.deltas import stored_plan
 from feeds import EstimateDelta, build_advisory
 from storage import Database, changes_of, plan_at, put_advisory, revision_log, tracked_repos
 from storage.records import Advisory
@@ -48,8 +49,10 @@ def build_all(database: Database) -> list[Advisory]:
             for stored in reversed(revision_log(session, repo.repo_id)):
                 sha = stored.revision.sha
                 delta = EstimateDelta.between(
-                    plan_at(session, repo.repo_id, previous.revision.sha) if previous else None,
-                    plan_at(session, repo.repo_id, sha),
+                    stored_plan(plan_at(session, repo.repo_id, previous.revision.sha))
+                    if previous
+                    else None,
+                    stored_plan(plan_at(session, repo.repo_id, sha)),
                 )
                 changes = changes_of(session, repo.repo_id, sha)
                 advisory = build_advisory(repo.repo_id, previous, stored, changes, delta)

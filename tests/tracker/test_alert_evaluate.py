@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+import estimator
 from storage import (
     Advisory,
     Database,
@@ -37,7 +38,7 @@ from storage import (
 from storage.records import Change, JsonValue, RevisionOutcome, Snapshot, Subscription
 from tests.storage.builders import eos_change, git_blob_id, snapshot
 from tracker.alerts.evaluate import AlertLinks, enqueue_alerts, evaluate, model_side
-from tracker.alerts.plan_cache import ModelSide, PlanCache
+from tracker.alerts.plan_cache import ModelSide, stated_context
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import SubscriptionSpec, parse_subscription
 from tracker.diff.revision import RevisionContent
@@ -111,7 +112,7 @@ class History:
         with self.database.session() as session:
             for data in texts.values():
                 put_blob(session, git_blob_id(data), data)
-            assert record_revision(session, shot, list(changes), plan)
+            assert record_revision(session, shot, list(changes), plan and plan.to_json())
             if advisory_id is not None:  # what the daemon's publisher writes first
                 put_advisory(session, advisory(advisory_id, revision, before))
             queued = self.enqueue(session, outcome, advisory_id)
@@ -120,7 +121,7 @@ class History:
         return queued
 
     def enqueue(
-        self, session: Any, outcome: RevisionOutcome, advisory_id: str | None
+        self, session: Any, outcome: RevisionOutcome[estimator.Plan], advisory_id: str | None
     ) -> list[Delivery]:
         return enqueue_alerts(session, outcome, advisory_id=advisory_id, links=LINKS, now=NOW)
 
@@ -137,7 +138,7 @@ def side(sha: str, config: Mapping[str, Any] | None) -> ModelSide | None:
         snapshot(Revision(REPO, sha, (), NOW, sha), {"config.json": data}), {"config.json": data}
     )
     plan, _ = estimate(content)
-    return model_side(content.snapshot, configs_of(content), plan, PlanCache())
+    return model_side(content.snapshot, configs_of(content), plan)
 
 
 def advisory(advisory_id: str, revision: Revision, previous: Revision | None) -> Advisory:
@@ -441,12 +442,9 @@ def test_fit_and_changes_are_two_alerts_of_one_revision() -> None:
     assert evaluate(spec, REPO, LONGER, UPLOAD, old, new, found) == alerts
 
 
-def test_a_stored_plan_of_an_older_schema_is_planned_again_once_for_its_context() -> None:
+def test_the_context_is_read_from_the_recorded_plan() -> None:
     current = side(UPLOAD, json.loads(demo_config(UPLOAD)))
     assert current is not None and current.context == 2048
-    plans = PlanCache()
-    older = {"schema_version": "0.1", "model": {"max_position_embeddings": 1}}
-
-    assert plans.context(current, older) == 2048  # read from a fresh plan, not the stale one
-    assert plans.context(current, older) == 2048 and len(plans) == 1
-    assert plans.context(current, None) is None  # no plan: the estimator refused the config
+    longer = side(LONGER, json.loads(demo_config(LONGER)))
+    assert longer is not None and longer.context == 4096
+    assert stated_context(None) is None  # no plan: the estimator refused the config

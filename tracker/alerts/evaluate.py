@@ -12,7 +12,7 @@ never queues it twice (the outbox refuses the duplicate).
 ``enqueue_alerts`` is what the daemon's alert publisher (``alert_publisher``,
 an entry of its publisher table) calls after the advisory is written. It
 reads only the revision's outcome record: the parsed configs and the context
-length in the stored plans come from processing, so nothing is read back from
+length in the typed plans come from processing, so nothing is read back from
 the blob store and no JSON is parsed again. A plan under a subscriber's
 workload is computed once per (config, workload, engine request) within the
 revision (``PlanCache``), however many subscriptions and cards ask for it.
@@ -32,6 +32,7 @@ from typing import Final, Literal
 
 from sqlalchemy.orm import Session
 
+from estimator import Plan
 from estimator.errors import EstimateError
 from storage import Delivery, channel_key, enqueue_delivery, subscriptions
 from storage.records import (
@@ -44,7 +45,7 @@ from storage.records import (
 )
 from tracker.alerts.deliver import FEED_CHANNEL
 from tracker.alerts.message import FitFlip, FitState, changes_summary, engine_summary, fit_summary
-from tracker.alerts.plan_cache import ModelSide, PlanCache
+from tracker.alerts.plan_cache import ModelSide, PlanCache, stated_context
 from tracker.alerts.spec import SubscriptionError, SubscriptionSpec
 from tracker.alerts.starts import engine_flips
 from tracker.diff.common import change_json
@@ -159,7 +160,7 @@ def watched_changes(spec: SubscriptionSpec, changes: Sequence[Change]) -> list[C
 
 def enqueue_alerts(
     session: Session,
-    outcome: RevisionOutcome,
+    outcome: RevisionOutcome[Plan],
     *,
     advisory_id: str | None,
     links: AlertLinks,
@@ -187,8 +188,8 @@ def enqueue_alerts(
     plans = PlanCache()
     new_side = old_side = None
     if any(spec.fit for _, spec in matching):
-        new_side = model_side(outcome.snapshot, outcome.configs, outcome.plan, plans)
-        old_side = model_side(previous, outcome.previous_configs, outcome.previous_plan, plans)
+        new_side = model_side(outcome.snapshot, outcome.configs, outcome.plan)
+        old_side = model_side(previous, outcome.previous_configs, outcome.previous_plan)
     queued: list[Delivery] = []
     for record, spec in matching:
         alerts = evaluate(
@@ -224,7 +225,7 @@ def alert_publisher(links: AlertLinks, clock: Callable[[], datetime]) -> Publish
     the entries before it wrote and adds the outbox rows it queued."""
 
     def queue_alerts(
-        session: Session, outcome: RevisionOutcome, publication: Publication
+        session: Session, outcome: RevisionOutcome[Plan], publication: Publication
     ) -> Publication:
         queued = enqueue_alerts(
             session, outcome, advisory_id=publication.advisory_id, links=links, now=clock()
@@ -237,16 +238,14 @@ def alert_publisher(links: AlertLinks, clock: Callable[[], datetime]) -> Publish
 def model_side(
     snapshot: Snapshot,
     configs: Mapping[str, JsonValue],
-    plan: Mapping[str, JsonValue] | None,
-    plans: PlanCache,
+    plan: Plan | None,
 ) -> ModelSide | None:
     """A revision's side of the transition from its outcome; None without a parsed config.json."""
     key = snapshot.texts.get(CONFIG)
     config = configs.get(CONFIG)
     if key is None or not isinstance(config, Mapping):
         return None
-    side = ModelSide(key, config, None)
-    return replace(side, context=plans.context(side, plan))
+    return ModelSide(key, config, stated_context(plan))
 
 
 def _matching_subscriptions(

@@ -21,7 +21,9 @@ One revision from claim to alert, and what each step reads:
    back; the texts the differs need from the store through ``SessionBlobs``,
    which reads each content key at most once per revision; parsing through
    the artifact table, cached by (kind, content key); ``estimator.plan`` once
-   on config.json; the previous plan from the estimates table. The parsed
+   on config.json; the previous plan from the estimates table, read into a
+   typed Plan once (``estimate.parent_plan``). The record holds both Plans
+   typed; Plan JSON is written once, into the estimates table. The parsed
    configs (``CONFIG_PATHS``) go into the record, the previous side's taken
    from the new one where the file is unchanged, else from what the differ
    parsed, so building the record reads nothing more.
@@ -42,14 +44,14 @@ each.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final
 
 from sqlalchemy.orm import Session
 
+from estimator import Plan
 from storage import (
     Database,
     diff_base,
@@ -64,7 +66,7 @@ from tracker.diff.plan_delta import diff_plans
 from tracker.diff.revision import Parsed, RevisionContent, diff_revisions
 from tracker.errors import RevisionGone
 from tracker.hub.client import Hub
-from tracker.revision.estimate import estimate
+from tracker.revision.estimate import estimate, parent_plan
 from tracker.revision.exact_parameters import available as exact_available
 from tracker.revision.snapshot import LazyBlobs, take_snapshot
 from tracker.revision.stored_builds import StoredBuilds
@@ -107,7 +109,10 @@ class SessionBlobs:
         return self._read[key]
 
 
-Publisher = Callable[[Session, RevisionOutcome, Publication], Publication]
+Outcome = RevisionOutcome[Plan]
+"""The outcome record as the tracker builds it: both plans typed."""
+
+Publisher = Callable[[Session, Outcome, Publication], Publication]
 """One publisher: reads the outcome, writes its rows in the caller's transaction, and returns
 the publication so far extended with what it wrote (an advisory id, outbox rows)."""
 
@@ -130,7 +135,7 @@ class Publishers:
     def names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.entries)
 
-    def run(self, session: Session, outcome: RevisionOutcome) -> Publication:
+    def run(self, session: Session, outcome: Outcome) -> Publication:
         """Every publisher over ``outcome`` in ``session``; what they wrote, together."""
         publication = Publication()
         for _, publisher in self.entries:
@@ -147,7 +152,7 @@ class Prepared:
     """A revision read from the Hub and diffed, not yet written: its outcome and the blobs
     to write with it (texts fetched from the Hub, meta-device builds made for it)."""
 
-    outcome: RevisionOutcome
+    outcome: Outcome
     fetched: dict[str, bytes]
 
 
@@ -177,16 +182,17 @@ def prepare(
             return None
         blobs = SessionBlobs(session)
         builds = StoredBuilds(session) if exact_available() else None
-        previous, old_plan = base.previous, base.previous_plan
+        previous, old_plan = base.previous, None
         old: RevisionContent | None = None
         if base.unrecorded_parent is not None:
             parent = _parent_revision(hub, revision, base.unrecorded_parent, history)
             result = take_snapshot(hub, parent, None, blobs, parse_cache=cache, deadline=deadline)
             blobs = blobs.with_fetched(result.fetched)
             previous, old = result.snapshot, result.content(blobs)
-            old_plan = _as_stored(estimate(old, None, builds)[0])
+            old_plan = estimate(old, None, builds)[0]
         elif previous is not None:
             old = content_of(previous, blobs, cache)
+            old_plan = parent_plan(base.previous_plan, old, builds)
         result = take_snapshot(hub, revision, previous, blobs, parse_cache=cache, deadline=deadline)
         new = result.content(blobs)
         found = diff_revisions(old, new) + list(result.problems)
@@ -196,7 +202,7 @@ def prepare(
         found = by_severity(found + diff_plans(old_plan, plan))
         configs = configs_of(new)
         previous_configs = _previous_configs(old, new, configs) if old else {}
-    outcome = RevisionOutcome(
+    outcome: Outcome = RevisionOutcome(
         snapshot=result.snapshot,
         previous=previous,
         changes=tuple(found),
@@ -222,12 +228,6 @@ def _parent_revision(
     raise RevisionGone(f"{revision.repo_id}@{sha}: the parent of {revision.sha} is not on main")
 
 
-def _as_stored(plan: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A plan as storage hands it back (through JSON), so a parent estimated here compares
-    with the revision's plan exactly as a recorded parent's stored plan would."""
-    return None if plan is None else dict(json.loads(json.dumps(plan)))
-
-
 def commit(
     database: Database,
     prepared: Prepared,
@@ -249,7 +249,7 @@ def commit(
             session,
             outcome.snapshot,
             list(outcome.changes),
-            None if outcome.plan is None else dict(outcome.plan),
+            None if outcome.plan is None else outcome.plan.to_json(),
             processed_at=datetime.now(UTC),
         ):
             return None

@@ -76,7 +76,8 @@ def build_manifest(
     shards = [f for f in files if suffix(f.path) == ".safetensors" and not is_unsafe_path(f.path)]
     if not weight_map and not shards:
         return None, []
-    old = dict(previous.manifest) if previous is not None and previous.manifest else {}
+    # The manifest this module wrote for the previous revision (see its shape above).
+    old: Mapping[str, Any] = previous.manifest if previous is not None and previous.manifest else {}
     old_headers: Mapping[str, Any] = old.get("headers", {})
     old_by_file: dict[str, dict[str, Any]] = {}
     for name, tensor in old.get("tensors", {}).items():
