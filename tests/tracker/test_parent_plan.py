@@ -16,11 +16,13 @@ from storage.models.history import EstimateRow, RevisionRow
 from tests.storage.builders import snapshot
 from tracker.demo import HISTORIES
 from tracker.diff.revision import RevisionContent
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
 from tracker.revision.backfill import record_one
 from tracker.revision.estimate import estimate, parent_plan
 from tracker.revision.process import prepare
+from tracker.settings import HubSettings
 
 REPO = "parent/llama2-7b"
 LLAMA2 = HISTORIES / "neurarch-demo" / "llama2-7b" / "7dba8667ad27534931d66b826bbdc7b31fad885c"
@@ -69,7 +71,7 @@ def test_a_revision_after_an_unreadable_stored_plan_is_recorded_and_the_row_kept
     hub_emulator.publish(
         REPO, {"config.json": config(num_hidden_layers=64)}, title="deeper", date=START
     )
-    hub = Hub(hub_emulator.endpoint, max_retries=0)
+    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0)
     with database.session() as session:
         ensure_repo(session, REPO)
     *older, upload, deeper = hub.commits(REPO)
