@@ -120,7 +120,7 @@ def router(state: AppState) -> APIRouter:
     @api.get("/osv/all.zip", response_class=Response)
     def all_zip(request: Request) -> Response:
         """Every advisory, withdrawn ones included, one ``<id>.json`` per record, streamed."""
-        version = state.log.current()
+        version = state.log_version()
 
         def members() -> Iterator[tuple[str, datetime, bytes]]:
             with state.database.read_session() as session:
@@ -137,7 +137,7 @@ def router(state: AppState) -> APIRouter:
     @api.get("/osv/modified_id.csv", response_class=Response)
     def modified_csv(request: Request) -> Response:
         """``<iso modified>,<id>`` per advisory, newest first: stop at a timestamp you have."""
-        version = state.log.current()
+        version = state.log_version()
 
         def lines() -> Iterator[bytes]:
             with state.database.read_session() as session:
@@ -222,7 +222,7 @@ def _run(state: AppState, query: Query, *, size: int) -> bytes:
         vulns = [osv_document(a) for a in page.advisories]
         return _encode(vulns, page.next_cursor)
 
-    encoded: bytes = state.cache.get((query.model_dump_json(), size), state.log.current(), answer)
+    encoded: bytes = state.renders((query.model_dump_json(), size), state.log_version(), answer)
     return encoded
 
 
