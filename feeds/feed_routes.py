@@ -71,7 +71,7 @@ def router(state: AppState) -> APIRouter:
             return body, max((a.modified for a in found), default=None), entity_tag(body)
 
         key = ("feed", request.url.path, wanted)
-        body, newest, etag = state.cache.get(key, state.log.current(), rendered)
+        body, newest, etag = state.renders(key, state.log_version(), rendered)
         return conditional(request, body, MEDIA_TYPES[kind], newest, etag)
 
     @api.get(

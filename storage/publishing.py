@@ -154,7 +154,7 @@ def log_version(session: Session) -> tuple[datetime | None, datetime | None]:
     where a count would scan the whole log. An advisory lands with
     ``published`` = when it was processed, so it moves the first unless the
     instance that wrote it has a clock behind the newest one already stored;
-    readers bound that case by age (feeds.cache).
+    readers bound that case by age (feeds.state).
     """
     published, modified = session.execute(
         select(func.max(AdvisoryRow.published), func.max(AdvisoryRow.modified))

@@ -32,7 +32,7 @@ from tracker.cli import build_parser
 from tracker.commands.subscribe import build_document
 
 TOKEN = "api-token-for-the-field-tests-0123"
-SECRET = "webhook-signing-secret-0123456789"
+SECRET = "whsec_bmV1cmFyY2gtdGVzdC1zZWNyZXQta2V5"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CHANNEL_FLAGS = {"--webhook", "--secret", "--secret-env", "--apprise"}
 COMMAND_FLAGS = {"-h", "--help", "--replace", "--json"}

@@ -52,7 +52,7 @@ LONGER = "2c19299788366b0adb608e08386b56071abf010a"  # 2048 -> 4096
 ROPE = "59187708e28f74d2a1074eae3e844f9a6d991ebd"  # 4096 -> 131072 (llama3 rope)
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 LINKS = AlertLinks(base_url="https://trace.example.org/")
-SECRET = "s3cret-for-signing-0123"
+SECRET = "whsec_bmV1cmFyY2gtdGVzdC1zZWNyZXQta2V5"
 SERVE_4_AT_MAX = {"method": "serve", "batch": 4, "seq_len": "max", "alert_on": ["fit"]}
 
 

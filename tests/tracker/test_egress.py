@@ -61,7 +61,7 @@ from tracker.cli import main
 from tracker.daemon import Daemon
 from tracker.settings import Settings, SettingsError
 
-SECRET = "receiver-shared-secret-0123"
+SECRET = "whsec_bmV1cmFyY2gtdGVzdC1zZWNyZXQta2V5"
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[2]
 

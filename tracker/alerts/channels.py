@@ -1,7 +1,7 @@
 """Where an alert is pushed: one ``Sender`` interface, one implementation per channel kind.
 
     Sender (protocol)       send(delivery, channel) -> None, or raises DeliveryFailed
-    ├── WebhookSender       a signed JSON POST (``tracker.alerts.signing``)
+    ├── WebhookSender       a JSON POST signed as Standard Webhooks (``standardwebhooks``)
     ├── AppriseSender       any notification URL apprise understands (discord://, json://, ...)
     └── FeedSender          the subscription's Atom feed: nothing to push
 
@@ -30,6 +30,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Final, Protocol
 
 import requests
+from standardwebhooks import Webhook
 
 from storage.records import Delivery, JsonValue
 from tracker.alerts.egress import (
@@ -41,8 +42,7 @@ from tracker.alerts.egress import (
     channel_destination,
 )
 from tracker.alerts.guard import Guard, guarded
-from tracker.alerts.signing import signature_headers
-from tracker.alerts.spec import Channel
+from tracker.alerts.spec import Channel, is_standard_secret
 from tracker.errors import TrackerError
 
 RETRYABLE_STATUS: Final = frozenset({408, 425, 429})
@@ -147,15 +147,21 @@ class WebhookSender:
         """
         if channel is None or channel.kind != "webhook":
             raise DeliveryFailed("not a webhook channel", permanent=True)
-        if not channel.secret:
-            raise DeliveryFailed("the webhook channel has no secret", permanent=True)
+        if not channel.secret or not is_standard_secret(channel.secret):
+            raise DeliveryFailed(
+                "the webhook channel has no Standard Webhooks secret (whsec_...): subscribe again "
+                "with one",
+                permanent=True,
+            )
         body = json.dumps(webhook_body(delivery), separators=(",", ":")).encode()
+        message_id, now = delivery_key(delivery), self.clock()
         headers = {
             "Content-Type": "application/json",
             "User-Agent": self.agent,
             "X-Neurarch-Event": "alert",
-            "X-Neurarch-Delivery": delivery_key(delivery),
-            **signature_headers(channel.secret, body, self.clock()),
+            "webhook-id": message_id,
+            "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": Webhook(channel.secret).sign(message_id, now, body),
         }
         cleared = _clear(self.egress, channel)
         with guarded(self.egress, *cleared) as guard:

@@ -15,7 +15,7 @@ API's JSON body, and what the CLI's flags build)::
     stack = "torch==2.4 transformers==4.44 peft==0.12"   # optional: pins, no file
     alert_on = ["fit", "chat_template", "tokenizer"]
     min_severity = "moderate"
-    channels = [{type = "webhook", url = "https://...", secret = "..."},
+    channels = [{type = "webhook", url = "https://...", secret = "whsec_..."},
                 {type = "apprise", url = "discord://..."}]
 
 The workload and card names are checked by the estimator itself
@@ -42,6 +42,8 @@ names the type (``workload_on``).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -75,7 +77,9 @@ WATCHABLE: Final[Mapping[str, tuple[str, ...]]] = {
 FIT: Final = "fit"
 ChannelKind = Literal["webhook", "apprise"]
 CHANNEL_KINDS: Final = ("webhook", "apprise")
-MIN_SECRET_LENGTH: Final = 16
+SECRET_PREFIX: Final = "whsec_"
+SECRET_BYTES: Final = (24, 64)
+"""A webhook key's length in bytes, as the Standard Webhooks spec asks (spec.md, "Signature scheme")."""
 MAX_NAME_LENGTH: Final = 200
 MAX_PATTERNS: Final = 100
 MAX_CARDS: Final = 16
@@ -434,12 +438,24 @@ def _secret(value: Mapping[str, Any], where: str) -> str:
         secret = os.environ.get(value["secret_env"])
         if secret is None:
             raise SubscriptionError(f"{where}: environment variable {value['secret_env']} is unset")
-    if not isinstance(secret, str) or len(secret) < MIN_SECRET_LENGTH or not secret.isascii():
+    if not isinstance(secret, str) or not is_standard_secret(secret):
         raise SubscriptionError(
-            f"{where}: a webhook needs a secret (or secret_env) of at least "
-            f"{MIN_SECRET_LENGTH} ASCII characters, to sign every delivery"
+            f"{where}: a webhook needs a secret (or secret_env) to sign every delivery: a "
+            f"Standard Webhooks secret, {SECRET_PREFIX} and the base64 of {SECRET_BYTES[0]} to "
+            f"{SECRET_BYTES[1]} random bytes"
         )
     return secret
+
+
+def is_standard_secret(secret: str) -> bool:
+    """True if ``secret`` is ``whsec_`` and the base64 of a key of ``SECRET_BYTES`` bytes."""
+    if not secret.startswith(SECRET_PREFIX) or not secret.isascii():
+        return False
+    try:
+        key = base64.b64decode(secret.removeprefix(SECRET_PREFIX), validate=True)
+    except binascii.Error:
+        return False
+    return SECRET_BYTES[0] <= len(key) <= SECRET_BYTES[1]
 
 
 __all__ = [
@@ -447,10 +463,13 @@ __all__ = [
     "CONTEXT",
     "FIT",
     "MASK",
+    "SECRET_BYTES",
+    "SECRET_PREFIX",
     "WATCHABLE",
     "Channel",
     "SubscriptionError",
     "SubscriptionSpec",
     "describe_job",
+    "is_standard_secret",
     "parse_subscription",
 ]

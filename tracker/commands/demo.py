@@ -77,10 +77,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     Recreates ``demo.db`` in the data directory and binds loopback ports only.
     """
+    from tracker.commands.backfill_progress import backfill_bar, watch_backfill
     from tracker.config_file import DaemonConfig, RepoConfig
     from tracker.daemon import Daemon
     from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
-    from tracker.revision.progress import Progress, watch_backfill
     from tracker.roles import CannotListen, Role, ServeFailed, serve
 
     revisions_sample = "neurarch_revisions_recorded_total"  # tracker.schedule.metrics
@@ -128,7 +128,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 daemon.health,
                 lambda: daemon.metrics.registry.get_sample_value(revisions_sample) or 0.0,
                 daemon.stop_event,
-                Progress(sys.stderr, repos_total=len(repos)),
+                backfill_bar(sys.stderr, repos_total=len(repos)),
+                len(repos),
             )
 
         serve(daemon, Role.ALL, announce)

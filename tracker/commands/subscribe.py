@@ -72,7 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     secret = channels.add_mutually_exclusive_group()
     secret.add_argument(
-        "--secret", metavar="S", help="the webhook's signing secret, 16+ ASCII characters"
+        "--secret",
+        metavar="S",
+        help="the webhook's Standard Webhooks signing secret: whsec_ + base64 of 24-64 bytes",
     )
     secret.add_argument(
         "--secret-env",

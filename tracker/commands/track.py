@@ -31,6 +31,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     Exit 0; a repo the Hub does not have, or bad input, exits 2.
     """
+    from tracker.commands.backfill_progress import backfill_bar, repos
     from tracker.commands.common import open_storage, user_errors
     from tracker.commands.repo_arg import repo_argument
     from tracker.daemon import revision_publishers
@@ -38,7 +39,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.hub.repo_id import validate_repo_id
     from tracker.hub.retry import INTERACTIVE, Retrying
     from tracker.revision.backfill import backfill
-    from tracker.revision.progress import Progress
 
     with user_errors():
         repo_id = validate_repo_id(repo_argument(args.repo, settings)[0])
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             hub = Hub.from_settings(settings.hub, Retrying(INTERACTIVE))
             # Without --backfill only the head is recorded (against its parent, read from the
             # Hub); the daemon's first check records the history before it.
-            progress = Progress(sys.stderr, repos_total=1) if args.backfill else None
+            progress = backfill_bar(sys.stderr, repos_total=1) if args.backfill else None
             try:
                 report = backfill(
                     database,
@@ -56,6 +56,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                     newest_only=not args.backfill,
                     publish=revision_publishers(settings),
                 )
+                if progress is not None:
+                    progress.set_description_str(repos(1, 1), refresh=False)
             finally:
                 if progress is not None:
                     progress.close()

@@ -16,8 +16,10 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Never
 
 from sqlalchemy.orm import Session
+from tqdm import tqdm
 
 from storage import (
     Database,
@@ -33,7 +35,6 @@ from tracker.diff.revision import Parsed, RevisionContent
 from tracker.hub.client import Hub
 from tracker.hub.repo_id import validate_repo_id
 from tracker.revision.process import Publishers, SessionBlobs, commit, content_of, prepare
-from tracker.revision.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def backfill(
     hub: Hub,
     repo_id: str,
     *,
-    progress: Progress | None = None,
+    progress: tqdm[Never] | None = None,
     newest_only: bool = False,
     publish: Publishers | None = None,
 ) -> BackfillReport:
@@ -65,8 +66,8 @@ def backfill(
     older history is left to the daemon's first check. ``publish`` is the
     daemon's table (``tracker.daemon.revision_publishers``); without it
     nothing is published, which only tests that fill a database use.
-    ``progress`` (the caller's, it closes it) counts this repo's revisions
-    into its total and each one as it is done, then the repo.
+    ``progress`` (the caller's bar, which it closes) gets this repo's
+    revisions added to its total and counts each one as it is done.
     """
     validate_repo_id(repo_id)
     started = time.monotonic()
@@ -83,7 +84,7 @@ def backfill(
     listed = {r.sha: r for r in history}
     recorded = changes = published = 0
     if progress is not None:
-        progress.revisions_total = (progress.revisions_total or 0) + len(todo)
+        progress.total = (progress.total or 0) + len(todo)
     for revision in todo:
         found = _record(database, hub, revision, cache, listed, publish)
         if found is not None:
@@ -91,12 +92,10 @@ def backfill(
             changes += len(found.changes)
             published += found.advisory is not None
         if progress is not None:
-            progress.revision_done()
+            progress.update()
     if recorded:
         with database.session() as session:
             place_on_main(session, repo_id, [r.sha for r in history])
-    if progress is not None:
-        progress.repo_done()
     return BackfillReport(
         repo_id,
         len(history),
