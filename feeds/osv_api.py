@@ -13,9 +13,9 @@ database's meaning (feeds/osv.py) the advisories about that very commit.
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request, Response
@@ -23,19 +23,15 @@ from fastapi.responses import JSONResponse
 from packageurl import PackageURL
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
-from stream_zip import ZIP_AUTO, stream_zip
 
 from feeds.errors import OsvError
 from feeds.http import entity_tag, streamed
 from feeds.osv import HUB, osv_document, timestamp
 from feeds.state import AppState
+from feeds.zipstream import stream_zip
 from storage.advisory_refs import AdvisoryRefPage, RefQuery, advisory_refs_for_many
 from storage.dumps import advisories_by_id, modified_batches
 from storage.publishing import InvalidCursor, advisories_for, advisory_by_id
-
-ZIP_CHUNK_BYTES = 256 * 1024
-DOS_EPOCH = datetime(1980, 1, 1, tzinfo=UTC)
-"""The first moment a ZIP's MS-DOS time fields can say."""
 
 QUERY_PATHS = frozenset({"/v1/query", "/v1/querybatch"})
 JSON_TYPE = (b"content-type", b"application/json")
@@ -132,7 +128,7 @@ def router(state: AppState) -> APIRouter:
                         yield f"{advisory.id}.json", advisory.modified, document
 
         return streamed(
-            request, zip_members(members()), "application/zip", version[1], _tag("zip", version)
+            request, stream_zip(members()), "application/zip", version[1], _tag("zip", version)
         )
 
     @api.get("/osv/modified_id.csv", response_class=Response)
@@ -172,25 +168,6 @@ class JsonWhateverType:
             headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
             scope = {**scope, "headers": [*headers, JSON_TYPE]}
         await self.app(scope, receive, send)
-
-
-def zip_members(members: Iterable[tuple[str, datetime, bytes]]) -> Iterator[bytes]:
-    """The archive of ``members`` (name, modification time, content), as it is written.
-
-    stream-zip rather than zipstream-ng: it takes the members as a lazy
-    iterable and zips each while the next is still unread, where zipstream-ng
-    queues every added member before it writes, and its output depends on
-    nothing but the members (no clock, no random bytes without a password),
-    so the same log gives the same bytes and the same entity tag. Both keep
-    the central directory in memory, one record per entry. Each member is one
-    OSV document, deflated at zlib's default level; ZIP64 records come only
-    where a size, offset or count needs them.
-    """
-    files = (
-        (name, max(moment, DOS_EPOCH), 0o644, ZIP_AUTO(len(content), level=6), (content,))
-        for name, moment, content in members
-    )
-    return iter(stream_zip(files, chunk_size=ZIP_CHUNK_BYTES, extended_timestamps=False))
 
 
 def _json(encoded: bytes) -> Response:
@@ -300,4 +277,4 @@ def _from_purl(text: str, version: str | None) -> tuple[str, str | None]:
     return f"{parsed.namespace}/{parsed.name}", at.lower() if at else at
 
 
-__all__ = ["JsonWhateverType", "OsvError", "error_response", "router", "zip_members"]
+__all__ = ["JsonWhateverType", "OsvError", "error_response", "router"]
