@@ -42,7 +42,7 @@ from tracker.alerts.egress import (
     channel_destination,
 )
 from tracker.alerts.guard import Guard, guarded
-from tracker.alerts.spec import Channel, is_standard_secret
+from tracker.alerts.spec import Channel, signing_secret
 from tracker.errors import TrackerError
 
 RETRYABLE_STATUS: Final = frozenset({408, 425, 429})
@@ -147,12 +147,8 @@ class WebhookSender:
         """
         if channel is None or channel.kind != "webhook":
             raise DeliveryFailed("not a webhook channel", permanent=True)
-        if not channel.secret or not is_standard_secret(channel.secret):
-            raise DeliveryFailed(
-                "the webhook channel has no Standard Webhooks secret (whsec_...): subscribe again "
-                "with one",
-                permanent=True,
-            )
+        if not channel.secret:
+            raise DeliveryFailed("the webhook channel has no signing secret", permanent=True)
         body = json.dumps(webhook_body(delivery), separators=(",", ":")).encode()
         message_id, now = delivery_key(delivery), self.clock()
         headers = {
@@ -161,7 +157,9 @@ class WebhookSender:
             "X-Neurarch-Event": "alert",
             "webhook-id": message_id,
             "webhook-timestamp": str(int(now.timestamp())),
-            "webhook-signature": Webhook(channel.secret).sign(message_id, now, body),
+            "webhook-signature": Webhook(signing_secret(channel.secret)).sign(
+                message_id, now, body
+            ),
         }
         cleared = _clear(self.egress, channel)
         with guarded(self.egress, *cleared) as guard:

@@ -458,6 +458,20 @@ def is_standard_secret(secret: str) -> bool:
     return SECRET_BYTES[0] <= len(key) <= SECRET_BYTES[1]
 
 
+def signing_secret(secret: str) -> str:
+    """The Standard Webhooks secret a delivery is signed with.
+
+    A subscription stored before alerts were Standard Webhooks holds a plain
+    shared secret; its deliveries are signed with ``whsec_`` + the base64 of
+    that secret's UTF-8 bytes (the key is the secret itself), so its receiver
+    keeps working by verifying with that, rather than the subscription going
+    silent. New subscriptions must give a standard secret.
+    """
+    if is_standard_secret(secret):
+        return secret
+    return SECRET_PREFIX + base64.b64encode(secret.encode()).decode("ascii")
+
+
 __all__ = [
     "CHANNEL_KINDS",
     "CONTEXT",
@@ -472,4 +486,5 @@ __all__ = [
     "describe_job",
     "is_standard_secret",
     "parse_subscription",
+    "signing_secret",
 ]
