@@ -49,7 +49,6 @@ from tracker.alerts.evaluate import AlertLinks, alert_publisher
 from tracker.alerts.fields import document_schema
 from tracker.alerts.registry import sync_configured
 from tracker.alerts.spec import parse_subscription
-from tracker.config_file import DaemonConfig
 from tracker.hub.budget import budget_key
 from tracker.hub.client import Hub
 from tracker.hub.discovery import Discovery, HeadProbe
@@ -61,7 +60,7 @@ from tracker.schedule.leases import release_previous, track, watermark
 from tracker.schedule.metrics import BudgetWatch, DaemonMetrics
 from tracker.schedule.ticker import Ticker
 from tracker.schedule.worker import Worker, WorkerPolicy
-from tracker.settings import Settings
+from tracker.settings import DaemonConfig, Settings
 
 log = logging.getLogger("neurarch.daemon")
 

@@ -54,10 +54,9 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from storage import open_database
-from tracker.config_file import DaemonConfig
 from tracker.daemon import Daemon, publisher, utc_now
 from tracker.errors import TrackerError
-from tracker.settings import Settings
+from tracker.settings import DaemonConfig, Settings
 
 log = logging.getLogger("neurarch.roles")
 

@@ -72,11 +72,11 @@ def store_demo_subscriptions(database: Database, path: Path = DEMO_SUBSCRIPTIONS
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.config_file import DaemonConfig, RepoConfig
     from tracker.daemon import Daemon
     from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
     from tracker.revision.progress import Progress, watch_backfill
     from tracker.roles import CannotListen, Role, ServeFailed, serve
+    from tracker.settings import DaemonConfig, RepoConfig
 
     revisions_sample = "neurarch_revisions_recorded_total"  # tracker.schedule.metrics
 

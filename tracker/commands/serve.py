@@ -47,11 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from storage import StorageError
-    from tracker.config_file import RepoConfig
     from tracker.daemon import Daemon
     from tracker.errors import RepoIdError, TrackerError
     from tracker.hub.repo_id import validate_repo_id
     from tracker.roles import CannotListen, Role, ServeFailed, serve
+    from tracker.settings import RepoConfig
 
     config = settings.daemon
     try:
