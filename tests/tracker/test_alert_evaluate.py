@@ -35,7 +35,7 @@ from storage import (
     record_revision,
 )
 from storage.records import Change, JsonValue, RevisionOutcome, Snapshot, Subscription
-from tests.storage.builders import eos_change, git_blob_id, snapshot
+from tests.storage.builders import RECORDED_AT, eos_change, git_blob_id, snapshot
 from tracker.alerts.evaluate import AlertLinks, enqueue_alerts, evaluate, model_side
 from tracker.alerts.plan_cache import ModelSide, PlanCache
 from tracker.alerts.registry import save_subscription
@@ -110,8 +110,8 @@ class History:
         )
         with self.database.session() as session:
             for data in texts.values():
-                put_blob(session, git_blob_id(data), data)
-            assert record_revision(session, shot, list(changes), plan)
+                put_blob(session, git_blob_id(data), data, at=RECORDED_AT)
+            assert record_revision(session, shot, list(changes), plan, processed_at=RECORDED_AT)
             if advisory_id is not None:  # what the daemon's publisher writes first
                 put_advisory(session, advisory(advisory_id, revision, before))
             queued = self.enqueue(session, outcome, advisory_id)

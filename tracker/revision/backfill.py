@@ -14,8 +14,9 @@ SQLite write lock.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy.orm import Session
 
@@ -57,6 +58,7 @@ def backfill(
     progress: Progress | None = None,
     newest_only: bool = False,
     publish: Publishers | None = None,
+    clock: Callable[[], datetime],
 ) -> BackfillReport:
     """Record (and publish, with ``publish``) every revision of main that is not stored yet.
 
@@ -65,7 +67,7 @@ def backfill(
     older history is left to the daemon's first check. ``publish`` is the
     daemon's table (``tracker.daemon.revision_publishers``); without it
     nothing is published, which only tests that fill a database use.
-    ``progress`` (the caller's, it closes it) counts this repo's revisions
+    ``clock`` stamps what is stored. ``progress`` (the caller's, it closes it) counts this repo's revisions
     into its total and each one as it is done, then the repo.
     """
     validate_repo_id(repo_id)
@@ -73,10 +75,11 @@ def backfill(
     history = hub.commits(repo_id)
     off_main: list[str] = []
     with database.session() as session:
-        ensure_repo(session, repo_id)
+        ensure_repo(session, repo_id, now=clock())
         todo = [r for r in history if not has_revision(session, repo_id, r.sha)]
         if latest_revision(session, repo_id) is not None:
-            off_main = mark_missing_revisions(session, repo_id, [r.sha for r in history])
+            shas = [r.sha for r in history]
+            off_main = mark_missing_revisions(session, repo_id, shas, at=clock())
     if newest_only:
         todo = [r for r in todo if r.sha == history[-1].sha]
     cache: dict[tuple[str, str], Parsed] = {}
@@ -85,7 +88,7 @@ def backfill(
     if progress is not None:
         progress.revisions_total = (progress.revisions_total or 0) + len(todo)
     for revision in todo:
-        found = _record(database, hub, revision, cache, listed, publish)
+        found = _record(database, hub, revision, cache, listed, publish, clock)
         if found is not None:
             recorded += 1
             changes += len(found.changes)
@@ -113,6 +116,8 @@ def record_one(
     hub: Hub,
     revision: Revision,
     cache: dict[tuple[str, str], Parsed] | None = None,
+    *,
+    clock: Callable[[], datetime],
 ) -> list[Change] | None:
     """Snapshot, diff, estimate and record one revision; its changes, or None if already stored.
 
@@ -122,7 +127,7 @@ def record_one(
     tests use it to fill a database; ``backfill`` with ``publish`` is what
     commands call.
     """
-    found = _record(database, hub, revision, {} if cache is None else cache, None, None)
+    found = _record(database, hub, revision, {} if cache is None else cache, None, None, clock)
     return None if found is None else list(found.changes)
 
 
@@ -139,11 +144,12 @@ def _record(
     cache: dict[tuple[str, str], Parsed],
     listed: Mapping[str, Revision] | None,
     publish: Publishers | None,
+    clock: Callable[[], datetime],
 ) -> _Recorded | None:
     prepared = prepare(database, hub, revision, cache, listed)
     if prepared is None:
         return None
-    publication = commit(database, prepared, fence=_no_fence, publish=publish)
+    publication = commit(database, prepared, fence=_no_fence, publish=publish, clock=clock)
     if publication is None:  # another process recorded (and published) it first
         return None
     return _Recorded(prepared.outcome.changes, publication.advisory_id)
