@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from storage import (
     Advisory,
@@ -34,6 +35,7 @@ from storage import (
     put_blob,
     record_revision,
 )
+from storage.models import SubscriptionRow
 from storage.records import Change, JsonValue, RevisionOutcome, Snapshot, Subscription
 from tests.storage.builders import RECORDED_AT, eos_change, git_blob_id, snapshot
 from tracker.alerts.evaluate import AlertLinks, enqueue_alerts, evaluate, model_side
@@ -450,3 +452,26 @@ def test_a_stored_plan_of_an_older_schema_is_planned_again_once_for_its_context(
     assert plans.context(current, older) == 2048  # read from a fresh plan, not the stale one
     assert plans.context(current, older) == 2048 and len(plans) == 1
     assert plans.context(current, None) is None  # no plan: the estimator refused the config
+
+
+def test_a_revision_reads_and_parses_no_subscription_to_other_repos(database: Database) -> None:
+    with database.session() as session:
+        for n in range(100):
+            repos = [f"org-{n}/model"] if n % 2 else [f"org-{n}/*"]
+            document = {"name": f"other-{n:03}", "repos": repos, **SERVE_4_AT_MAX, "cards": ["L4"]}
+            save_subscription(session, parse_subscription(document), now=NOW)
+    loaded: list[str] = []
+
+    def count(row: SubscriptionRow, _: object) -> None:
+        loaded.append(row.name)
+
+    event.listen(SubscriptionRow, "load", count)
+    try:
+        history = History(database)
+        assert history.configs(UPLOAD, LONGER) == [[], []]
+        assert loaded == []  # none of the 100 was read, so none was parsed
+        subscribe(database, **SERVE_4_AT_MAX, cards=["L4"])
+        history.configs(ROPE)
+    finally:
+        event.remove(SubscriptionRow, "load", count)
+    assert loaded == ["watch"]

@@ -33,7 +33,7 @@ from typing import Final, Literal
 from sqlalchemy.orm import Session
 
 from estimator.errors import EstimateError
-from storage import Delivery, channel_key, enqueue_delivery, subscriptions
+from storage import Delivery, channel_key, enqueue_delivery, subscriptions_naming
 from storage.records import (
     Change,
     JsonValue,
@@ -250,10 +250,11 @@ def model_side(
 def _matching_subscriptions(
     session: Session, repo_id: str
 ) -> list[tuple[Subscription, SubscriptionSpec]]:
-    """Active subscriptions naming ``repo_id``; one whose stored spec no longer parses is
-    skipped with a warning."""
+    """Active subscriptions naming ``repo_id``, parsed; one whose stored spec no longer
+    parses is skipped with a warning. Storage reads only those whose patterns name the
+    repo, so no other subscription is read or parsed inside the revision's transaction."""
     matching = []
-    for record in subscriptions(session):
+    for record in subscriptions_naming(session, repo_id):
         try:
             spec = SubscriptionSpec.from_record(record)
         except SubscriptionError as exc:
@@ -263,8 +264,7 @@ def _matching_subscriptions(
                 )
             )
             continue
-        if spec.matches(repo_id):
-            matching.append((record, spec))
+        matching.append((record, spec))
     return matching
 
 
