@@ -9,7 +9,7 @@ False, which is what makes a retried or duplicated check harmless.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy import Text, cast, func, insert, null, select, update
@@ -54,8 +54,8 @@ def record_revision(
     changes: Sequence[Change],
     plan_json: dict[str, JsonValue] | None,
     *,
+    processed_at: datetime,
     plan_schema_version: int = PLAN_SCHEMA_VERSION,
-    processed_at: datetime | None = None,
 ) -> bool:
     """Write one revision with its files, snapshot data, changes and estimate; True if new.
 
@@ -65,8 +65,11 @@ def record_revision(
     no backend can hold is repaired and the revision gets a finding saying so
     (``storage.storable``), so a hostile commit is recorded rather than refused
     forever; the manifest is stored once per content (``storage.manifests``);
-    the revision is placed one past its parent on main's chain.
+    the revision is placed one past its parent on main's chain. Every time
+    it stores (processed, blob and repo creation) is ``processed_at``, the
+    writer's clock reading.
     """
+    require_aware(processed_at, "record_revision processed_at")
     snapshot, plan_json, repaired = storable_revision(snapshot, plan_json)
     if repaired is not None:
         changes = [*changes, repaired]
@@ -79,7 +82,7 @@ def record_revision(
             f"{revision.repo_id}@{revision.sha}: texts {', '.join(paths)} name content keys "
             "that are not in the blob store; put_blob them first"
         )
-    repo_pk = _repo_pk_for_recording(session, revision.repo_id)
+    repo_pk = _repo_pk_for_recording(session, revision.repo_id, processed_at)
     revision_pk = insert_returning_id(
         session,
         RevisionRow,
@@ -91,7 +94,7 @@ def record_revision(
             "title": revision.title,
             "author": revision.author,
             "position": _position(session, repo_pk, revision),
-            "processed_at": processed_at or datetime.now(UTC),
+            "processed_at": processed_at,
             "on_main": True,
         },
         ["repo_pk", "sha"],
@@ -114,7 +117,7 @@ def record_revision(
             manifest=null(),  # SQL NULL, not JSON null: the manifest lives in its blob
             manifest_key=None
             if snapshot.manifest is None
-            else put_manifest(session, snapshot.manifest),
+            else put_manifest(session, snapshot.manifest, at=processed_at),
             card=dict(snapshot.card),
         )
     )
@@ -246,14 +249,14 @@ def place_on_main(session: Session, repo_id: str, main_shas: Sequence[str]) -> N
 
 
 def mark_missing_revisions(
-    session: Session, repo_id: str, main_shas: Collection[str], *, at: datetime | None = None
+    session: Session, repo_id: str, main_shas: Collection[str], *, at: datetime
 ) -> list[str]:
     """After a force-push: mark recorded revisions absent from ``main_shas`` as off main.
 
     Their data is kept. Returns the shas newly marked, newest first; a
     revision that reappears on main is marked back.
     """
-    moment = at or datetime.now(UTC)
+    moment = at
     require_aware(moment, "mark_missing_revisions at")
     repo_pk = repo_row(session, repo_id).id
     keep = set(main_shas)
@@ -309,11 +312,11 @@ def _revision_row_or_none(session: Session, repo_id: str, sha: str) -> RevisionR
     ).one_or_none()
 
 
-def _repo_pk_for_recording(session: Session, repo_id: str) -> int:
+def _repo_pk_for_recording(session: Session, repo_id: str, now: datetime) -> int:
     try:
         return repo_row(session, repo_id).id
     except RepoNotFound:
-        ensure_repo(session, repo_id)
+        ensure_repo(session, repo_id, now=now)
         return repo_row(session, repo_id).id
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -26,7 +27,7 @@ from storage.models import BlobRow, SnapshotRow
 from storage.records import JsonValue
 
 
-def put_manifest(session: Session, manifest: Mapping[str, JsonValue]) -> str:
+def put_manifest(session: Session, manifest: Mapping[str, JsonValue], *, at: datetime) -> str:
     """Store ``manifest`` unless its content is stored already; its key.
 
     Raises BlobTooLarge (writing nothing) past the blob store's limit.
@@ -34,7 +35,7 @@ def put_manifest(session: Session, manifest: Mapping[str, JsonValue]) -> str:
     data = dumps(dict(manifest)).encode()
     key = hashlib.sha256(data).hexdigest()
     if not known_content_keys(session, [key]):
-        put_blob(session, key, data)
+        put_blob(session, key, data, at=at)
     return key
 
 

@@ -49,7 +49,6 @@ from tracker.alerts.evaluate import AlertLinks, alert_publisher
 from tracker.alerts.fields import document_schema
 from tracker.alerts.registry import sync_configured
 from tracker.alerts.spec import parse_subscription
-from tracker.config_file import DaemonConfig
 from tracker.hub.api import connect
 from tracker.hub.budget import budget_key
 from tracker.hub.client import Hub
@@ -62,7 +61,7 @@ from tracker.schedule.leases import release_previous, track, watermark
 from tracker.schedule.metrics import BudgetWatch, DaemonMetrics
 from tracker.schedule.ticker import Ticker
 from tracker.schedule.worker import Worker, WorkerPolicy
-from tracker.settings import Settings
+from tracker.settings import DaemonConfig, Settings
 
 log = logging.getLogger("neurarch.daemon")
 
@@ -86,6 +85,8 @@ class Daemon:
     """What this process runs: "web" (the app only), "worker" (checks only) or "all"."""
     metrics_registry: CollectorRegistry | None = None
     """What /metrics exports; None: this process's own ``metrics``."""
+    clock: Callable[[], datetime] = utc_now
+    """Every time this instance stores or schedules by; tests pass a fake one."""
     _workers: list[threading.Thread] = field(default_factory=list)
     _ticker: Ticker | None = None
     _alerts: DeliveryWorker | None = None
@@ -111,7 +112,7 @@ class Daemon:
         """
         for spec in self.config.subscriptions:
             self.egress.vet(spec)
-        now = utc_now()
+        now = self.clock()
         with self.database.session() as session:
             for repo in self.config.repos:
                 track(session, repo.repo_id, now=now, interval_s=repo.interval_s)
@@ -128,7 +129,7 @@ class Daemon:
         """
         links = AlertLinks(base_url=self.public_url)
         table = publish if publish is not None else Publishers()
-        return table.plus("alerts", alert_publisher(links, utc_now))
+        return table.plus("alerts", alert_publisher(links, self.clock))
 
     def deliver_alerts(self, worker: DeliveryWorker) -> None:
         """Start a lane for each channel with a due alert; a slow receiver holds no tick."""
@@ -143,7 +144,7 @@ class Daemon:
             timeout_s=self.config.hub_timeout_s,
             observers=(self.metrics.observe_response,),
         )
-        self.metrics.watch_storage(self.database, utc_now)
+        self.metrics.watch_storage(self.database, self.clock)
         freed = release_previous(self.database, self.instance)
         if freed:
             log.warning(json.dumps({"event": "leases_recovered", "count": freed}))
@@ -161,7 +162,7 @@ class Daemon:
                 owner=f"{self.instance}/{index}/{os.getpid()}",
                 policy=policy,
                 metrics=self.metrics,
-                clock=utc_now,
+                clock=self.clock,
                 publish=self.with_alerts(publish),
                 stop=self.stop_event,
             )
@@ -189,15 +190,15 @@ class Daemon:
             give_up_after_s=self.config.alerts.give_up_after_s,
         )
         senders: dict[str, Sender] = {
-            "webhook": WebhookSender(requests.Session(), utc_now, egress=self.egress),
+            "webhook": WebhookSender(requests.Session(), self.clock, egress=self.egress),
             "apprise": AppriseSender(self.egress),
             "feed": FeedSender(),
         }
-        return DeliveryWorker(self.database, senders, utc_now, policy)
+        return DeliveryWorker(self.database, senders, self.clock, policy)
 
     def drain_inbox(self) -> None:
         """Make the repos of pending webhook deliveries due now (commits); logs what it drained."""
-        drained = drain(self.database, now=utc_now())
+        drained = drain(self.database, now=self.clock())
         if drained.deliveries or drained.deferred:
             log.info(json.dumps({"event": "inbox_drained", **drained.__dict__}))
 
@@ -208,7 +209,7 @@ class Daemon:
         idle cycle over 100,000 tracked repos reads one or two poll states, not all.
         """
         result = discovery.walk(self._watermark, TrackedShas(self.database))
-        now = utc_now()
+        now = self.clock()
         with self.database.session() as session:
             for repo_id, stamp in result.last_modified.items():
                 record_last_modified(session, repo_id, stamp)
@@ -341,7 +342,9 @@ class Daemon:
         from tracker.reads.local_daemon import database_digest
 
         return (
-            create_webhook_router(self.database, secret=self.config.webhook_secret),
+            create_webhook_router(
+                self.database, secret=self.config.webhook_secret, clock=self.clock
+            ),
             create_ops_router(
                 health=self.health, registry=self.metrics_registry or self.metrics.registry
             ),
@@ -351,14 +354,17 @@ class Daemon:
                 parse=parse_subscription,
                 vet=self.egress.vet,
                 schema=document_schema(),
-                clock=utc_now,
+                clock=self.clock,
             ),
             create_cli_router(
                 partial(answer, self.database),
                 database_digest=database_digest(self.settings.storage.database_url),
             ),
             shared_plans.router(
-                self.database, PublishSettings(base_url=self.public_url), self.config.api_token
+                self.database,
+                PublishSettings(base_url=self.public_url),
+                self.config.api_token,
+                clock=self.clock,
             ),
         )
 
@@ -440,19 +446,19 @@ def _public_url(config: DaemonConfig) -> str:
     return (config.public_url or f"http://{config.host}:{config.port}").rstrip("/")
 
 
-def publisher() -> Publishers:
+def publisher(clock: Callable[[], datetime]) -> Publishers:
     """The publisher table every worker starts from: the advisory writer from feeds."""
-    from feeds.publish import write_advisory
+    from feeds.publish import advisory_writer
 
-    return Publishers().plus("advisories", write_advisory)
+    return Publishers().plus("advisories", advisory_writer(clock))
 
 
-def revision_publishers(settings: Settings) -> Publishers:
+def revision_publishers(settings: Settings, clock: Callable[[], datetime]) -> Publishers:
     """The table a daemon's workers run (advisories, then alerts), for a command that records
     revisions itself (``track``): what it records is published in the same transaction,
     exactly as a worker would, and the daemon delivers the alerts it queued."""
     links = AlertLinks(base_url=_public_url(settings.daemon))
-    return publisher().plus("alerts", alert_publisher(links, utc_now))
+    return publisher(clock).plus("alerts", alert_publisher(links, clock))
 
 
 __all__ = ["Daemon", "default_instance", "publisher", "revision_publishers", "utc_now"]

@@ -12,7 +12,12 @@ from storage.models.history import (
     SnapshotRow,
 )
 from storage.models.operations import PollStateRow, WebhookEventRow
-from storage.models.publishing import AdvisoryRow, DeliveryRow, SubscriptionRow
+from storage.models.publishing import (
+    AdvisoryRow,
+    DeliveryRow,
+    SubscriptionRepoKeyRow,
+    SubscriptionRow,
+)
 from storage.models.summary import RepoSummaryRow
 
 __all__ = [
@@ -29,6 +34,7 @@ __all__ = [
     "RevisionFileRow",
     "RevisionRow",
     "SnapshotRow",
+    "SubscriptionRepoKeyRow",
     "SubscriptionRow",
     "UTCDateTime",
     "WebhookEventRow",

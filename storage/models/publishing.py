@@ -75,6 +75,18 @@ class SubscriptionRow(Base):
     next_sequence: Mapped[int] = mapped_column(Integer, default=1)
 
 
+class SubscriptionRepoKeyRow(Base):
+    """One key a subscription's repo patterns are found by (storage.repo_patterns.repo_key)."""
+
+    __tablename__ = "subscription_repo_keys"
+    __table_args__ = (Index("ix_subscription_repo_keys_key", "key"),)
+
+    subscription_pk: Mapped[int] = mapped_column(
+        ForeignKey("subscriptions.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+
+
 class DeliveryRow(Base):
     """One alert queued for one channel of a subscription (the outbox), with its retry state."""
 

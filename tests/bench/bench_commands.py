@@ -41,6 +41,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.storage.builders import recorded_at
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
@@ -61,7 +63,7 @@ def build_database(path: Path, repos: int | None = None) -> None:
     database.migrate()
     started = time.monotonic()
     for repo in emulator.repo_ids()[:repos]:
-        backfill(database, Hub(connect(HubSettings(url)), max_retries=0), repo)
+        backfill(database, Hub(connect(HubSettings(url)), max_retries=0), repo, clock=recorded_at)
     database.close()
     emulator.stop()
     print(f"backfilled the corpus into {path} in {time.monotonic() - started:.1f}s")

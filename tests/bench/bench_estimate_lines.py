@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from storage import changes_of, open_database, revision_log, tracked_repos
+from tests.storage.builders import recorded_at
 from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim.emulator import HubEmulator
@@ -31,7 +32,7 @@ def main(corpus: Path, db_path: Path) -> None:
         emulator.start()
         hub = Hub(connect(HubSettings(emulator.endpoint)), max_retries=0)
         for repo_id in emulator.repo_ids():
-            backfill(database, hub, repo_id)
+            backfill(database, hub, repo_id, clock=recorded_at)
     per_repo: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     unstated = 0

@@ -144,7 +144,7 @@ def populate(url: str, endpoint: str, repos: list[str]) -> None:
         policy=WorkerPolicy(interval_s=3600.0),
         metrics=DaemonMetrics(),
         clock=lambda: datetime.now(UTC),
-        publish=publisher(),
+        publish=publisher(lambda: datetime.now(UTC)),
     )
     while worker.run_once():
         pass
@@ -159,7 +159,7 @@ def single_process_daemon(config: Path) -> None:
     daemon = Daemon.open(Settings.load(config))
     daemon.track_configured()
     app = daemon.build_app()
-    daemon.start_background(publisher())
+    daemon.start_background(publisher(lambda: datetime.now(UTC)))
     daemon.serve(app)
 
 

@@ -26,6 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
 from storage import Database, open_database, snapshot_at  # noqa: E402
+from tests.storage.builders import recorded_at  # noqa: E402
 from tracker.diff.files import WEIGHT_SUFFIXES, is_unsafe_path, suffix  # noqa: E402
 from tracker.diff.registry import artifact_for  # noqa: E402
 from tracker.errors import ArtifactError  # noqa: E402
@@ -83,7 +84,7 @@ def main() -> int:
         database = open_database(f"sqlite:///{tmp}/bench.db")
         database.migrate()
         started = time.monotonic()
-        revisions = sum(backfill(database, hub, repo).recorded for repo in repos)
+        revisions = sum(backfill(database, hub, repo, clock=recorded_at).recorded for repo in repos)
         seconds = time.monotonic() - started
         records = emulator.stats.records()
         ours_requests, ours_bytes = len(records), sum(r.bytes_sent for r in records)

@@ -9,13 +9,12 @@ import pytest
 
 from storage import Database, poll_state
 from tests.daemon.conftest import MakeWorker, run_until_idle, track_all
-from tracker.config_file import DaemonConfig
 from tracker.daemon import Daemon
 from tracker.demo import HISTORIES
 from tracker.hub.api import connect
 from tracker.hub.discovery import Discovery
 from tracker.hubsim import HubEmulator
-from tracker.settings import HubSettings, Settings, StorageSettings
+from tracker.settings import DaemonConfig, HubSettings, Settings, StorageSettings
 
 pytestmark = pytest.mark.parametrize(
     "hub_emulator", [{"corpus": HISTORIES, "page_size": 2}], indirect=True

@@ -69,7 +69,7 @@ class Clock:
 
 def worker(database: Database, hub: HubEmulator, tmp_path: Path, clock: Clock) -> Worker:
     settings = Settings.in_dir(tmp_path)
-    daemon = Daemon(settings=settings, config=settings.daemon, database=database)
+    daemon = Daemon(settings=settings, config=settings.daemon, database=database, clock=clock)
     return Worker(
         database,
         Hub(connect(HubSettings(hub.endpoint)), max_retries=2, timeout=5.0),
@@ -78,7 +78,7 @@ def worker(database: Database, hub: HubEmulator, tmp_path: Path, clock: Clock) -
         policy=WorkerPolicy(interval_s=60.0, max_backoff_s=600.0, lease_s=60.0),
         metrics=DaemonMetrics(),
         clock=clock,
-        publish=daemon.with_alerts(publisher()),
+        publish=daemon.with_alerts(publisher(clock)),
     )
 
 

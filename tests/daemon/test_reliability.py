@@ -89,7 +89,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             policy=WorkerPolicy(),
             metrics=DaemonMetrics(),
             clock=lambda: datetime.now(UTC),
-            publish=publisher(),
+            publish=publisher(lambda: datetime.now(UTC)),
         )
         run_until_idle(worker)
         state = capture(database)

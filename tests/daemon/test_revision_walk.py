@@ -32,6 +32,7 @@ from estimator import plan_json
 from storage import Database, deliveries, ensure_repo
 from storage.records import Publication, RevisionOutcome, Subscription
 from tests.daemon.conftest import run_until_idle, track_all
+from tests.storage.builders import RECORDED_AT, recorded_at
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import parse_subscription
 from tracker.daemon import Daemon, publisher
@@ -179,8 +180,8 @@ def daemon_worker(
     """A check worker with the publisher table the daemon registers (advisories, then alerts),
     each entry watched for the blob reads it makes."""
     settings = Settings.in_dir(tmp_path)
-    daemon = Daemon(settings=settings, config=settings.daemon, database=database)
-    table = daemon.with_alerts(publisher())
+    daemon = Daemon(settings=settings, config=settings.daemon, database=database, clock=clock)
+    table = daemon.with_alerts(publisher(clock))
     assert table.names == ("advisories", "alerts")
     return Worker(
         database,
@@ -290,12 +291,12 @@ def test_backfill_builds_the_same_record_with_each_blob_read_once_per_revision(
         hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
     hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=2, timeout=5.0)
     with database.session() as session:
-        ensure_repo(session, REPO)
+        ensure_repo(session, REPO, now=RECORDED_AT)
     cache: dict[tuple[str, str], Parsed] = {}
     per_revision = []
     decodes = []
     for revision in hub.commits(REPO):
-        assert record_one(database, hub, revision, cache) is not None
+        assert record_one(database, hub, revision, cache, clock=recorded_at) is not None
         step = reads.take()
         assert max(Counter(step.blobs).values(), default=0) <= 1, (revision.title, step.blobs)
         per_revision.append((revision.title, len(step.blobs), len(step.plans)))

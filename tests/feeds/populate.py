@@ -16,6 +16,7 @@ from estimator.deltas import stored_plan
 from feeds import EstimateDelta, build_advisory
 from storage import Database, changes_of, plan_at, put_advisory, revision_log, tracked_repos
 from storage.records import Advisory
+from tests.storage.builders import recorded_at
 from tracker.demo import HISTORIES
 from tracker.hub.api import connect
 from tracker.hub.client import Hub
@@ -72,7 +73,7 @@ def populate(
             script(emulator)
         hub = Hub(connect(HubSettings(emulator.endpoint)), max_retries=0)
         for repo_id in emulator.repo_ids():
-            backfill(database, hub, repo_id)
+            backfill(database, hub, repo_id, clock=recorded_at)
     advisories = build_all(database)
     with database.session() as session:
         for advisory in advisories:

@@ -27,6 +27,7 @@ from storage import Database, record_revision
 from storage.records import Change, Revision, Severity, Snapshot
 from tests.feeds.conftest import ServerThread
 from tests.feeds.test_engine_column import CONTEXT_4K
+from tests.storage.builders import RECORDED_AT
 
 START = datetime(2024, 7, 23, tzinfo=UTC)
 HUGE = "k" * 300_000
@@ -49,7 +50,7 @@ def record_hostile(database: Database, repo_id: str) -> dict[str, object]:
     # the path column holds 1,024 characters on PostgreSQL; the key reaches the message and value
     change = Change("config", "k" * 1000, "added", None, HUGE, Severity.MODERATE, f"{HUGE} added")
     with database.session() as session:
-        record_revision(session, snapshot, [change], plan)
+        record_revision(session, snapshot, [change], plan, processed_at=RECORDED_AT)
     return plan
 
 

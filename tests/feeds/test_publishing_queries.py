@@ -25,6 +25,7 @@ from storage.publishing import (
 from storage.records import Advisory, Change, Revision, Severity, Snapshot, StoredRevision
 from tests.conftest import REPO_ROOT
 from tests.feeds.conftest import ServerThread
+from tests.storage.builders import RECORDED_AT
 
 START = datetime(2024, 6, 1, tzinfo=UTC)
 
@@ -36,7 +37,7 @@ def sha(repo_id: str, n: int) -> str:
 def record(database: Database, repo_id: str, n: int, changes: list[Change]) -> StoredRevision:
     revision = Revision(repo_id, sha(repo_id, n), (), START + timedelta(hours=n), f"commit {n}")
     with database.session() as session:
-        record_revision(session, Snapshot(revision, ()), changes, None)
+        record_revision(session, Snapshot(revision, ()), changes, None, processed_at=RECORDED_AT)
     return StoredRevision(revision, START + timedelta(hours=n, minutes=1))
 
 
@@ -165,11 +166,11 @@ def test_model_page_hands_back_each_revisions_stored_plan_and_its_family(
     with database.session() as session:
         for n, stored in ((0, None), (1, plan)):
             revision = Revision("org/one", sha("org/one", n), (), START + timedelta(hours=n), "c")
-            record_revision(session, Snapshot(revision, ()), [], stored)  # type: ignore[arg-type]
+            record_revision(session, Snapshot(revision, ()), [], stored, processed_at=RECORDED_AT)  # type: ignore[arg-type]
         for repo_id, family in (("org/two", "llama"), ("org/three", "mistral"), ("org/four", None)):
             other = Revision(repo_id, sha(repo_id, 0), (), START, "c")
             theirs = None if family is None else {**plan, "model": {"family": family}}
-            record_revision(session, Snapshot(other, ()), [], theirs)  # type: ignore[arg-type]
+            record_revision(session, Snapshot(other, ()), [], theirs, processed_at=RECORDED_AT)  # type: ignore[arg-type]
     with database.read_session() as session:
         page = model_page(session, "org/one")
     assert [e.plan for e in page.history] == [plan, None]  # newest first, JSON as stored
@@ -196,7 +197,9 @@ def test_a_stored_plan_reads_back_as_the_same_typed_plan(database: Database) -> 
     written = estimator.plan(config, estimator.Workload(method="qlora", batch=3, epochs=2.5))
     revision = Revision("org/one", sha("org/one", 0), (), START, "c")
     with database.session() as session:
-        record_revision(session, Snapshot(revision, ()), [], written.to_json())  # type: ignore[arg-type]
+        record_revision(
+            session, Snapshot(revision, ()), [], written.to_json(), processed_at=RECORDED_AT
+        )  # type: ignore[arg-type]
     with database.read_session() as session:
         stored = plan_at(session, "org/one", revision.sha)
     assert stored is not None
@@ -211,7 +214,7 @@ def test_the_index_and_its_json_page_by_repo_id_and_chain_to_the_end(
     with database.session() as session:
         for n in range(INDEX_PAGE_SIZE + 30):
             revision = Revision(f"org/m{n:03d}", sha("m", n), (), START, "c")
-            record_revision(session, Snapshot(revision, ()), [], None)
+            record_revision(session, Snapshot(revision, ()), [], None, processed_at=RECORDED_AT)
     server = ServerThread()
     app = create_app(database, settings=PublishSettings(base_url=server.url))
     with server.mount(app), httpx.Client(base_url=server.url) as client:

@@ -31,7 +31,7 @@ from feeds.webhooks import PATH, create_webhook_router
 from storage import Database, open_database
 from tests.daemon.harness import free_port
 from tracker.cli import main
-from tracker.daemon import revision_publishers
+from tracker.daemon import revision_publishers, utc_now
 from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
@@ -94,7 +94,7 @@ class Person:
         drain(self.database, now=now)
         stop = threading.Event()
         recorded: list[str] = []
-        table = revision_publishers(Settings.load(self.config)).plus(
+        table = revision_publishers(Settings.load(self.config), utc_now).plus(
             "count", _counting(recorded, stop, stop_after)
         )
         worker = Worker(

@@ -8,7 +8,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from storage import channel_key, open_database, revisions
+from storage import channel_key, open_database, revisions, subscriptions_naming
 from storage.migrations import head_revision
 from storage.models import Base
 from tests.storage.builders import BASE_DATE
@@ -172,3 +172,27 @@ def test_0005_names_queued_alerts_by_their_channel_not_its_position(database_url
         "webhook:4",  # its index is gone: it matches no channel and is cancelled when due
     ]
     assert downgraded == ["feed", "webhook:0", "apprise:1", "webhook:4"]
+
+
+def test_0007_gives_subscriptions_stored_before_it_their_repo_keys(database_url: str) -> None:
+    db = open_database(database_url)
+    try:
+        db.migrate("0006")
+        with db.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO subscriptions (id, name, repo_patterns, spec, channels,"
+                    " min_severity, created_at, active, next_sequence)"
+                    " VALUES (4, 'team', :patterns, '{}', '[]', 0, :at, true, 1)"
+                ),
+                {"patterns": json.dumps(["org/*", "else/model", "*-x/*"]), "at": BASE_DATE},
+            )
+        db.migrate()
+        with db.read_session() as session:
+            found = {
+                repo: [s.name for s in subscriptions_naming(session, repo)]
+                for repo in ("org/a", "else/model", "else/other", "z-x/m")
+            }
+    finally:
+        db.close()
+    assert found == {"org/a": ["team"], "else/model": ["team"], "else/other": [], "z-x/m": ["team"]}

@@ -41,7 +41,7 @@ def record(
     parents = () if parent is None else (sha(repo_id, parent),)
     revision = Revision(repo_id, sha(repo_id, n), parents, START + timedelta(hours=n), f"c{n}")
     with database.session() as session:
-        record_revision(session, Snapshot(revision, ()), [], stored)  # type: ignore[arg-type]
+        record_revision(session, Snapshot(revision, ()), [], stored, processed_at=START)  # type: ignore[arg-type]
 
 
 def advisory(repo_id: str, n: int) -> Advisory:

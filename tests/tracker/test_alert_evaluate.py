@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 import estimator
 from storage import (
@@ -35,8 +36,9 @@ from storage import (
     put_blob,
     record_revision,
 )
+from storage.models import SubscriptionRow
 from storage.records import Change, JsonValue, RevisionOutcome, Snapshot, Subscription
-from tests.storage.builders import eos_change, git_blob_id, snapshot
+from tests.storage.builders import RECORDED_AT, eos_change, git_blob_id, snapshot
 from tracker.alerts.evaluate import AlertLinks, enqueue_alerts, evaluate, model_side
 from tracker.alerts.plan_cache import ModelSide, stated_context
 from tracker.alerts.registry import save_subscription
@@ -111,8 +113,10 @@ class History:
         )
         with self.database.session() as session:
             for data in texts.values():
-                put_blob(session, git_blob_id(data), data)
-            assert record_revision(session, shot, list(changes), plan and plan.to_json())
+                put_blob(session, git_blob_id(data), data, at=RECORDED_AT)
+            assert record_revision(
+                session, shot, list(changes), plan and plan.to_json(), processed_at=RECORDED_AT
+            )
             if advisory_id is not None:  # what the daemon's publisher writes first
                 put_advisory(session, advisory(advisory_id, revision, before))
             queued = self.enqueue(session, outcome, advisory_id)
@@ -448,3 +452,26 @@ def test_the_context_is_read_from_the_recorded_plan() -> None:
     longer = side(LONGER, json.loads(demo_config(LONGER)))
     assert longer is not None and longer.context == 4096
     assert stated_context(None) is None  # no plan: the estimator refused the config
+
+
+def test_a_revision_reads_and_parses_no_subscription_to_other_repos(database: Database) -> None:
+    with database.session() as session:
+        for n in range(100):
+            repos = [f"org-{n}/model"] if n % 2 else [f"org-{n}/*"]
+            document = {"name": f"other-{n:03}", "repos": repos, **SERVE_4_AT_MAX, "cards": ["L4"]}
+            save_subscription(session, parse_subscription(document), now=NOW)
+    loaded: list[str] = []
+
+    def count(row: SubscriptionRow, _: object) -> None:
+        loaded.append(row.name)
+
+    event.listen(SubscriptionRow, "load", count)
+    try:
+        history = History(database)
+        assert history.configs(UPLOAD, LONGER) == [[], []]
+        assert loaded == []  # none of the 100 was read, so none was parsed
+        subscribe(database, **SERVE_4_AT_MAX, cards=["L4"])
+        history.configs(ROPE)
+    finally:
+        event.remove(SubscriptionRow, "load", count)
+    assert loaded == ["watch"]

@@ -38,6 +38,7 @@ from storage.records import Advisory, Severity
 from tests.daemon.harness import DaemonProcess, free_port, write_config
 from tests.feeds.conftest import ServerThread
 from tests.feeds.populate import build_all
+from tests.storage.builders import recorded_at
 from tracker.audit import Finding, Origin, OsvServerAdvisories, Pin, PinReport, Published
 from tracker.audit.advisories import CHUNK_BYTES, MAX_ANSWER_BYTES, AdvisoryServerError
 from tracker.audit.render import to_markdown
@@ -86,7 +87,7 @@ def backfilled(corpus_dir: Path, data: Path, repos: Sequence[str]) -> Iterator[W
     database.migrate()
     hub = Hub(connect(HubSettings(emulator.endpoint)), max_retries=0)
     for repo_id in repos:
-        backfill(database, hub, repo_id)
+        backfill(database, hub, repo_id, clock=recorded_at)
     published = build_all(database)
     with database.session() as session:
         for advisory in published:

@@ -13,6 +13,7 @@ import pytest
 
 from storage import Database, changes_of, ensure_repo, revisions, snapshot_at
 from storage.records import Change, Severity
+from tests.storage.builders import RECORDED_AT, recorded_at
 from tracker.diff.files import suffix
 from tracker.hub.api import connect
 from tracker.hub.client import Hub
@@ -46,7 +47,7 @@ def one(changes: list[Change], **fields: object) -> Change:
 def backfill_all(database: Database, emulator: HubEmulator, repos: list[str]) -> None:
     hub = Hub(connect(HubSettings(emulator.endpoint)), max_retries=0)
     for repo in repos:
-        report = backfill(database, hub, repo)
+        report = backfill(database, hub, repo, clock=recorded_at)
         assert report.recorded == report.revisions == len(emulator.history(repo)), report
 
 
@@ -159,12 +160,12 @@ def test_backfill_resumes_and_records_nothing_twice(
     history = hub.commits(repo)
     hub_emulator.stats.reset()
     with database.session() as session:
-        ensure_repo(session, repo)
+        ensure_repo(session, repo, now=RECORDED_AT)
     for revision in history[:3]:  # a run that stopped after three revisions
-        record_one(database, hub, revision)
-    report = backfill(database, hub, repo)
+        record_one(database, hub, revision, clock=recorded_at)
+    report = backfill(database, hub, repo, clock=recorded_at)
     assert report.recorded == len(history) - 3
-    assert backfill(database, hub, repo).recorded == 0
+    assert backfill(database, hub, repo, clock=recorded_at).recorded == 0
     with database.read_session() as session:
         assert sorted(r.sha for r in revisions(session, repo)) == sorted(r.sha for r in history)
     assert_no_unchanged_file_fetched_twice(hub_emulator, database)

@@ -11,6 +11,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 from storage import Database, changes_of, get_blob, revisions, snapshot_at
 from storage.records import Change
+from tests.storage.builders import recorded_at
 from tracker.errors import Gated, RateLimited, RepoGone
 from tracker.hub.api import connect
 from tracker.hub.client import Hub
@@ -68,7 +69,7 @@ def test_hostile_revision_is_recorded_as_changes_and_old_data_stays(
         "hostile",
     )
     hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0)
-    report = backfill(database, hub, REPO)
+    report = backfill(database, hub, REPO, clock=recorded_at)
     assert report.recorded == report.revisions == 3
 
     kinds = {(c.kind, c.path) for c in latest_changes(database)}
@@ -116,7 +117,12 @@ def test_tokenizer_realignment_is_reported_with_changed_ids(
         },
         "align tokenizer",
     )
-    backfill(database, Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0), REPO)
+    backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        REPO,
+        clock=recorded_at,
+    )
     changes = {c.kind: c for c in latest_changes(database)}
     assert changes["encoding_changed"].old["Hello, world!"] == [1, 2, 3, 4]
     assert changes["encoding_changed"].new["Hello, world!"] == [2, 3, 1, 4]

@@ -20,6 +20,7 @@ import pytest
 from huggingface_hub import HfApi, hf_hub_download
 
 from storage import Database, changes_of, plan_at, revisions
+from tests.storage.builders import recorded_at
 from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
@@ -155,7 +156,10 @@ def test_backfill_records_a_hostile_revision_with_a_finding_and_no_estimate(
         date=START + timedelta(days=1),
     )
     report = backfill(
-        database, Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0), repo
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        repo,
+        clock=recorded_at,
     )
     assert report.recorded == report.revisions >= 2
     with database.read_session() as session:
@@ -166,7 +170,10 @@ def test_backfill_records_a_hostile_revision_with_a_finding_and_no_estimate(
     finding = by_kind.get("parse_error") or by_kind["estimate_failed"]
     assert words in finding.message
     again = backfill(
-        database, Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0), repo
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        repo,
+        clock=recorded_at,
     )
     assert again.recorded == 0  # recorded once, never retried
 

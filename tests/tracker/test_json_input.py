@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage import Database, changes_of, snapshot_at
+from tests.storage.builders import recorded_at
 from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
@@ -114,7 +115,10 @@ def test_a_safetensors_header_nested_100000_deep_is_a_recorded_header_error(
         date=datetime(2026, 1, 1, tzinfo=UTC),
     )
     report = backfill(
-        database, Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0), "hostile/header"
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        "hostile/header",
+        clock=recorded_at,
     )
     assert report.recorded == report.revisions
     with database.read_session() as session:
@@ -133,7 +137,10 @@ def test_a_model_card_with_front_matter_nested_100000_deep_is_a_recorded_parse_e
         "hostile/card", {"README.md": readme}, date=datetime(2026, 1, 1, tzinfo=UTC)
     )
     report = backfill(
-        database, Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0), "hostile/card"
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        "hostile/card",
+        clock=recorded_at,
     )
     assert report.recorded == report.revisions
     with database.read_session() as session:

@@ -16,6 +16,7 @@ import pytest
 
 from storage import Database, changes_of, open_database, put_advisory, revision_log
 from tests.feeds.populate import build_all
+from tests.storage.builders import recorded_at
 from tracker.audit.advisories import Published
 from tracker.cli import main
 from tracker.hub.api import connect
@@ -85,10 +86,10 @@ def test_a_push_to_the_referenced_repo_shows_in_the_models_history_advisory_and_
     referencing = emulator.publish(
         MODEL, {"config.json": config({"AutoModel": f"{CODE}--modeling.Model"})}, title="config"
     )
-    backfill(database, hub, MODEL)
+    backfill(database, hub, MODEL, clock=recorded_at)
     emulator.publish(CODE, {"modeling.py": modeling(2)}, title="change the model class")
     head = emulator.publish(MODEL, {"README.md": b"# a model, documented\n"}, title="docs")
-    backfill(database, hub, MODEL)
+    backfill(database, hub, MODEL, clock=recorded_at)
 
     with database.read_session() as session:
         added = changes_of(session, MODEL, referencing)
@@ -146,7 +147,7 @@ def test_an_unreadable_referenced_repo_is_said_once_and_nothing_else_breaks(
 ) -> None:
     emulator, database, hub = world
     emulator.publish(MODEL, {"config.json": config({"AutoModel": "ghost/code--m.M"})})
-    backfill(database, hub, MODEL)
+    backfill(database, hub, MODEL, clock=recorded_at)
     with database.read_session() as session:
         (latest, *_) = revision_log(session, MODEL)
         changes = changes_of(session, MODEL, latest.revision.sha)

@@ -19,6 +19,7 @@ import pytest
 from storage import open_database
 from storage.records import FileEntry, Severity
 from tests.fixtures.change_lines import absurd_deltas, contradicting_ranges, equal_sides
+from tests.storage.builders import recorded_at
 from tracker.commands.render import history_text
 from tracker.diff.chat_template import diff_chat_templates
 from tracker.diff.files import diff_files
@@ -63,7 +64,12 @@ def test_phi3_rope_scaling_edit_names_the_sub_keys_in_history(
         )
     database = open_database(f"sqlite:///{tmp_path}/db.sqlite")
     database.migrate()
-    backfill(database, Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0), repo)
+    backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        repo,
+        clock=recorded_at,
+    )
     text = history_text(history_document(database, repo))
     database.close()
     assert (
@@ -313,7 +319,12 @@ def test_a_shard_index_replaced_by_an_unreadable_single_file_is_not_weights_remo
     )
     database = open_database(f"sqlite:///{tmp_path}/db.sqlite")
     database.migrate()
-    backfill(database, Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0), repo)
+    backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        repo,
+        clock=recorded_at,
+    )
     text = history_text(history_document(database, repo))
     database.close()
     assert "tensors removed" not in text and "total scalars" not in text

@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 
 from estimator import Plan
 from estimator.errors import EstimateError
-from storage import Delivery, channel_key, enqueue_delivery, subscriptions
+from storage import Delivery, channel_key, enqueue_delivery, subscriptions_naming
 from storage.records import (
     Change,
     JsonValue,
@@ -251,10 +251,11 @@ def model_side(
 def _matching_subscriptions(
     session: Session, repo_id: str
 ) -> list[tuple[Subscription, SubscriptionSpec]]:
-    """Active subscriptions naming ``repo_id``; one whose stored spec no longer parses is
-    skipped with a warning."""
+    """Active subscriptions naming ``repo_id``, parsed; one whose stored spec no longer
+    parses is skipped with a warning. Storage reads only those whose patterns name the
+    repo, so no other subscription is read or parsed inside the revision's transaction."""
     matching = []
-    for record in subscriptions(session):
+    for record in subscriptions_naming(session, repo_id):
         try:
             spec = SubscriptionSpec.from_record(record)
         except SubscriptionError as exc:
@@ -264,8 +265,7 @@ def _matching_subscriptions(
                 )
             )
             continue
-        if spec.matches(repo_id):
-            matching.append((record, spec))
+        matching.append((record, spec))
     return matching
 
 

@@ -47,7 +47,6 @@ import binascii
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from fnmatch import fnmatchcase
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
@@ -57,6 +56,7 @@ from estimator.engines.request import EngineName
 from estimator.errors import WorkloadError
 from storage import SubscriptionColumns, subscription_document
 from storage.records import JsonValue, Severity, Subscription
+from storage.repo_patterns import names_repo
 from storage.subscriptions import MASK
 from tracker.alerts.fields import ALERT_ON, BY_NAME, CONTEXT, NAMES, STORED_SPEC
 from tracker.errors import TrackerError
@@ -178,7 +178,7 @@ class SubscriptionSpec:
 
     def matches(self, repo_id: str) -> bool:
         """True if ``repo_id`` is named by one of the patterns (shell-style, case-sensitive)."""
-        return any(fnmatchcase(repo_id, pattern) for pattern in self.repos)
+        return names_repo(self.repos, repo_id)
 
     def watches(self, artifact: str) -> bool:
         """True if a change to ``artifact`` (a Change.artifact) is something to alert on."""

@@ -78,10 +78,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     Recreates ``demo.db`` in the data directory and binds loopback ports only.
     """
     from tracker.commands.backfill_progress import backfill_bar, watch_backfill
-    from tracker.config_file import DaemonConfig, RepoConfig
     from tracker.daemon import Daemon
     from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
     from tracker.roles import CannotListen, Role, ServeFailed, serve
+    from tracker.settings import DaemonConfig, RepoConfig
 
     revisions_sample = "neurarch_revisions_recorded_total"  # tracker.schedule.metrics
 

@@ -52,11 +52,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     Tracks the configured repos first (commits) unless the role is ``web``.
     """
     from storage import StorageError
-    from tracker.config_file import RepoConfig
     from tracker.daemon import Daemon
     from tracker.errors import RepoIdError, TrackerError
     from tracker.hub.repo_id import validate_repo_id
     from tracker.roles import CannotListen, Role, ServeFailed, serve
+    from tracker.settings import RepoConfig
 
     config = settings.daemon
     try:

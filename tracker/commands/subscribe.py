@@ -32,7 +32,7 @@ from tracker.settings import Settings
 
 if TYPE_CHECKING:
     from tracker.alerts.spec import SubscriptionSpec
-    from tracker.config_file import DaemonConfig
+    from tracker.settings import DaemonConfig
 
 NAME = "subscribe"
 HELP = "get alerts when a revision of matching repos no longer fits or changes what you watch"

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.commands.backfill_progress import backfill_bar, repos
     from tracker.commands.common import open_storage, user_errors
     from tracker.commands.repo_arg import repo_argument
-    from tracker.daemon import revision_publishers
+    from tracker.daemon import revision_publishers, utc_now
     from tracker.hub.client import Hub
     from tracker.hub.repo_id import validate_repo_id
     from tracker.hub.retry import INTERACTIVE, Retrying
@@ -54,7 +54,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                     repo_id,
                     progress=progress,
                     newest_only=not args.backfill,
-                    publish=revision_publishers(settings),
+                    publish=revision_publishers(settings, utc_now),
+                    clock=utc_now,
                 )
                 if progress is not None:
                     progress.set_description_str(repos(1, 1), refresh=False)

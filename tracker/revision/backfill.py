@@ -14,8 +14,9 @@ SQLite write lock.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Never
 
 from sqlalchemy.orm import Session
@@ -58,6 +59,7 @@ def backfill(
     progress: tqdm[Never] | None = None,
     newest_only: bool = False,
     publish: Publishers | None = None,
+    clock: Callable[[], datetime],
 ) -> BackfillReport:
     """Record (and publish, with ``publish``) every revision of main that is not stored yet.
 
@@ -66,18 +68,19 @@ def backfill(
     older history is left to the daemon's first check. ``publish`` is the
     daemon's table (``tracker.daemon.revision_publishers``); without it
     nothing is published, which only tests that fill a database use.
-    ``progress`` (the caller's bar, which it closes) gets this repo's
-    revisions added to its total and counts each one as it is done.
+    ``clock`` stamps what is stored. ``progress`` (the caller's bar, which it closes) gets
+    this repo's revisions added to its total and counts each one as it is done.
     """
     validate_repo_id(repo_id)
     started = time.monotonic()
     history = hub.commits(repo_id)
     off_main: list[str] = []
     with database.session() as session:
-        ensure_repo(session, repo_id)
+        ensure_repo(session, repo_id, now=clock())
         todo = [r for r in history if not has_revision(session, repo_id, r.sha)]
         if latest_revision(session, repo_id) is not None:
-            off_main = mark_missing_revisions(session, repo_id, [r.sha for r in history])
+            shas = [r.sha for r in history]
+            off_main = mark_missing_revisions(session, repo_id, shas, at=clock())
     if newest_only:
         todo = [r for r in todo if r.sha == history[-1].sha]
     cache: dict[tuple[str, str], Parsed] = {}
@@ -86,7 +89,7 @@ def backfill(
     if progress is not None:
         progress.total = (progress.total or 0) + len(todo)
     for revision in todo:
-        found = _record(database, hub, revision, cache, listed, publish)
+        found = _record(database, hub, revision, cache, listed, publish, clock)
         if found is not None:
             recorded += 1
             changes += len(found.changes)
@@ -112,6 +115,8 @@ def record_one(
     hub: Hub,
     revision: Revision,
     cache: dict[tuple[str, str], Parsed] | None = None,
+    *,
+    clock: Callable[[], datetime],
 ) -> list[Change] | None:
     """Snapshot, diff, estimate and record one revision; its changes, or None if already stored.
 
@@ -121,7 +126,7 @@ def record_one(
     tests use it to fill a database; ``backfill`` with ``publish`` is what
     commands call.
     """
-    found = _record(database, hub, revision, {} if cache is None else cache, None, None)
+    found = _record(database, hub, revision, {} if cache is None else cache, None, None, clock)
     return None if found is None else list(found.changes)
 
 
@@ -138,11 +143,12 @@ def _record(
     cache: dict[tuple[str, str], Parsed],
     listed: Mapping[str, Revision] | None,
     publish: Publishers | None,
+    clock: Callable[[], datetime],
 ) -> _Recorded | None:
     prepared = prepare(database, hub, revision, cache, listed)
     if prepared is None:
         return None
-    publication = commit(database, prepared, fence=_no_fence, publish=publish)
+    publication = commit(database, prepared, fence=_no_fence, publish=publish, clock=clock)
     if publication is None:  # another process recorded (and published) it first
         return None
     return _Recorded(prepared.outcome.changes, publication.advisory_id)

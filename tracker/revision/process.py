@@ -29,7 +29,7 @@ One revision from claim to alert, and what each step reads:
    parsed, so building the record reads nothing more.
 3. ``commit``, in one write transaction: the lease fence, the fetched blobs,
    the revision, then the publishers in order, each reading only the record:
-   ``advisories`` (feeds.publish.write_advisory: changes and both plans) and
+   ``advisories`` (feeds.publish.advisory_writer: changes and both plans) and
    ``alerts`` (tracker.alerts.evaluate.alert_publisher: the subscriptions
    table, then, for fit subscriptions, the configs and the context length of
    the record's typed plans, and one plan per distinct (config, workload),
@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final
 
 from sqlalchemy.orm import Session
@@ -234,23 +234,28 @@ def commit(
     *,
     fence: InTransaction,
     publish: Publishers | None,
+    clock: Callable[[], datetime],
 ) -> Publication | None:
     """Write the revision, its blobs and its published rows in one transaction.
+
+    ``clock`` (the daemon's, or a test's fake) is read once: every time the
+    transaction stores is that reading.
 
     What the publishers wrote (empty without publishers), or None when
     (repo, sha) was already recorded and nothing was written.
     """
     outcome = prepared.outcome
+    now = clock()
     with database.session() as session:
         fence(session)
         for key, data in prepared.fetched.items():
-            put_blob(session, key, data)
+            put_blob(session, key, data, at=now)
         if not record_revision(
             session,
             outcome.snapshot,
             list(outcome.changes),
             None if outcome.plan is None else outcome.plan.to_json(),
-            processed_at=datetime.now(UTC),
+            processed_at=now,
         ):
             return None
         return Publication() if publish is None else publish.run(session, outcome)

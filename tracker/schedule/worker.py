@@ -222,7 +222,9 @@ class Worker:
         def fence(session: Session) -> None:
             renew(session, claim, now=self.clock(), lease_s=self.policy.lease_s)
 
-        published = commit(self.database, prepared, fence=fence, publish=self.publish)
+        published = commit(
+            self.database, prepared, fence=fence, publish=self.publish, clock=self.clock
+        )
         if published is not None:
             self.metrics.revisions.inc()
             log.info(

@@ -8,7 +8,7 @@ for the rows already stored, in SQL (the plan's family and total read with
 the backend's own JSON functions).
 
 Revision ID: 0009
-Revises: 0006
+Revises: 0007
 Create Date: 2026-12-07 16:00:00.000000
 """
 
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0009"
-down_revision = "0006"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
