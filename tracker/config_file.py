@@ -270,9 +270,11 @@ class EnvironmentSource(PydanticBaseSettingsSource):
         self.environ = environ
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Unused: the whole environment is read at once by ``__call__``."""
         return None, field_name, False  # every value comes from __call__
 
     def __call__(self) -> dict[str, Any]:
+        """The settings the environment sets, as ``{table: {key: value}}`` (``ENVIRONMENT_KEYS``)."""
         tables: dict[str, Any] = {}
         for name, (table, key) in ENVIRONMENT_KEYS.items():
             value = (self.environ.get(name) or "").strip()

@@ -26,10 +26,14 @@ class HubAccess(Protocol):
     """Where the Hub is and who asks: ``tracker.settings.HubSettings`` is one."""
 
     @property
-    def endpoint(self) -> str: ...
+    def endpoint(self) -> str:
+        """The Hub's base URL (``HF_ENDPOINT``), without a trailing slash."""
+        ...
 
     @property
-    def token(self) -> str | None: ...
+    def token(self) -> str | None:
+        """The token to send; None leaves huggingface_hub's own lookup (saved token, HF_TOKEN) to it."""
+        ...
 
 
 def connect(access: HubAccess) -> HfApi:

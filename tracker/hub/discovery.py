@@ -102,6 +102,7 @@ class HeadProbe:
         """A transient failure of the probe costs a retry, not the check (tracker.hub.retry)."""
 
     def head(self, repo_id: str) -> HeadInfo:
+        """One ``model_info`` of main's sha, gating and privacy; Hub errors are ``tracker.errors``."""
         with translate_hub_errors(repo_id):
             info = self.retrying.call(
                 lambda: self._api.model_info(repo_id, expand=["sha", "gated", "private"])

@@ -86,6 +86,7 @@ def available() -> bool:
 
 
 def config_hash(config: Mapping[str, object]) -> str:
+    """The sha256 of the config's canonical JSON: the key a meta-device build is stored under."""
     text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

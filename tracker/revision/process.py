@@ -95,6 +95,7 @@ class SessionBlobs:
         return view
 
     def known(self, keys: Iterable[str]) -> set[str]:
+        """The keys among ``keys`` already fetched in this revision or stored in the blob table."""
         wanted = list(keys)
         return {k for k in wanted if k in self.fetched} | known_content_keys(
             self._session, [k for k in wanted if k not in self.fetched]
@@ -133,6 +134,7 @@ class Publishers:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The publishers' names in the order they run."""
         return tuple(name for name, _ in self.entries)
 
     def run(self, session: Session, outcome: Outcome) -> Publication:

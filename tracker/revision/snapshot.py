@@ -42,9 +42,13 @@ MAX_FILE_SIZE = 2**63 - 1
 class BlobSource(Protocol):
     """What a snapshot needs of the blob store: which keys it has, and their bytes."""
 
-    def known(self, keys: Iterable[str]) -> set[str]: ...
+    def known(self, keys: Iterable[str]) -> set[str]:
+        """The keys among ``keys`` whose bytes the store holds."""
+        ...
 
-    def read(self, key: str) -> bytes: ...
+    def read(self, key: str) -> bytes:
+        """The bytes stored under ``key``; KeyError when it holds none."""
+        ...
 
 
 class LazyBlobs(Mapping[str, bytes]):

@@ -119,9 +119,11 @@ class StoredBuilds:
         self.new: dict[str, bytes] = {}
 
     def __call__(self, config: Mapping[str, object]) -> ParameterList | None:
+        """The exact parameter list of ``config``, None when the build has none (the estimator's hook)."""
         return self.build(config).parameters or None
 
     def build(self, config: Mapping[str, object]) -> MetaBuild:
+        """The meta-device build of ``config``: this process's copy, the stored one, else made and kept."""
         # A build this process holds was read from the store or made and written by it: a
         # repo's every revision of one config reads the store once per process, not each time.
         digest = config_hash(config)

@@ -42,6 +42,7 @@ def _patterns(value: Any) -> list[str]:
 
 
 def upgrade() -> None:
+    """Create ``subscription_repo_keys`` and key every stored subscription's repo patterns."""
     keys = op.create_table(
         "subscription_repo_keys",
         sa.Column("subscription_pk", sa.Integer(), nullable=False),
@@ -68,5 +69,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop the keys; revisions then read no subscription (downgrade the code too)."""
     op.drop_index(op.f("ix_subscription_repo_keys_key"), table_name="subscription_repo_keys")
     op.drop_table("subscription_repo_keys")
