@@ -67,6 +67,13 @@ def _checkpoint_line(data: dict[str, Any]) -> str:
     return line
 
 
+def _stack_line(data: dict[str, Any]) -> list[str]:
+    """The stack the workload was modelled under, when one was given: which versions the
+    figures assume is part of the answer, not a detail of the JSON."""
+    stack = data["workload"].get("stack")
+    return [f"Stack: {stack} (versioned behaviour: estimator/README.md, Stacks)"] if stack else []
+
+
 def _card_rows(data: dict[str, Any]) -> list[list[str]]:
     rows = []
     for c in data["cards"]:
@@ -155,6 +162,7 @@ def render_terminal(plan: Plan) -> str:
     parts = [
         headline(data),
         _checkpoint_line(data),
+        *_stack_line(data),
         "",
         _table(MEMORY_HEAD, _memory_rows(data)),
         "",
@@ -179,6 +187,7 @@ def render_markdown(plan: Plan) -> str:
         headline(data),
         "",
         _checkpoint_line(data),
+        *_stack_line(data),
         "",
         "## Memory per card",
         "",

@@ -234,3 +234,13 @@ def test_json_round_trip_keeps_the_stack() -> None:
 
     p = plan(LLAMA, Workload(stack="torch==2.4 transformers==4.44"))
     assert Plan.from_json(json.loads(json.dumps(p.to_json()))).workload.stack == p.workload.stack
+
+
+def test_the_report_states_the_stack_it_modelled_and_says_nothing_without_one() -> None:
+    from estimator.report import render_markdown, render_terminal
+
+    pinned = plan(LLAMA, Workload(stack="torch==2.4 transformers==4.44"))
+    line = "Stack: torch==2.4 transformers==4.44 (versioned behaviour: estimator/README.md, Stacks)"
+    assert render_terminal(pinned).splitlines()[2] == line
+    assert line in render_markdown(pinned).splitlines()
+    assert "Stack:" not in render_terminal(plan(LLAMA))
