@@ -1,13 +1,13 @@
 """config.json (+ optional weight manifest) -> Plan: parameters, structure, memory, cards, cost.
 
-Pure Python, standard library only: no I/O beyond the package's own data
+Pure Python, the standard library and cattrs (Plan JSON): no I/O beyond the package's own data
 files, no network, no torch.
 
 Importing the package loads the plan and what every plan needs. Plan deltas,
 the engine models and the measured accuracy are imported when one of their
 names is first used (PEP 562 ``__getattr__``), and ``estimator.plan`` itself
 imports the engines and the stack tables only for a plan that asks for an
-engine: importing them all up front was 175 ms of a 283 ms ``plan CONFIG``.
+engine, so a plain ``plan CONFIG`` does not pay for importing them.
 (``plan`` is imported here, not on first use: importing the submodule
 ``estimator.plan`` binds the package attribute ``plan`` to the module.)
 """

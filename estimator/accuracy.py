@@ -15,6 +15,8 @@ from importlib import resources
 
 @dataclass(frozen=True)
 class Accuracy:
+    """One scoring of peak-memory estimates against measured GPU runs; errors in percent."""
+
     median_abs_error_pct: float
     p90_abs_error_pct: float
     verdict_accuracy_pct: float

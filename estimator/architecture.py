@@ -57,6 +57,7 @@ class Tensor(NamedTuple):
 
     @property
     def numel(self) -> int:
+        """Elements in the tensor (1 for a scalar); multiply by the dtype's bytes for its size."""
         n = 1
         for d in self.shape:
             n *= d
@@ -79,6 +80,7 @@ class Linear:
 
     @property
     def parameters(self) -> int:
+        """Weights plus biases over all ``copies``: what LoRA and FLOP counts read."""
         return self.copies * (
             self.in_features * self.out_features + (self.out_features if self.bias else 0)
         )
@@ -144,6 +146,7 @@ class Block:
     role_parameters: tuple[tuple[TensorRole, int], ...] = ()
 
     def parameters_of(self, *roles: TensorRole) -> int:
+        """Parameters of this block's tensors with any of ``roles``; 0 when none has them."""
         return sum(n for role, n in self.role_parameters if role in roles)
 
 
@@ -213,6 +216,7 @@ class TensorTable(Sequence[Tensor]):
         return counts
 
     def block_tensors(self, index: int) -> tuple[Tensor, ...]:
+        """Block ``index``'s tensors, named as in the full list; () for an index past the blocks."""
         for seg in self.segments:
             if isinstance(seg, LayerStack) and 0 <= index - seg.first_index < len(seg.layers):
                 i = index - seg.first_index
@@ -324,6 +328,7 @@ class Architecture:
 
     @cached_property
     def total_parameters(self) -> int:
+        """Every parameter, equal to transformers' ``numel`` sum over ``named_parameters()``."""
         return sum(shape_numel(shape) * n for shape, n in self.shape_counts.items())
 
     def block_tensors(self, index: int) -> tuple[Tensor, ...]:
@@ -334,18 +339,22 @@ class Architecture:
 
     @cached_property
     def in_block_parameters(self) -> int:
+        """Parameters inside the blocks: the total less top-level tensors (embeddings, head)."""
         return sum(b.parameters * n for b, n in self.block_groups)
 
     @property
     def num_layers(self) -> int:
+        """Blocks in all stacks: an encoder-decoder counts both."""
         return len(self.blocks)
 
     @property
     def is_encoder_only(self) -> bool:
+        """True when no block is a decoder: no generation, no KV cache."""
         return all(b.stack == "encoder" for b, _ in self.block_groups)
 
     @property
     def has_kv_cache(self) -> bool:
+        """True when a decoder block exists, whose keys and values are cached while generating."""
         return any(b.stack == "decoder" for b, _ in self.block_groups)
 
 

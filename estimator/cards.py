@@ -17,6 +17,8 @@ from estimator.errors import WorkloadError
 
 @dataclass(frozen=True)
 class Price:
+    """An hourly rental price as one provider listed it on ``date``; prices move, so it is dated."""
+
     usd_per_hour: float
     provider: str
     date: str
@@ -40,23 +42,10 @@ class Card:
     # Why a card has no price (the card table says so instead of leaving it blank).
     price_note: str | None = None
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "memory_gb": self.memory_gb,
-            "usable_bytes": self.usable_bytes,
-            "bf16": self.bf16,
-            "dense_tflops": self.dense_tflops,
-            "bandwidth_gbs": self.bandwidth_gbs,
-            "context_bytes": self.context_bytes,
-            "spec_source": self.spec_source,
-            "price": None if self.price is None else vars(self.price),
-            "price_note": self.price_note,
-        }
-
 
 @cache
 def all_cards() -> tuple[Card, ...]:
+    """Every card of ``data/cards.json`` in file order, read once per process."""
     raw = json.loads(resources.files("estimator").joinpath("data/cards.json").read_text("utf-8"))
     cards = []
     for entry in raw["cards"]:

@@ -109,9 +109,11 @@ class Config:
         self.defaulted: dict[str, int] = {}
 
     def error(self, key: str, problem: str) -> ConfigError:
+        """A ConfigError naming ``key`` and the file; the caller raises it."""
         return ConfigError(f"{self.source}: {key} {problem}", field=key)
 
     def has(self, key: str) -> bool:
+        """True when ``key`` is present and not null: transformers reads null as absent."""
         return self.raw.get(key) is not None
 
     def first_key(self, *keys: str) -> str | None:
@@ -164,11 +166,13 @@ class Config:
     def optional_size(
         self, key: str, *, limit: int, minimum: int = 1, aliases: tuple[str, ...] = ()
     ) -> int | None:
+        """As ``size``, but None when neither ``key`` nor an alias is given; records no default."""
         if self.first_key(key, *aliases) is None:
             return None
         return self.size(key, limit=limit, minimum=minimum, aliases=aliases)
 
     def flag(self, key: str, default: bool) -> bool:
+        """A boolean; ``default`` when absent or null, ConfigError for anything but true/false."""
         value = self.raw.get(key)
         if value is None:
             return default
@@ -185,6 +189,7 @@ class Config:
         return finite_number(self, key, value)
 
     def text(self, key: str, default: str) -> str:
+        """As ``optional_text``, with ``default`` standing in for an absent or null key."""
         value = self.optional_text(key)
         return default if value is None else value
 
@@ -233,6 +238,7 @@ class Config:
         return out
 
     def mapping(self, key: str) -> Mapping[str, object] | None:
+        """A nested object (rope_scaling, text_config); None when absent, ConfigError if not one."""
         value = self.raw.get(key)
         if value is None:
             return None

@@ -34,6 +34,8 @@ SERVED_TOKENS: Final = 1_000_000  # serving is priced per million generated toke
 
 @dataclass(frozen=True)
 class Cost:
+    """Time and money for one method on one card: seconds, USD (None when unpriced), tokens/s."""
+
     card: str
     method: str
     training_flops: float
@@ -50,11 +52,6 @@ class Cost:
     decode_tokens_per_s: float
     active_parameters: int
     assumptions: tuple[str, ...]
-
-    def to_json(self) -> dict[str, object]:
-        out = dict(vars(self))
-        out["assumptions"] = list(self.assumptions)
-        return out
 
 
 def is_seq2seq(arch: Architecture) -> bool:

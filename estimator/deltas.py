@@ -44,15 +44,13 @@ GIB: Final = 2**30
 MINOR_RELATIVE: Final = 0.01
 
 
-def stored_plan(document: Plan | Mapping[str, Any] | None) -> Plan | None:
-    """The typed Plan of a stored Plan JSON document (or the Plan itself); None when there is none.
+def stored_plan(document: Mapping[str, Any] | None) -> Plan | None:
+    """The typed Plan of a stored Plan JSON document; None when there is none.
 
     Readers of stored plans (changes, advisories, pages) treat a document that
     is not a Plan (another schema version, an empty object) as no plan, so a
     page says "no estimate" instead of failing.
     """
-    if document is None or isinstance(document, Plan):
-        return document
     if not document:
         return None
     try:
@@ -147,10 +145,12 @@ class PlanDelta:
 
     @property
     def empty(self) -> bool:
+        """True when nothing moved between the two plans."""
         return not self.entries
 
     @property
     def parameters(self) -> DeltaEntry | None:
+        """The parameter count's move; None when the count is unchanged."""
         return next((e for e in self.entries if e.kind == "parameters_changed"), None)
 
     @property

@@ -12,9 +12,7 @@ no verdict for it rather than guessing one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from estimator.architecture import Architecture
 from estimator.cards import Card
@@ -33,19 +31,6 @@ class CardEngineVerdict:
     kv_cache_tokens: int
     max_model_len: int
     max_model_len_that_starts: int
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(vars(self))
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> CardEngineVerdict:
-        return cls(
-            card=d["card"],
-            starts=d["starts"],
-            kv_cache_tokens=d["kv_cache_tokens"],
-            max_model_len=d["max_model_len"],
-            max_model_len_that_starts=d["max_model_len_that_starts"],
-        )
 
 
 def on_every_card(

@@ -22,43 +22,31 @@ VLLM_UTILIZATION: Final = 0.9
 
 
 class MethodFit(NamedTuple):
+    """One method on one card: the largest batch, or if none fits, the fewest cards to split on."""
+
     method: str
     largest_batch: int
     fits: bool
     split_cards: int | None
     split_per_card_bytes: int | None
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "largest_batch": self.largest_batch,
-            "fits": self.fits,
-            "split": None
-            if self.split_cards is None
-            else {"cards": self.split_cards, "per_card_peak_bytes": self.split_per_card_bytes},
-        }
-
 
 @dataclass(frozen=True)
 class CardFit:
+    """Every method on one card, what a serving engine reserves there, any precision caveat."""
+
     card: Card
     methods: tuple[MethodFit, ...]
     engine_reserved_bytes: int
     precision_note: str | None
 
     def method(self, name: str) -> MethodFit:
+        """The fit of method ``name``; StopIteration when the plan did not compute it."""
         return next(m for m in self.methods if m.method == name)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "card": self.card.name,
-            "usable_bytes": self.card.usable_bytes,
-            "methods": {m.method: m.to_json() for m in self.methods},
-            "engine_reserved_bytes": self.engine_reserved_bytes,
-            "precision_note": self.precision_note,
-        }
 
 
 def fit_method(model: MethodModel, card: Card, batch: int, gpus: int, headroom: float) -> MethodFit:
+    """Fit under the card's memory / ``headroom``; split over up to MAX_SPLIT when batch 1 fails."""
     limit = card.usable_bytes / headroom
     context = context_bytes(card.context_bytes, gpus)
     largest = model.largest_batch(limit, context)
@@ -79,6 +67,7 @@ def fit_card(
     headroom: float,
     precision: str,
 ) -> CardFit:
+    """Fit every method on ``card``; bf16 on a card without bf16 gets a precision note."""
     note = None
     if precision == "bf16" and not card.bf16:
         note = f"{card.name} has no bf16: estimated in fp16 (same widths, loss scaling needed)"

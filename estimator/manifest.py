@@ -47,9 +47,11 @@ class WeightManifest:
 
     @property
     def main_dtype(self) -> str | None:
+        """The dtype holding most scalars (headers) or tensors (index); None when empty."""
         return max(self.dtypes, key=lambda d: d[1])[0] if self.dtypes else None
 
     def checkpoint_scalars(self, declared_dtype: str | None) -> int | None:
+        """Scalars stored: exact from headers, else index bytes / dtype width; None if unknown."""
         if self.scalars is not None:
             return self.scalars
         width = DTYPE_BYTES.get(declared_dtype or "")
@@ -107,17 +109,17 @@ class WeightManifest:
 
 @dataclass(frozen=True)
 class ManifestComparison:
+    """How the checkpoint's scalar count differs from the parameters and why, by name."""
+
     checkpoint_scalars: int | None
     delta_percent: float | None
     explanations: tuple[str, ...]
-
-    def to_json(self) -> dict[str, object]:
-        return dict(vars(self)) | {"explanations": list(self.explanations)}
 
 
 def compare(
     manifest: WeightManifest, total: int, tied: bool, declared: str | None, head_name: str | None
 ) -> ManifestComparison:
+    """Compare the checkpoint with ``total`` parameters and name each explainable difference."""
     scalars = manifest.checkpoint_scalars(declared)
     delta = None if scalars is None or total == 0 else 100.0 * (scalars - total) / total
     notes: list[str] = []

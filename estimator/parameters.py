@@ -26,10 +26,12 @@ class ParameterBreakdown:
 
     @property
     def total(self) -> int:
+        """Every parameter, equal to ``Architecture.total_parameters``."""
         return self.embeddings + sum(self.blocks) + self.head + self.other
 
 
 def parameter_breakdown(arch: Architecture) -> ParameterBreakdown:
+    """The parameters by place, each top-level tensor counted under its role."""
     embeddings = head = other = 0
     for t in arch.top_tensors:
         if t.role in _EMBEDDING_ROLES:

@@ -6,7 +6,9 @@ is given), structure, memory per method, card fits, cost and findings,
 plus every assumption behind them. ``Plan.to_json()`` is described by
 ``estimator/schema/plan.schema.json`` and versioned by ``SCHEMA_VERSION``;
 ``Plan.from_json`` rebuilds the typed Plan from that JSON, so readers in
-other rooms (deltas, pages, alerts) work on typed values, not dict paths.
+other rooms (deltas, pages, alerts) work on typed values, not dict paths;
+both are ``estimator.plan_json``'s one converter (imported on first use, as
+it loads the engine verdict types).
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from estimator.architecture import Architecture
-from estimator.cards import Card, all_cards, card
+from estimator.cards import all_cards, card
 from estimator.cost import Cost, estimate_cost
-from estimator.errors import ConfigError, EstimateError, PlanJsonError
+from estimator.errors import ConfigError
 from estimator.families import ExactParameters, describe
-from estimator.fit import CardFit, MethodFit, fit_cards
+from estimator.fit import CardFit, fit_cards
 from estimator.manifest import ManifestComparison, WeightManifest, compare
 from estimator.memory import MemoryEstimate, evaluate, method_models, split_parameters
 from estimator.memory.lora import resolve_targets
@@ -36,13 +38,13 @@ if TYPE_CHECKING:
     from estimator.engines import EngineRequest, EngineVerdict
     from estimator.memory.states import ParameterSplit
 
-_DERIVED_PARAMETERS: Final = ("checkpoint_scalars", "checkpoint")
-
 SCHEMA_VERSION: Final = "1.0"
 
 
 @dataclass(frozen=True)
 class Plan:
+    """All a plan computed from a config and a workload; ``to_json``/``from_json`` round-trip."""
+
     schema_version: str
     model: tuple[tuple[str, Any], ...]
     parameters: tuple[tuple[str, Any], ...]
@@ -63,151 +65,21 @@ class Plan:
 
     @property
     def selected(self) -> MemoryEstimate:
+        """The memory estimate of the workload's own method."""
         return dict(self.memory)[self.workload.method]
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> Plan:
-        """The Plan that ``to_json`` wrote (``from_json(p.to_json()) == p``).
+        """The Plan that ``to_json`` wrote (``estimator.plan_json`` reads it)."""
+        from estimator.plan_json import from_json
 
-        Per-method memory assumptions are not in the JSON (the plan's own
-        ``assumptions`` carry the selected method's); they come back empty and
-        are not compared. A document that is not a Plan raises PlanJsonError.
-        """
-        try:
-            return _plan_from_json(document)
-        except (KeyError, TypeError, ValueError, AttributeError, EstimateError) as exc:
-            raise PlanJsonError(f"not a Plan document: {type(exc).__name__}: {exc}") from exc
+        return from_json(document)
 
     def to_json(self) -> dict[str, Any]:
-        parameters = dict(self.parameters)
-        parameters["checkpoint_scalars"] = (
-            None if self.checkpoint is None else self.checkpoint.checkpoint_scalars
-        )
-        parameters["checkpoint"] = None if self.checkpoint is None else self.checkpoint.to_json()
-        memory: dict[str, Any] = {m: e.to_json() for m, e in self.memory}
-        memory["selected"] = self.workload.method
-        return {
-            "schema_version": self.schema_version,
-            "model": dict(self.model),
-            "parameters": parameters,
-            "structure": self.structure.to_json(),
-            "workload": self.workload.to_json(),
-            "memory": memory,
-            "cards": [c.to_json() for c in self.cards],
-            "cost": self.cost.to_json(),
-            **({"costs": [c.to_json() for c in self.costs]} if self.costs else {}),
-            "findings": [f.to_json() for f in self.findings],
-            "assumptions": list(self.assumptions),
-        } | self._serving_json()
+        """The Plan JSON document (``estimator.plan_json`` writes it)."""
+        from estimator.plan_json import to_json
 
-    def _serving_json(self) -> dict[str, Any]:
-        if self.engine is None:
-            return {}
-        serving: dict[str, Any] = {"engine": self.engine.to_json()}
-        if self.engine_cards:
-            serving["cards"] = [c.to_json() for c in self.engine_cards]
-        return {"serving": serving}
-
-
-def _plan_from_json(d: Mapping[str, Any]) -> Plan:
-    if not isinstance(d, Mapping):
-        raise TypeError(f"a Plan is a JSON object, got {type(d).__name__}")
-    if d["schema_version"] != SCHEMA_VERSION:
-        raise ValueError(f"schema_version {d['schema_version']!r}, expected {SCHEMA_VERSION!r}")
-    parameters = d["parameters"]
-    checkpoint = parameters["checkpoint"]
-    memory = d["memory"]
-    workload = dict(d["workload"])
-    workload["lora_targets"] = tuple(workload["lora_targets"])
-    workload["serve_unquantized"] = tuple(workload.get("serve_unquantized", ()))
-    return Plan(
-        schema_version=d["schema_version"],
-        model=tuple(d["model"].items()),
-        parameters=tuple((k, v) for k, v in parameters.items() if k not in _DERIVED_PARAMETERS),
-        checkpoint=None
-        if checkpoint is None
-        else ManifestComparison(
-            checkpoint["checkpoint_scalars"],
-            checkpoint["delta_percent"],
-            tuple(checkpoint["explanations"]),
-        ),
-        structure=Structure.from_json(d["structure"]),
-        workload=Workload(**workload),
-        memory=tuple((m, _memory_from_json(e)) for m, e in memory.items() if m != "selected"),
-        cards=tuple(_card_fit_from_json(c) for c in d["cards"]),
-        cost=_cost_from_json(d["cost"]),
-        costs=tuple(_cost_from_json(c) for c in d.get("costs", ())),
-        findings=tuple(Finding(**f) for f in d["findings"]),
-        assumptions=tuple(d["assumptions"]),
-        **_serving_from_json(d),
-    )
-
-
-def _serving_from_json(d: Mapping[str, Any]) -> dict[str, Any]:
-    """The engine fields of a document that holds a ``serving`` section (none: defaults)."""
-    if "serving" not in d:
-        return {}
-    from estimator.engine_cards import CardEngineVerdict
-    from estimator.engines import EngineVerdict
-
-    serving = d["serving"]
-    return {
-        "engine": EngineVerdict.from_json(serving["engine"]),
-        "engine_cards": tuple(CardEngineVerdict.from_json(c) for c in serving.get("cards", ())),
-    }
-
-
-def _cost_from_json(c: Mapping[str, Any]) -> Cost:
-    return Cost(**{**c, "assumptions": tuple(c["assumptions"])})
-
-
-def _memory_from_json(e: Mapping[str, Any]) -> MemoryEstimate:
-    return MemoryEstimate(
-        method=e["method"],
-        batch=e["batch"],
-        peak_allocated_bytes=e["peak_allocated_bytes"],
-        reserved_bytes=e["reserved_bytes"],
-        device_bytes=e["device_bytes"],
-        context_bytes=e["context_bytes"],
-        breakdown=tuple(e["breakdown"].items()),
-        peak_phase=e["peak_phase"],
-        numerics=e["numerics"],
-        notes=tuple(e["notes"]),
-        assumptions=(),
-    )
-
-
-def _card_fit_from_json(c: Mapping[str, Any]) -> CardFit:
-    methods = tuple(
-        MethodFit(
-            name,
-            m["largest_batch"],
-            m["fits"],
-            None if m["split"] is None else m["split"]["cards"],
-            None if m["split"] is None else m["split"]["per_card_peak_bytes"],
-        )
-        for name, m in c["methods"].items()
-    )
-    return CardFit(
-        card=_card_of(c["card"], c["usable_bytes"]),
-        methods=methods,
-        engine_reserved_bytes=c["engine_reserved_bytes"],
-        precision_note=c["precision_note"],
-    )
-
-
-def _card_of(name: str, usable_bytes: int) -> Card:
-    """The card table's entry, keeping the memory the plan was estimated against.
-
-    A plan stored before the table changed (or naming a card since removed)
-    still reads back with the limit it used; unknown specs are zero.
-    """
-    known = next((c for c in all_cards() if c.name == name), None)
-    if known is None:
-        return Card(name, (), usable_bytes / 2**30, usable_bytes, False, 0.0, 0.0, 0, "", None)
-    if known.usable_bytes != usable_bytes:
-        return replace(known, usable_bytes=usable_bytes)
-    return known
+        return to_json(self)
 
 
 def _parameter_breakdown(arch: Architecture) -> tuple[tuple[str, Any], ...]:

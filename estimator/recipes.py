@@ -48,6 +48,7 @@ class Recipe:
     by_method: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
 
     def source(self, field_name: str) -> str:
+        """Where the library sets ``field_name``; KeyError for a field the recipe does not set."""
         return dict(self.sources)[field_name]
 
     def defaults_for(self, method: object) -> dict[str, object]:
@@ -103,6 +104,7 @@ def recipe(name: str) -> Recipe:
 
 
 def recipes() -> tuple[Recipe, ...]:
+    """Every recipe in ``RECIPE_NAMES`` order, each file read once per process."""
     return tuple(recipe(n) for n in RECIPE_NAMES)
 
 

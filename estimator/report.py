@@ -14,6 +14,7 @@ METHODS = ("full", "lora", "qlora", "serve")
 
 
 def gib(n: float) -> str:
+    """Bytes as GiB (2**30) to one decimal, as the terminal and Markdown tables show them."""
     return f"{n / 2**30:.1f} GiB"
 
 
@@ -25,6 +26,7 @@ def _count(n: float) -> str:
 
 
 def headline(data: dict[str, Any]) -> str:
+    """The one-line verdict atop both renderings: model, size and whether the workload fits."""
     model = data["model"]
     w = data["workload"]
     sel = data["memory"][w["method"]]
@@ -63,6 +65,13 @@ def _checkpoint_line(data: dict[str, Any]) -> str:
     if ck["explanations"]:
         line += ": " + "; ".join(ck["explanations"])
     return line
+
+
+def _stack_line(data: dict[str, Any]) -> list[str]:
+    """The stack the workload was modelled under, when one was given: which versions the
+    figures assume is part of the answer, not a detail of the JSON."""
+    stack = data["workload"].get("stack")
+    return [f"Stack: {stack} (versioned behaviour: estimator/README.md, Stacks)"] if stack else []
 
 
 def _card_rows(data: dict[str, Any]) -> list[list[str]]:
@@ -148,10 +157,12 @@ def _cost_line(data: dict[str, Any]) -> str:
 
 
 def render_terminal(plan: Plan) -> str:
+    """The plan as plain-text tables for a terminal: memory, cards, cost and findings."""
     data = plan.to_json()
     parts = [
         headline(data),
         _checkpoint_line(data),
+        *_stack_line(data),
         "",
         _table(MEMORY_HEAD, _memory_rows(data)),
         "",
@@ -166,6 +177,7 @@ def render_terminal(plan: Plan) -> str:
 
 
 def render_markdown(plan: Plan) -> str:
+    """The plan as the model page's Markdown, rendered from the same JSON as ``--json``."""
     data = plan.to_json()
     notes = [n for m in METHODS for n in data["memory"][m]["notes"]]
     structure = data["structure"]
@@ -175,6 +187,7 @@ def render_markdown(plan: Plan) -> str:
         headline(data),
         "",
         _checkpoint_line(data),
+        *_stack_line(data),
         "",
         "## Memory per card",
         "",

@@ -9,9 +9,9 @@ Architecture sits in exactly one node, so the node parameters sum to the total.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from estimator.architecture import VOCAB_HEADS, Architecture, Block, Tensor
 from estimator.errors import WorkloadError
@@ -203,25 +203,6 @@ class Structure:
     def __hash__(self) -> int:
         return hash(tuple(self))
 
-    def to_json(self) -> list[dict[str, Any]]:
-        shape = list(self.block_shape)
-        return (
-            [_as_json(n) for n in self.leading]
-            + [
-                {"name": prefix + suffix, "kind": kind, "shape": shape.copy(), "parameters": n}
-                for prefix, pattern in self.blocks
-                for suffix, kind, n in pattern
-            ]
-            + [_as_json(n) for n in self.trailing]
-        )
-
-    @classmethod
-    def from_json(cls, nodes: Iterable[Mapping[str, Any]]) -> Structure:
-        """The Structure ``to_json`` wrote, every node kept as it is (no patterns to recover)."""
-        return cls(
-            tuple(Node(n["name"], n["kind"], tuple(n["shape"]), n["parameters"]) for n in nodes)
-        )
-
 
 def layout(arch: Architecture, seq_len: int) -> Structure:
     """The nodes at ``seq_len`` tokens (encoder and decoder both at seq_len), as a Structure."""
@@ -238,15 +219,6 @@ def layout(arch: Architecture, seq_len: int) -> Structure:
 def structure(arch: Architecture, seq_len: int) -> tuple[Node, ...]:
     """Nodes in execution order at ``seq_len`` tokens (encoder and decoder both at seq_len)."""
     return tuple(layout(arch, seq_len))
-
-
-def _as_json(node: Node) -> dict[str, Any]:
-    return {
-        "name": node.name,
-        "kind": node.kind,
-        "shape": list(node.shape),
-        "parameters": node.parameters,
-    }
 
 
 def _head_rows(arch: Architecture) -> int | None:

@@ -27,6 +27,8 @@ Values = dict[str, object]
 
 @dataclass(frozen=True)
 class Context:
+    """What checks read: raw config, Architecture, manifest (None if unread), workload's card."""
+
     config: Mapping[str, object]
     arch: Architecture
     manifest: WeightManifest | None
@@ -39,13 +41,12 @@ class Context:
 
 @dataclass(frozen=True)
 class Finding:
+    """One rule's result, worded from ``data/rules.json``; ``severity`` as the rule states it."""
+
     id: str
     severity: str
     message: str
     fix: str
-
-    def to_json(self) -> dict[str, str]:
-        return dict(vars(self))
 
 
 PLAUSIBLE_INT = 1 << 63
@@ -285,11 +286,13 @@ CHECKS: dict[str, Callable[[Context], Values | None]] = {
 
 @cache
 def rules() -> dict[str, dict[str, str]]:
+    """Rule id -> its ``data/rules.json`` entry (severity, message and fix templates), read once."""
     text = resources.files("estimator").joinpath("data/rules.json").read_text("utf-8")
     return {r["id"]: r for r in json.loads(text)["rules"]}
 
 
 def verify(context: Context) -> tuple[Finding, ...]:
+    """Run every check of ``CHECKS``; a check returning None adds no finding."""
     findings = []
     for rule_id, check in CHECKS.items():
         values = check(context)

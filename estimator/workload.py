@@ -8,7 +8,7 @@ before any estimate is attempted.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
 from estimator.errors import WorkloadError
@@ -146,6 +146,13 @@ class Workload:
     ``use_orig_params=True``, accelerate's default for a script that does not
     install peft's ``fsdp_auto_wrap_policy``), so every layer's flat parameter
     takes a gradient of its whole size.
+    ``load_dtype_auto``: ``from_pretrained`` loads the weights in the dtype
+    config.json declares (transformers 5), so a full fine-tune of a checkpoint
+    declared in the run's 16-bit dtype trains those 16-bit weights with no fp32
+    master copy, as ``pure_16bit``.
+    ``fsdp_frozen_reshard``: FSDP1 reshards a unit whose parameters are all
+    frozen (a LoRA base layer) once backward has passed it; without it (torch
+    before 2.1) each such unit stays gathered until backward ends.
     """
 
     method: Method = "full"
@@ -177,6 +184,8 @@ class Workload:
     stack: str = ""
     optimizer_in_backward: bool = False
     fsdp_mixed_units: bool = False
+    fsdp_frozen_reshard: bool = True
+    load_dtype_auto: bool = False
     serve_weights: ServeWeights = "auto"
     quant_group_size: int | None = None
     serve_unquantized: tuple[str, ...] = ()
@@ -265,6 +274,8 @@ class Workload:
             "awq_fused",
             "optimizer_in_backward",
             "fsdp_mixed_units",
+            "fsdp_frozen_reshard",
+            "load_dtype_auto",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(f"workload: {name} must be true or false")
@@ -294,17 +305,13 @@ class Workload:
 
     @property
     def tokens_per_step(self) -> int:
+        """Tokens one GPU processes per step: batch times sequence length."""
         return self.batch * self.seq_len
 
     @property
     def all_linear(self) -> bool:
+        """True for ``lora_targets=("all-linear",)``: PEFT's shorthand for every block linear."""
         return self.lora_targets == (ALL_LINEAR,)
-
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["lora_targets"] = list(self.lora_targets)
-        out["serve_unquantized"] = list(self.serve_unquantized)
-        return out
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:

@@ -18,8 +18,8 @@ processes of its own, under limits the OS enforces:
   without end.
 
 Workers start by the ``forkserver`` method, so they inherit nothing of the web
-process (database connections, sockets, threads), and are reused
-(start-up ~100 ms with imports; a call costs what its function costs). This is
+process (database connections, sockets, threads), and are reused (a start-up
+costs the imports; a call costs what its function costs). This is
 the pattern of the tracker's isolation pool, kept here because feeds never
 imports the tracker. Functions and arguments cross by pickle: module-level
 functions, plain data.

@@ -1,23 +1,21 @@
-"""The estimate delta of one transition, from the two stored plans, as advisories print it.
+"""The estimate delta of one transition, from the revision's two Plans, as advisories print it.
 
 ``estimator.delta`` decides what moved and words it (one label table, GiB,
 one entry per method at the plans' stated workload); this module only lays
 it out as database_specific JSON, a summary headline and one Markdown row per
-method. The plans are the ones the daemon stored for both revisions, never
-recomputed, so the advisory, the feed and the page always agree.
+method. The plans are the typed ones the daemon records for both revisions,
+never recomputed nor read back from JSON here, so the advisory, the feed and
+the page always agree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import estimator
 from estimator import DeltaEntry, Plan
-from estimator.deltas import method_label, same_workload, stored_plan, workload_text
-
-StoredPlan = Plan | Mapping[str, Any] | None
+from estimator.deltas import method_label, same_workload, workload_text
 
 
 @dataclass(frozen=True)
@@ -34,9 +32,8 @@ class EstimateDelta:
     workload: str = ""
 
     @classmethod
-    def between(cls, old: StoredPlan, new: StoredPlan) -> EstimateDelta:
-        """The delta of two plans (typed or stored JSON); empty when either side has none."""
-        before, after = stored_plan(old), stored_plan(new)
+    def between(cls, before: Plan | None, after: Plan | None) -> EstimateDelta:
+        """The delta of two plans; empty when either side has none."""
         moved = estimator.delta(before, after)
         stated = (
             workload_text(after)
@@ -47,6 +44,7 @@ class EstimateDelta:
 
     @property
     def empty(self) -> bool:
+        """True when neither the parameters nor any method moved: nothing to word."""
         return self.parameters is None and not self.methods
 
     def headline(self) -> str | None:
@@ -110,4 +108,4 @@ def _pair(before: int, after: int) -> dict[str, int]:
     return {"before": before, "after": after}
 
 
-__all__ = ["EstimateDelta", "StoredPlan"]
+__all__ = ["EstimateDelta"]

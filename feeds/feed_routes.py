@@ -26,6 +26,7 @@ NOT_TRACKED: dict[int | str, dict[str, Any]] = {404: {"description": "the repo w
 
 
 def router(state: AppState) -> APIRouter:
+    """The model, org and global feed routes over ``state``'s advisory log."""
     api = APIRouter(tags=["feeds"])
 
     def serve(
@@ -70,7 +71,7 @@ def router(state: AppState) -> APIRouter:
             return body, max((a.modified for a in found), default=None), entity_tag(body)
 
         key = ("feed", request.url.path, wanted)
-        body, newest, etag = state.cache.get(key, state.log.current(), rendered)
+        body, newest, etag = state.renders(key, state.log_version(), rendered)
         return conditional(request, body, MEDIA_TYPES[kind], newest, etag)
 
     @api.get(

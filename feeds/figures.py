@@ -37,6 +37,7 @@ class MethodFigure:
 
     @property
     def verdict(self) -> str:
+        """The fit worded for a headline."""
         return "fits" if self.fits else "does not fit"
 
 
@@ -185,6 +186,8 @@ def accuracy_sentence(measured: Accuracy | None) -> str:
 
 @dataclass(frozen=True)
 class Sibling:
+    """Another checkpoint of the family: its parameters and delta against this one, worded."""
+
     repo_id: str
     parameters: str
     delta: str

@@ -1,8 +1,8 @@
 """At most a few requests worked on at once, so a flood cannot starve the health probe.
 
 Page, feed and OSV handlers render on threads that share one interpreter
-lock with the event loop; sixteen concurrent model-page renders made 18 of
-41 ``/healthz`` probes miss a 1 s deadline. ``RenderGate`` lets at most
+lock with the event loop, so enough concurrent page renders make ``/healthz``
+probes miss their deadline. ``RenderGate`` lets at most
 ``limit`` requests into the app until their response starts (a slow reader of
 a long download does not hold a slot); the others wait as coroutines, which
 cost no thread and no lock. Past ``max_waiting`` waiters it answers 503 with
@@ -34,6 +34,7 @@ class RenderGate:
         self.exempt = frozenset(exempt)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Render within a slot; 503 with Retry-After when every slot and waiting place is taken."""
         if scope["type"] != "http" or scope["path"] in self.exempt:
             await self.app(scope, receive, send)
             return

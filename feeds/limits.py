@@ -195,6 +195,7 @@ class BodyLimits:
         return self.route_body_bytes.get(path, self.max_body_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on with its body read; refuse one too large, too slow or too deep."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

@@ -19,6 +19,7 @@ HealthReport = Callable[[], Mapping[str, Any]]
 
 
 def create_ops_router(*, health: HealthReport, registry: CollectorRegistry) -> APIRouter:
+    """``/healthz`` (503 unless the report says "ok", or when it raises) and ``/metrics``."""
     router = APIRouter(tags=["operations"])
 
     @router.get("/healthz", response_model=None)

@@ -76,6 +76,7 @@ def advisory_id(repo_id: str, old_sha: str | None, new_sha: str) -> str:
 
 
 def repo_url(repo_id: str) -> str:
+    """The repo's page on the Hub, which advisories link to."""
     return f"{HUB}/{repo_id}"
 
 
@@ -186,7 +187,7 @@ def osv_document(advisory: Advisory) -> dict[str, Any]:
     Documents stored before ranges named their ``last_affected`` commit are
     served with it, so every advisory carries the same meaning.
     """
-    document = dict(advisory.osv)
+    document: dict[str, Any] = dict(advisory.osv)  # the OSV document build_advisory wrote
     document["affected"] = [_bounded(entry, advisory.new_sha) for entry in document["affected"]]
     document["modified"] = timestamp(advisory.modified)
     if advisory.withdrawn is not None:

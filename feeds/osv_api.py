@@ -73,6 +73,7 @@ class BatchQuery(BaseModel):
 
 
 def error_response(error: OsvError) -> JSONResponse:
+    """The error in OSV.dev's body shape (gRPC code and message) with its HTTP status."""
     return JSONResponse({"code": error.code, "message": error.message}, status_code=error.status)
 
 
@@ -116,7 +117,7 @@ def router(state: AppState) -> APIRouter:
     @api.get("/osv/all.zip", response_class=Response)
     def all_zip(request: Request) -> Response:
         """Every advisory, withdrawn ones included, one ``<id>.json`` per record, streamed."""
-        version = state.log.current()
+        version = state.log_version()
 
         def members() -> Iterator[tuple[str, datetime, bytes]]:
             with state.database.read_session() as session:
@@ -133,7 +134,7 @@ def router(state: AppState) -> APIRouter:
     @api.get("/osv/modified_id.csv", response_class=Response)
     def modified_csv(request: Request) -> Response:
         """``<iso modified>,<id>`` per advisory, newest first: stop at a timestamp you have."""
-        version = state.log.current()
+        version = state.log_version()
 
         def lines() -> Iterator[bytes]:
             with state.database.read_session() as session:
@@ -162,6 +163,7 @@ class JsonWhateverType:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Give the OSV query paths a JSON content type; pass everything else on untouched."""
         if scope["type"] == "http" and scope["path"] in QUERY_PATHS:
             headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
             scope = {**scope, "headers": [*headers, JSON_TYPE]}
@@ -199,7 +201,7 @@ def _run(state: AppState, query: Query, *, size: int) -> bytes:
         vulns = [osv_document(a) for a in page.advisories]
         return _encode(vulns, page.next_cursor)
 
-    encoded: bytes = state.cache.get((query.model_dump_json(), size), state.log.current(), answer)
+    encoded: bytes = state.renders((query.model_dump_json(), size), state.log_version(), answer)
     return encoded
 
 

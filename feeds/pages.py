@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -36,9 +37,13 @@ from storage.publishing import (
 from storage.records import Advisory
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+INDEX_PAGE_SIZE: Final = 100
+"""Models per index page: a page costs the same at any number of tracked repos."""
+MAX_AFTER_CHARS: Final = 256
 
 
 def environment() -> Environment:
+    """The page templates' Jinja environment; autoescaping on for HTML, off for Markdown."""
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=select_autoescape(["html", "html.jinja"], default=False),
@@ -112,21 +117,40 @@ def router(state: AppState) -> APIRouter:
             "accuracy": figures.accuracy_sentence(state.settings.accuracy),
         }
 
-    @api.get("/", response_class=HTMLResponse)
-    def index(request: Request) -> Response:
-        """Every tracked model with its newest revision."""
+    def index_page(after: str | None) -> tuple[list[ModelSummary], str | None]:
+        """One page of the index after repo id ``after``, and the repo id the next one
+        starts after (None on the last page)."""
+        if after is not None and not 0 < len(after) <= MAX_AFTER_CHARS:
+            raise HTTPException(400, f"after must be a repo id of 1 to {MAX_AFTER_CHARS} chars")
         with state.database.read_session() as session:
-            models = model_summaries(session)
+            found = model_summaries(session, after=after, limit=INDEX_PAGE_SIZE + 1)
+        if len(found) <= INDEX_PAGE_SIZE:
+            return found, None
+        return found[:INDEX_PAGE_SIZE], found[INDEX_PAGE_SIZE - 1].repo.repo_id
+
+    @api.get("/", response_class=HTMLResponse)
+    def index(request: Request, after: str | None = None) -> Response:
+        """The tracked models by repo id, a page of ``INDEX_PAGE_SIZE`` at a time."""
+        models, next_after = index_page(after)
+        with state.database.read_session() as session:
             newest = last_modified(session)
-        body = env.get_template("index.html").render(settings=state.settings, models=models)
+        next_url = None if next_after is None else "/?" + urlencode({"after": next_after})
+        body = env.get_template("index.html").render(
+            settings=state.settings, models=models, next_url=next_url, first=after is None
+        )
         return conditional(request, body.encode(), "text/html; charset=utf-8", newest)
 
     @api.get("/index.json")
-    def index_json() -> JSONResponse:
-        """The index as JSON: repo, status, newest sha, family, parameters, advisory count."""
-        with state.database.read_session() as session:
-            models = model_summaries(session)
-        return JSONResponse({"models": [_model_json(state, m) for m in models]})
+    def index_json(after: str | None = None) -> JSONResponse:
+        """The index as JSON: repo, status, newest sha, family, parameters, advisory count;
+        ``next`` is the URL of the following page, null on the last."""
+        models, next_after = index_page(after)
+        next_url = (
+            None
+            if next_after is None
+            else state.settings.url("/index.json?" + urlencode({"after": next_after}))
+        )
+        return JSONResponse({"models": [_model_json(state, m) for m in models], "next": next_url})
 
     @api.get("/models/{org}/{name}.md", response_class=Response)
     def model_markdown(org: str, name: str, request: Request) -> Response:

@@ -47,6 +47,7 @@ RESPONSES: dict[int | str, dict[str, str]] = {
 
 
 def router(state: AppState) -> APIRouter:
+    """``POST /api/v1/plan``: a pasted config planned in the bounded worker pool, rate-limited."""
     api = APIRouter(tags=["estimator"])
     settings = state.settings
 

@@ -1,8 +1,8 @@
 """What ``POST /api/v1/plan`` computes, run in a compute worker (feeds.compute), never in the app.
 
 Parsing, estimating and serialising all scale with what the caller sends
-(a 275-byte config with ``num_hidden_layers: 10000`` costs ~0.15-0.4 s of CPU
-and makes a 5 MB Plan), so all three happen here, under the worker's CPU and
+(a config of a few hundred bytes can declare ten thousand layers and make a
+Plan of megabytes), so all three happen here, under the worker's CPU and
 memory limits, and the Plan crosses back only if it is within the response
 budget. The answer is plain data: ``(200, JSON bytes)`` or ``(status, message)``.
 """

@@ -42,10 +42,12 @@ class HeaderDeadline(H11Protocol):
         self._header_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Start the header clock as soon as the connection opens."""
         super().connection_made(transport)  # type: ignore[arg-type]
         self._arm()
 
     def data_received(self, data: bytes) -> None:
+        """Keep the clock running while headers arrive; stop it once they are complete."""
         super().data_received(data)
         if self.conn.their_state is h11.IDLE:
             self._arm()  # the next request's headers have started (or are still coming)
@@ -53,6 +55,7 @@ class HeaderDeadline(H11Protocol):
             self._disarm()  # complete: the app's body deadline takes over
 
     def connection_lost(self, exc: Exception | None) -> None:
+        """Stop the clock, so a closed connection leaves no timer behind."""
         self._disarm()
         super().connection_lost(exc)
 

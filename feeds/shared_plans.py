@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Final
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -37,8 +39,15 @@ def canonical(plan: Plan) -> bytes:
     return json.dumps(plan.to_json(), sort_keys=True, separators=(",", ":")).encode()
 
 
-def router(database: Database, settings: PublishSettings, token: str | None) -> APIRouter:
-    """POST stores a plan (bearer ``token``; none: 401 to everyone), GET shows one."""
+def router(
+    database: Database,
+    settings: PublishSettings,
+    token: str | None,
+    *,
+    clock: Callable[[], datetime],
+) -> APIRouter:
+    """POST stores a plan (bearer ``token``; none: 401 to everyone), GET shows one;
+    ``clock`` stamps what is stored."""
     env = environment()
     api = APIRouter()
 
@@ -53,7 +62,7 @@ def router(database: Database, settings: PublishSettings, token: str | None) -> 
         data = canonical(plan)
         key = hashlib.sha256(data).hexdigest()
         with database.session() as session:
-            put_blob(session, key, data)
+            put_blob(session, key, data, at=clock())
         return JSONResponse({"id": key, "url": settings.url(PAGE + key)}, 201)
 
     @api.get(PAGE + "{plan_id}", response_class=HTMLResponse, include_in_schema=False)

@@ -1,5 +1,13 @@
 """What every route of the app shares: the database, the settings, caches and the plan workers.
 
+Feeds and OSV query results are a function of the advisory log alone, so a
+render is reused while the log's version (the newest published and modified
+times, two index lookups: storage.publishing.log_version) stays the same.
+A new version does not rebuild anything: each key renders afresh, by its
+own bounded index read, the next time it is asked for. Both caches are
+cachetools TTLCaches behind a lock, as the app's worker threads share them;
+the lock is not held while a render runs.
+
 It is also where pages read storage: the model page through ``model_page``
 (whose upstream text is clipped to ``MAX_SHOWN_CHARS`` per value, so a 9 MB
 config key or card field cannot make an 18 MB page), the badge through
@@ -11,16 +19,18 @@ from __future__ import annotations
 
 import atexit
 import json
+import threading
 import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final
 
+from cachetools import TTLCache, cached
 from limits import parse
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 
-from feeds.cache import LogVersion, RenderCache
 from feeds.compute import Budget, ComputePool
 from feeds.settings import PublishSettings
 from storage import Database
@@ -29,9 +39,9 @@ from storage.publishing import (
     ModelSummary,
     RevisionEntry,
     advisories_for,
-    log_version,
     model_page,
 )
+from storage.publishing import log_version as read_log_version
 from storage.records import Advisory, Change, StoredRevision
 from storage.summaries import BadgeData, model_badge
 
@@ -39,19 +49,49 @@ MAX_SHOWN_CHARS: Final = 2000
 """The most of one upstream value (a key, a value, a card field, a title) a page shows."""
 CLIPPED: Final = "…"
 
+RENDER_MAX_AGE_SECONDS: Final = 60.0
+"""How long a render is kept at most: it bounds how long an advisory the log's version
+misses (written by an instance whose clock is behind) stays unseen."""
+RENDERS_KEPT: Final = 1024
+
+LogVersion = tuple[datetime | None, datetime | None]
+Renders = Callable[[Hashable, Hashable, Callable[[], Any]], Any]
+"""``renders(key, version, render)``: ``render()``, or what it gave for (key, version)."""
+
+
+def render_cache(maxsize: int = RENDERS_KEPT, max_age: float = RENDER_MAX_AGE_SECONDS) -> Renders:
+    """Renders kept by (request key, log version), least recently used out past ``maxsize``."""
+    cache: TTLCache[tuple[Hashable, Hashable], Any] = TTLCache(maxsize, ttl=max_age)
+    return cached(cache, key=_render_key, lock=threading.Lock())(_render)
+
+
+def _render_key(
+    key: Hashable, version: Hashable, render: Callable[[], Any]
+) -> tuple[Hashable, Hashable]:
+    return key, version
+
+
+def _render(key: Hashable, version: Hashable, render: Callable[[], Any]) -> Any:
+    return render()
+
 
 @dataclass(frozen=True)
 class AppState:
+    """What every route shares: database, settings, render cache, log version, plan workers."""
+
     database: Database
     settings: PublishSettings
-    cache: RenderCache[Any] = field(default_factory=RenderCache)
-    log: LogVersion[tuple[datetime | None, datetime | None]] = field(init=False)
+    renders: Renders = field(default_factory=render_cache)
+    log_version: Callable[[], LogVersion] = field(init=False)
     compute: ComputePool = field(init=False)
     plan_rate: PlanRate = field(init=False)
 
     def __post_init__(self) -> None:
         settings = self.settings
-        object.__setattr__(self, "log", LogVersion(self._read_version, settings.log_poll_seconds))
+        # re-read at most every log_poll_seconds: a cached render then costs no database round trip
+        polled: TTLCache[tuple[()], LogVersion] = TTLCache(1, ttl=settings.log_poll_seconds)
+        read = cached(polled, key=tuple, lock=threading.Lock())(self._read_version)
+        object.__setattr__(self, "log_version", read)
         budget = Budget(
             cpu_seconds=settings.plan_cpu_seconds, wall_seconds=settings.plan_wall_seconds
         )
@@ -62,9 +102,9 @@ class AppState:
         object.__setattr__(self, "compute", pool)
         object.__setattr__(self, "plan_rate", PlanRate(settings.plan_rate))
 
-    def _read_version(self) -> tuple[datetime | None, datetime | None]:
+    def _read_version(self) -> LogVersion:
         with self.database.read_session() as session:
-            return log_version(session)
+            return read_log_version(session)
 
     def model_page(self, repo_id: str) -> tuple[ModelPageData, list[Advisory]]:
         """The model page's data and the repo's advisories, upstream text clipped;
@@ -150,4 +190,14 @@ class PlanRate:
         return max(1.0, float(reset) - time.time())
 
 
-__all__ = ["MAX_SHOWN_CHARS", "AppState", "PlanRate", "clip"]
+__all__ = [
+    "MAX_SHOWN_CHARS",
+    "RENDERS_KEPT",
+    "RENDER_MAX_AGE_SECONDS",
+    "AppState",
+    "LogVersion",
+    "PlanRate",
+    "Renders",
+    "clip",
+    "render_cache",
+]

@@ -32,18 +32,26 @@ MAX_BODY_BYTES: Final = 64 * 1024
 class ChannelDraft(Protocol):
     """A validated channel: its stored JSON form (with the real secret)."""
 
-    def to_json(self) -> Mapping[str, JsonValue]: ...
+    def to_json(self) -> Mapping[str, JsonValue]:
+        """The channel as stored, secret included: never sent back to a client."""
 
 
 class SubscriptionDraft(Protocol):
     """What ``parse`` hands back: a validated subscription, ready to store or show."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The unique name the subscription is stored and addressed under."""
+
     @property
-    def channels(self) -> Sequence[ChannelDraft]: ...
-    def columns(self) -> SubscriptionColumns: ...
-    def to_document(self, *, redact: bool = ...) -> Mapping[str, JsonValue]: ...
+    def channels(self) -> Sequence[ChannelDraft]:
+        """Where alerts go, in the order the document listed them."""
+
+    def columns(self) -> SubscriptionColumns:
+        """What storage keeps of the subscription beside its name, real secrets included."""
+
+    def to_document(self, *, redact: bool = ...) -> Mapping[str, JsonValue]:
+        """The subscription as a document; ``redact`` masks webhook secrets for display."""
 
 
 Parse = Callable[[Mapping[str, Any]], SubscriptionDraft]

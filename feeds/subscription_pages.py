@@ -62,6 +62,8 @@ class DeadLetter:
 
 @dataclass(frozen=True)
 class SubscriptionPage:
+    """A subscription's page: the subscription, its workload as rows, alerts and dead letters."""
+
     subscription: Subscription
     workload: list[tuple[str, str]]
     alerts: list[AlertEntry]
@@ -69,6 +71,7 @@ class SubscriptionPage:
 
     @property
     def newest(self) -> datetime | None:
+        """When the newest listed alert was queued; None when there is none."""
         return max((a.created_at for a in self.alerts), default=None)
 
 

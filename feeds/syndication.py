@@ -45,6 +45,8 @@ _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-
 
 @dataclass(frozen=True)
 class FeedFilter:
+    """Which advisories a feed keeps: changed ``artifact``, at ``min_severity`` or above."""
+
     artifact: str | None = None
     min_severity: Severity = Severity.INFO
 

@@ -30,6 +30,8 @@ NO_ENGINE_VERDICT = "no engine verdict stored"
 
 @dataclass(frozen=True)
 class CardRow:
+    """One card table row, worded: usable memory, a cell per method, and vLLM's start-up."""
+
     card: str
     usable_gib: str
     cells: tuple[str, ...]
@@ -38,6 +40,8 @@ class CardRow:
 
 @dataclass(frozen=True)
 class MethodNote:
+    """One method's memory notes, worded: peak, the phase it occurs in, numerics and assumptions."""
+
     label: str
     peak: str
     phase: str
@@ -46,6 +50,7 @@ class MethodNote:
 
 
 def methods() -> list[str]:
+    """The method labels in card table column order."""
     return list(METHOD_LABELS.values())
 
 

@@ -100,6 +100,7 @@ from storage.subscriptions import (
     subscription_document,
     subscriptions,
     subscriptions_by_id,
+    subscriptions_naming,
     update_subscription,
 )
 
@@ -190,6 +191,7 @@ __all__ = [
     "subscription_document",
     "subscriptions",
     "subscriptions_by_id",
+    "subscriptions_naming",
     "tracked_repos",
     "tracking_summary",
     "untrack",

@@ -24,6 +24,7 @@ from storage.models.publishing import ADVISORY_ID_LENGTH
 from storage.records import Advisory, Severity
 from storage.repo_ids import org_of
 from storage.repos import repo_row
+from storage.summary_upkeep import mark_summary_stale
 from storage.values import require_aware, require_text, storable_text
 
 
@@ -35,8 +36,13 @@ def put_advisory(session: Session, advisory: Advisory) -> bool:
         require_aware(value, f"advisory {advisory.id} {where}")
     require_aware(advisory.withdrawn, f"advisory {advisory.id} withdrawn")
     require_text([advisory.id], f"advisory {advisory.id}")  # summary and osv quote upstream
-    row = advisory_row_values(advisory, repo_row(session, advisory.repo_id).id)
-    return insert_ignoring_duplicates(session, AdvisoryRow, row, ["id"])
+    repo_pk = repo_row(session, advisory.repo_id).id
+    inserted = insert_ignoring_duplicates(
+        session, AdvisoryRow, advisory_row_values(advisory, repo_pk), ["id"]
+    )
+    if inserted:
+        mark_summary_stale(session, repo_pk)
+    return inserted
 
 
 def advisory_row_values(advisory: Advisory, repo_pk: int) -> dict[str, object]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from storage.dialect import insert_ignoring_duplicates
 from storage.errors import BlobCorrupt, BlobNotFound, BlobTooLarge, InvalidRecord
 from storage.models import BlobRow
+from storage.values import require_aware
 
 MAX_BLOB_BYTES = 64 * 1024 * 1024
 """Largest blob accepted: far above any config or tokenizer, far below a weight file."""
@@ -29,13 +30,15 @@ _KEYS_PER_QUERY = 500
 
 
 def put_blob(
-    session: Session, content_key: str, data: bytes, *, limit: int = MAX_BLOB_BYTES
+    session: Session, content_key: str, data: bytes, *, at: datetime, limit: int = MAX_BLOB_BYTES
 ) -> bool:
     """Store ``data`` under ``content_key`` unless it is there already; True if it was new.
 
+    ``at`` is the writer's clock reading, stored as the blob's creation time.
     Oversized data raises BlobTooLarge before anything is written.
     """
     _check_key(content_key)
+    require_aware(at, "put_blob at")
     if len(data) > limit:
         raise BlobTooLarge(
             f"blob {content_key} is {len(data):,} bytes, over the store's limit of {limit:,}; "
@@ -49,7 +52,7 @@ def put_blob(
         "stored_size": len(compressed) if use_zlib else len(data),
         "compression": "zlib" if use_zlib else "none",
         "data": compressed if use_zlib else data,
-        "created_at": datetime.now(UTC),
+        "created_at": at,
     }
     return insert_ignoring_duplicates(session, BlobRow, row, ["content_key"])
 

@@ -29,6 +29,7 @@ from storage.errors import (
     StorageError,
 )
 from storage.json_text import dumps, dumps_for_sqlite
+from storage.summary_upkeep import refresh_stale_summaries
 from storage.values import loads_storable
 
 SQLITE_BUSY_TIMEOUT_MS = 15_000
@@ -42,6 +43,7 @@ class Database:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        event.listen(self._sessions, "before_commit", refresh_stale_summaries)
 
     @property
     def dialect(self) -> str:

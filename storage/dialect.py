@@ -55,3 +55,21 @@ def _on_conflict_do_nothing(
     )
     statement: Insert = module.insert(model).values(dict(values))
     return statement.on_conflict_do_nothing(index_elements=list(conflict_columns))  # type: ignore[attr-defined, no-any-return]
+
+
+def upsert(
+    session: Session,
+    model: type[Base],
+    values: Mapping[str, Any],
+    conflict_columns: Sequence[str],
+) -> None:
+    """Insert one row, or overwrite the other columns of the row with the same key."""
+    name = session.get_bind().dialect.name
+    module: Any = importlib.import_module(
+        "sqlalchemy.dialects.postgresql" if name == "postgresql" else "sqlalchemy.dialects.sqlite"
+    )
+    statement = module.insert(model).values(dict(values))
+    changed = {k: statement.excluded[k] for k in values if k not in conflict_columns}
+    session.execute(
+        statement.on_conflict_do_update(index_elements=list(conflict_columns), set_=changed)
+    )

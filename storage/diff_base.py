@@ -4,10 +4,11 @@ Preparing one revision asks whether it is recorded, whether its parent on main (
 first parent) is, that one's snapshot and its estimate. A revision is only ever diffed
 against that parent, never against whatever else happens to be recorded: recorded or
 not, the parent is the caller's to read (from the Hub when storage lacks it), so the
-changes of a revision do not depend on the order in which revisions arrived. Asked one function at a time that was eight queries, three of them finding
-the same revision rows again; here the revision and its parents are one query, and
-the base's files, snapshot extras and estimate one each. Against a database across a
-network every round trip is a wait per revision, and at backfill scale per million.
+changes of a revision do not depend on the order in which revisions arrived. The
+revision and its parents are one query, and the base's files, snapshot extras and
+estimate one each, none finding the same revision rows twice: against a database
+across a network every round trip is a wait per revision, and at backfill scale per
+million.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ from sqlalchemy.orm import Session
 
 @dataclass(frozen=True)
 class TableHealth:
+    """One table's row of ``pg_stat_user_tables``: how far autovacuum lags behind its writes."""
+
     table: str
     live_tuples: int
     dead_tuples: int
@@ -30,12 +32,15 @@ class TableHealth:
 
 @dataclass(frozen=True)
 class DatabaseHealth:
+    """One reading of the server's write load; two readings apart give WAL per revision."""
+
     wal_bytes: int
     """The server's WAL position in bytes: grows by what every session writes."""
     tables: tuple[TableHealth, ...]
     """Every table of this database's schema, by name."""
 
     def table(self, name: str) -> TableHealth | None:
+        """The reading for ``name``; None when the schema has no such table."""
         return next((t for t in self.tables if t.table == name), None)
 
 

@@ -9,7 +9,7 @@ False, which is what makes a retried or duplicated check harmless.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy import Text, cast, func, insert, null, select, update
@@ -38,6 +38,7 @@ from storage.records import (
 )
 from storage.repos import ensure_repo, repo_row
 from storage.storable import storable_revision
+from storage.summary_upkeep import mark_summary_stale
 from storage.values import require_aware, require_text, storable_text
 
 NEWEST_FIRST: Final = (RevisionRow.position.desc(), RevisionRow.id.desc())
@@ -54,8 +55,8 @@ def record_revision(
     changes: Sequence[Change],
     plan_json: dict[str, JsonValue] | None,
     *,
+    processed_at: datetime,
     plan_schema_version: int = PLAN_SCHEMA_VERSION,
-    processed_at: datetime | None = None,
     repo_pk: int | None = None,
 ) -> bool:
     """Write one revision with its files, snapshot data, changes and estimate; True if new.
@@ -66,9 +67,12 @@ def record_revision(
     no backend can hold is repaired and the revision gets a finding saying so
     (``storage.storable``), so a hostile commit is recorded rather than refused
     forever; the manifest is stored once per content (``storage.manifests``);
-    the revision is placed one past its parent on main's chain. ``repo_pk`` is the
-    repo's key when the caller has read it already.
+    the revision is placed one past its parent on main's chain. Every time
+    it stores (processed, blob and repo creation) is ``processed_at``, the
+    writer's clock reading; ``repo_pk`` is the repo's key when the caller has
+    read it already.
     """
+    require_aware(processed_at, "record_revision processed_at")
     storable = storable_revision(snapshot, plan_json)
     snapshot = storable.snapshot
     if storable.finding is not None:
@@ -83,7 +87,7 @@ def record_revision(
             "that are not in the blob store; put_blob them first"
         )
     if repo_pk is None:
-        repo_pk = _repo_pk_for_recording(session, revision.repo_id)
+        repo_pk = _repo_pk_for_recording(session, revision.repo_id, processed_at)
     revision_pk = insert_returning_id(
         session,
         RevisionRow,
@@ -95,7 +99,7 @@ def record_revision(
             "title": revision.title,
             "author": revision.author,
             "position": _position(session, repo_pk, revision),
-            "processed_at": processed_at or datetime.now(UTC),
+            "processed_at": processed_at,
             "on_main": True,
         },
         ["repo_pk", "sha"],
@@ -118,7 +122,7 @@ def record_revision(
             manifest=null(),  # SQL NULL, not JSON null: the manifest lives in its blob
             manifest_key=None
             if storable.manifest is None
-            else put_manifest(session, storable.manifest),
+            else put_manifest(session, storable.manifest, at=processed_at),
             card=dict(snapshot.card),
         )
     )
@@ -132,11 +136,12 @@ def record_revision(
             insert(EstimateRow).values(
                 revision_pk=revision_pk,
                 plan=null(),  # SQL NULL, not JSON null: the plan lives in its blob
-                plan_key=put_plan(session, storable.plan),
+                plan_key=put_plan(session, storable.plan, at=processed_at),
                 schema_version=plan_schema_version,
             )
         )
     session.flush()
+    mark_summary_stale(session, repo_pk)
     return True
 
 
@@ -249,17 +254,18 @@ def place_on_main(session: Session, repo_id: str, main_shas: Sequence[str]) -> N
     repo_pk = repo_row(session, repo_id).id
     rows = session.scalars(select(RevisionRow).where(RevisionRow.repo_pk == repo_pk)).all()
     _renumbered(session, rows, main_shas)
+    mark_summary_stale(session, repo_pk)
 
 
 def mark_missing_revisions(
-    session: Session, repo_id: str, main_shas: Collection[str], *, at: datetime | None = None
+    session: Session, repo_id: str, main_shas: Collection[str], *, at: datetime
 ) -> list[str]:
     """After a force-push: mark recorded revisions absent from ``main_shas`` as off main.
 
     Their data is kept. Returns the shas newly marked, newest first; a
     revision that reappears on main is marked back.
     """
-    moment = at or datetime.now(UTC)
+    moment = at
     require_aware(moment, "mark_missing_revisions at")
     repo_pk = repo_row(session, repo_id).id
     keep = set(main_shas)
@@ -282,6 +288,7 @@ def mark_missing_revisions(
             .where(RevisionRow.repo_pk == repo_pk, RevisionRow.sha.in_(back))
             .values(on_main=True, off_main_since=None)
         )
+    mark_summary_stale(session, repo_pk)
     return gone
 
 
@@ -294,6 +301,8 @@ def revision_row(session: Session, repo_id: str, sha: str) -> RevisionRow:
 
 
 def to_revision(repo_id: str, row: RevisionRow) -> Revision:
+    """The typed Revision of a stored row; ``repo_id`` is passed in because the row holds only
+    its key."""
     return Revision(
         repo_id=repo_id,
         sha=row.sha,
@@ -312,11 +321,11 @@ def _revision_row_or_none(session: Session, repo_id: str, sha: str) -> RevisionR
     ).one_or_none()
 
 
-def _repo_pk_for_recording(session: Session, repo_id: str) -> int:
+def _repo_pk_for_recording(session: Session, repo_id: str, now: datetime) -> int:
     try:
         return repo_row(session, repo_id).id
     except RepoNotFound:
-        ensure_repo(session, repo_id)
+        ensure_repo(session, repo_id, now=now)
         return repo_row(session, repo_id).id
 
 
@@ -388,18 +397,34 @@ def _changes(session: Session, revision_pk: int) -> list[Change]:
     rows = session.scalars(
         select(ChangeRow).where(ChangeRow.revision_pk == revision_pk).order_by(ChangeRow.ordinal)
     )
-    return [
-        Change(
-            artifact=row.artifact,
-            path=row.path,
-            kind=row.kind,
-            old=row.old,
-            new=row.new,
-            severity=Severity(row.severity),
-            message=row.message,
-        )
-        for row in rows
-    ]
+    return [_to_change(row) for row in rows]
+
+
+def changes_by_revision(session: Session, repo_pk: int) -> dict[int, list[Change]]:
+    """Every recorded change of the repo, by revision primary key, each list in order: one
+    query where a page of the whole history would otherwise ask once per revision."""
+    rows = session.scalars(
+        select(ChangeRow)
+        .join(RevisionRow, RevisionRow.id == ChangeRow.revision_pk)
+        .where(RevisionRow.repo_pk == repo_pk)
+        .order_by(ChangeRow.revision_pk, ChangeRow.ordinal)
+    )
+    found: dict[int, list[Change]] = {}
+    for row in rows:
+        found.setdefault(row.revision_pk, []).append(_to_change(row))
+    return found
+
+
+def _to_change(row: ChangeRow) -> Change:
+    return Change(
+        artifact=row.artifact,
+        path=row.path,
+        kind=row.kind,
+        old=row.old,
+        new=row.new,
+        severity=Severity(row.severity),
+        message=row.message,
+    )
 
 
 def _file_row(revision_pk: int, ordinal: int, entry: FileEntry) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 A manifest (tensor -> dtype, shape, file) is the same for every revision
 that leaves the weights alone, and it is the largest thing a snapshot holds:
-inline, a 1.7M-tensor header put 123 MB into each later revision's row. It is
+inline, a header of millions of tensors would be copied whole into each later
+revision's row. It is
 written as a blob keyed by the sha256 of its JSON (the LFS scheme, so a key
 can only ever meet identical bytes), and a snapshot keeps the 64-character
 key. Rows written before (migration 0004) keep the manifest inline.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -22,7 +24,7 @@ from storage.errors import BlobNotFound
 from storage.models import BlobRow, SnapshotRow
 
 
-def put_manifest(session: Session, document: str) -> str:
+def put_manifest(session: Session, document: str, *, at: datetime) -> str:
     """Store a manifest's JSON text (``storage.json_text.dumps``) unless it is stored; its key.
 
     Raises BlobTooLarge (writing nothing) past the blob store's limit.
@@ -30,7 +32,7 @@ def put_manifest(session: Session, document: str) -> str:
     data = document.encode()
     key = hashlib.sha256(data).hexdigest()
     if not known_content_keys(session, [key]):
-        put_blob(session, key, data)
+        put_blob(session, key, data, at=at)
     return key
 
 

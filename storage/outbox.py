@@ -48,7 +48,7 @@ def channel_key(kind: str, url: str) -> str:
     """A channel's identity in the outbox: its kind and a digest of its URL.
 
     A digest, not the URL: a webhook or apprise URL may carry a token, and the
-    key is shown with the row (and sent as part of ``X-Neurarch-Delivery``).
+    key is shown with the row (and sent as part of the ``webhook-id`` header).
     """
     return f"{kind}:{hashlib.sha256(url.encode('utf-8')).hexdigest()[:CHANNEL_KEY_DIGITS]}"
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy import select
@@ -22,12 +23,13 @@ from storage.errors import BlobNotFound
 from storage.models import BlobRow, EstimateRow
 
 
-def put_plan(session: Session, document: str) -> str:
-    """Store a plan's JSON text (``storage.json_text.dumps``) unless it is stored; its key."""
+def put_plan(session: Session, document: str, *, at: datetime) -> str:
+    """Store a plan's JSON text (``storage.json_text.dumps``) unless it is stored; its key;
+    ``at`` is the writer's clock reading, the blob's creation time."""
     data = document.encode()
     key = hashlib.sha256(data).hexdigest()
     if not known_content_keys(session, [key]):
-        put_blob(session, key, data)
+        put_blob(session, key, data, at=at)
     return key
 
 

@@ -15,28 +15,30 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, func, select, update
+from sqlalchemy import Select, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from storage.advisories import advisory_from_row, advisory_query
 from storage.cursors import InvalidCursor, after_cursor, encode_cursor
 from storage.errors import RepoNotFound
-from storage.history import NEWEST_FIRST, changes_of, revision_log
+from storage.history import NEWEST_FIRST, changes_by_revision, to_revision
 from storage.models import (
     AdvisoryRow,
     BlobRow,
     ChangeRow,
     EstimateRow,
     RepoRow,
+    RepoSummaryRow,
     RevisionRow,
     SnapshotRow,
 )
-from storage.plans import PLAN_BLOB, estimate_of, plan_of
+from storage.plans import PLAN_BLOB, plan_of
 from storage.records import Advisory, Change, Severity, StoredRevision, TrackedRepo
 from storage.repos import repo_row, to_tracked_repo
 from storage.values import require_aware
 
 DEFAULT_PAGE_SIZE = 100
+SIBLINGS_EACH_SIDE = 10
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,9 @@ class ModelSummary:
 class ModelPageData:
     """Everything the model page renders, read in one session.
 
-    Plans stay the stored JSON: storage does not read inside them, so which
-    of ``others`` share this model's family is for the reader to pick.
+    Plans stay the stored JSON. ``others`` are the tracked repos of the same
+    family nearest in size (``family_siblings``), the one thing storage reads
+    from inside a plan, through the summary row kept at write time.
     """
 
     summary: ModelSummary
@@ -153,7 +156,7 @@ def log_version(session: Session) -> tuple[datetime | None, datetime | None]:
     where a count would scan the whole log. An advisory lands with
     ``published`` = when it was processed, so it moves the first unless the
     instance that wrote it has a clock behind the newest one already stored;
-    readers bound that case by age (feeds.cache).
+    readers bound that case by age (feeds.state).
     """
     published, modified = session.execute(
         select(func.max(AdvisoryRow.published), func.max(AdvisoryRow.modified))
@@ -161,60 +164,134 @@ def log_version(session: Session) -> tuple[datetime | None, datetime | None]:
     return published, modified
 
 
-def model_summaries(session: Session) -> list[ModelSummary]:
-    """Every tracked repo with its newest on-main revision and that revision's stored plan."""
-    repos = session.scalars(select(RepoRow).where(RepoRow.tracked).order_by(RepoRow.repo_id)).all()
-    return [_summary(session, row) for row in repos]
+def model_summaries(
+    session: Session, *, after: str | None = None, limit: int | None = None
+) -> list[ModelSummary]:
+    """Tracked repos by repo id, each with its newest on-main revision and that revision's
+    stored plan; ``after`` and ``limit`` page by repo id (a keyset: one index walk per page).
+
+    Read from ``repo_summaries`` in one query, so a page costs the same at any number
+    of tracked repos.
+    """
+    query = _summaries().where(RepoRow.tracked).order_by(RepoRow.repo_id)
+    if after is not None:
+        query = query.where(RepoRow.repo_id > after)
+    if limit is not None:
+        query = query.limit(limit)
+    return [_to_summary(*row) for row in session.execute(query)]
+
+
+def family_siblings(
+    session: Session, repo_pk: int, family: str | None, total: int | None
+) -> tuple[ModelSummary, ...]:
+    """Up to ``2 * SIBLINGS_EACH_SIDE`` other tracked repos of ``family``, nearest in size
+    first on each side of ``total``: two walks of ``ix_repo_summaries_family_total``."""
+    if family is None:
+        return ()
+    base = _summaries().where(
+        RepoRow.tracked, RepoSummaryRow.family == family, RepoRow.id != repo_pk
+    )
+    size = RepoSummaryRow.total_parameters
+    if total is None:
+        rows = session.execute(
+            base.order_by(size, RepoSummaryRow.repo_pk).limit(2 * SIBLINGS_EACH_SIDE)
+        )
+        return tuple(_to_summary(*row) for row in rows)
+    larger = (
+        base.where(size >= total).order_by(size, RepoSummaryRow.repo_pk).limit(SIBLINGS_EACH_SIDE)
+    )
+    smaller = base.where(size < total).order_by(size.desc(), RepoSummaryRow.repo_pk.desc())
+    found = [
+        *session.execute(smaller.limit(SIBLINGS_EACH_SIDE)),
+        *session.execute(larger),
+    ]
+    found.sort(key=lambda row: (row[1].total_parameters, row[0].repo_id))
+    return tuple(_to_summary(*row) for row in found)
 
 
 def model_page(session: Session, repo_id: str) -> ModelPageData:
-    """The model page of ``repo_id``: summary, history with changes and plans, card, others."""
+    """The model page of ``repo_id``: summary, history with changes and plans, card, and
+    the tracked repos of its family nearest in size."""
     row = repo_row(session, repo_id)
-    summary = _summary(session, row)
+    found = session.execute(_summaries().where(RepoRow.id == row.id)).one()
+    summary = _to_summary(*found)
     advisory_of = {
         sha: advisory_id
         for sha, advisory_id in session.execute(
             select(AdvisoryRow.new_sha, AdvisoryRow.id).where(AdvisoryRow.repo_pk == row.id)
         )
     }
-    plan_at_sha = {
-        sha: plan_of(estimate, blob)
-        for sha, estimate, blob in session.execute(
-            select(RevisionRow.sha, EstimateRow, BlobRow)
-            .join(EstimateRow, EstimateRow.revision_pk == RevisionRow.id)
+    plan_by_revision = {
+        estimate.revision_pk: plan_of(estimate, blob)
+        for estimate, blob in session.execute(
+            select(EstimateRow, BlobRow)
+            .join(RevisionRow, EstimateRow.revision_pk == RevisionRow.id)
             .outerjoin(BlobRow, PLAN_BLOB)
             .where(RevisionRow.repo_pk == row.id)
         )
     }
+    changes_of = changes_by_revision(session, row.id)
     history = tuple(
         RevisionEntry(
-            stored,
-            tuple(changes_of(session, repo_id, stored.revision.sha)),
-            advisory_of.get(stored.revision.sha),
-            plan_at_sha.get(stored.revision.sha),
+            StoredRevision(
+                revision=to_revision(repo_id, revision),
+                processed_at=revision.processed_at,
+                on_main=revision.on_main,
+                off_main_since=revision.off_main_since,
+            ),
+            tuple(changes_of.get(revision.id, ())),
+            advisory_of.get(revision.sha),
+            plan_by_revision.get(revision.id),
         )
-        for stored in revision_log(session, repo_id)
+        for revision in session.scalars(
+            select(RevisionRow).where(RevisionRow.repo_pk == row.id).order_by(*NEWEST_FIRST)
+        )
     )
     card: dict[str, Any] = {}
     if summary.latest is not None:
         card = _card(session, row.id, summary.latest.revision.sha)
-    others = tuple(s for s in model_summaries(session) if s.repo.repo_id != repo_id)
+    own = found[1]
+    others = (
+        () if own is None else family_siblings(session, row.id, own.family, own.total_parameters)
+    )
     return ModelPageData(summary, history, card, others)
 
 
-def _summary(session: Session, row: RepoRow) -> ModelSummary:
-    latest_row = session.scalars(
-        select(RevisionRow)
-        .where(RevisionRow.repo_pk == row.id, RevisionRow.on_main)
-        .order_by(*NEWEST_FIRST)
-        .limit(1)
-    ).one_or_none()
-    count = len(session.scalars(select(AdvisoryRow.id).where(AdvisoryRow.repo_pk == row.id)).all())
-    if latest_row is None:
-        return ModelSummary(to_tracked_repo(row), None, None, count)
-    latest = next(s for s in revision_log(session, row.repo_id) if s.revision.sha == latest_row.sha)
-    plan = estimate_of(session, latest_row.id)
-    return ModelSummary(to_tracked_repo(row), latest, plan, count)
+def _summaries() -> Select[RepoRow, RepoSummaryRow, RevisionRow, EstimateRow, BlobRow]:
+    """Repos joined to their summary, newest on-main revision, its estimate and the plan's
+    blob (each may be absent: a repo tracked but not yet checked has no summary row)."""
+    return (
+        select(RepoRow, RepoSummaryRow, RevisionRow, EstimateRow, BlobRow)
+        .outerjoin(RepoSummaryRow, RepoSummaryRow.repo_pk == RepoRow.id)
+        .outerjoin(RevisionRow, RevisionRow.id == RepoSummaryRow.latest_revision_pk)
+        .outerjoin(EstimateRow, EstimateRow.revision_pk == RepoSummaryRow.latest_revision_pk)
+        .outerjoin(BlobRow, PLAN_BLOB)
+    )
+
+
+def _to_summary(
+    repo: RepoRow,
+    summary: RepoSummaryRow | None,
+    latest: RevisionRow | None,
+    estimate: EstimateRow | None,
+    blob: BlobRow | None,
+) -> ModelSummary:
+    stored = (
+        None
+        if latest is None
+        else StoredRevision(
+            revision=to_revision(repo.repo_id, latest),
+            processed_at=latest.processed_at,
+            on_main=latest.on_main,
+            off_main_since=latest.off_main_since,
+        )
+    )
+    return ModelSummary(
+        to_tracked_repo(repo),
+        stored,
+        None if estimate is None else plan_of(estimate, blob),
+        0 if summary is None else summary.advisories,
+    )
 
 
 def card_at(session: Session, repo_id: str, sha: str) -> dict[str, Any] | None:
@@ -266,6 +343,7 @@ __all__: Sequence[str] = [
     "advisories_for",
     "advisory_by_id",
     "card_at",
+    "family_siblings",
     "last_modified",
     "log_version",
     "model_page",

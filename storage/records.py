@@ -9,13 +9,19 @@ Python values, never ORM objects.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Generic, TypeAlias, TypeVar
 
-JsonValue = Any
-"""A value that ``json.dumps`` accepts (dict, list, str, int, float, bool, None)."""
+JsonValue: TypeAlias = (
+    Mapping[str, "JsonValue"] | Sequence["JsonValue"] | str | int | float | bool | None
+)
+"""A value that ``json.loads`` gives back (object, array, string, number, true/false, null)."""
+
+
+PlanT = TypeVar("PlanT")
+"""The estimator's typed Plan, as the tracker and feeds name it (storage names no type of theirs)."""
 
 
 class Severity(enum.IntEnum):
@@ -32,10 +38,12 @@ class Severity(enum.IntEnum):
 
     @property
     def label(self) -> str:
+        """The lower-case name used in JSON, URLs and messages."""
         return self.name.lower()
 
     @classmethod
     def parse(cls, text: str) -> Severity:
+        """Parse a label in any case; raises ValueError listing the known labels."""
         try:
             return cls[text.strip().upper()]
         except KeyError:
@@ -71,10 +79,12 @@ class FileEntry:
 
     @property
     def content_key(self) -> str:
+        """The LFS sha256 for LFS files, else the git blob id: equal wherever the content is."""
         return self.lfs_sha256 or self.blob_id
 
     @property
     def is_lfs(self) -> bool:
+        """True when the file is an LFS pointer (its content key is then the LFS sha256)."""
         return self.lfs_sha256 is not None
 
 
@@ -115,7 +125,7 @@ class Change:
 
 
 @dataclass(frozen=True)
-class RevisionOutcome:
+class RevisionOutcome(Generic[PlanT]):
     """Everything processing learnt about one new revision, built once and read by publishers.
 
     The tracker builds it while it snapshots, diffs and estimates the
@@ -125,8 +135,9 @@ class RevisionOutcome:
     what processing already held. ``configs`` and ``previous_configs`` map a
     model-level config path (config.json, generation_config.json) to its
     parsed JSON object, for the files that exist and parse; ``plan`` and
-    ``previous_plan`` are Plan JSON documents (JSON, so storage needs nothing
-    of the estimator), None where there is no estimate.
+    ``previous_plan`` are the typed Plans processing holds (the record is
+    generic in their type, so storage needs nothing of the estimator), None
+    where there is no estimate. Plan JSON exists only in the estimates table.
     """
 
     snapshot: Snapshot
@@ -134,15 +145,17 @@ class RevisionOutcome:
     changes: tuple[Change, ...]
     configs: Mapping[str, JsonValue] = field(default_factory=dict)
     previous_configs: Mapping[str, JsonValue] = field(default_factory=dict)
-    plan: Mapping[str, JsonValue] | None = None
-    previous_plan: Mapping[str, JsonValue] | None = None
+    plan: PlanT | None = None
+    previous_plan: PlanT | None = None
 
     @property
     def revision(self) -> Revision:
+        """The revision processed: the snapshot's."""
         return self.snapshot.revision
 
     @property
     def previous_revision(self) -> Revision | None:
+        """The revision compared against; None for a repo's first recorded revision."""
         return None if self.previous is None else self.previous.revision
 
 

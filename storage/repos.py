@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -20,14 +20,14 @@ def ensure_repo(
     session: Session,
     repo_id: str,
     *,
-    now: datetime | None = None,
+    now: datetime,
     options: Mapping[str, JsonValue] | None = None,
 ) -> TrackedRepo:
     """Track ``repo_id`` (again, if it was untracked); a new repo is due for a check at once.
 
     ``options`` (interval, ...) replace the stored ones when given.
     """
-    moment = now or datetime.now(UTC)
+    moment = now
     require_aware(moment, "ensure_repo now")
     if not repo_id or len(repo_id) > REPO_ID_LENGTH:
         raise InvalidRecord(f"repo id {repo_id!r} must be 1 to {REPO_ID_LENGTH} characters")
@@ -132,6 +132,7 @@ def repo_row(session: Session, repo_id: str) -> RepoRow:
 
 
 def to_tracked_repo(row: RepoRow) -> TrackedRepo:
+    """The typed TrackedRepo of a stored row; raises ValueError for a status outside RepoStatus."""
     return TrackedRepo(
         repo_id=row.repo_id,
         added_at=row.added_at,

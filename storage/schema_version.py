@@ -5,7 +5,7 @@ importing alembic (with mako and pygments) just to learn that nothing needs migr
 ``is_current`` reads the ``alembic_version`` table with one query and the shipped head
 from the version files' own ``revision`` / ``down_revision`` lines; when it cannot tell
 (no table, a merge revision, files it cannot read) it says False and the caller migrates
-through alembic as before, so a wrong answer can only cost time, never skip a migration.
+through alembic, so a wrong answer can only cost time, never skip a migration.
 """
 
 from __future__ import annotations

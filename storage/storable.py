@@ -2,9 +2,9 @@
 
 Upstream may commit any text JSON, YAML and git accept: a lone surrogate
 escape (``"\\ud800"``) as a config key or a card's license, a NUL in front
-matter or a commit title. Refusing such a revision refused it on every retry,
-and the worker (rightly) never diffs a later revision against the wrong
-predecessor, so one commit hid every later one. Here every text that enters
+matter or a commit title. Refusing such a revision would refuse it on every
+retry, and the worker (rightly) never diffs a later revision against the wrong
+predecessor, so one commit would hide every later one. Here every text that enters
 storage with a revision is repaired (``storage.values.storable_text``: each
 such character becomes U+FFFD), and the revision carries one finding naming
 what was repaired, so a reader knows the record is not byte-for-byte

@@ -2,7 +2,9 @@
 
 A name is a subscription's identity (it appears in URLs); removing one only
 deactivates it, so its outbox history (storage.outbox) stays on record and a
-later add of the name replaces what it asks for.
+later add of the name replaces what it asks for. Each repo pattern is also
+stored as a lookup key (storage.repo_patterns), so the subscriptions naming
+a repo are read by an index, not found by reading every subscription.
 
 Storage keeps the record, its columns (``SubscriptionColumns``) and its
 document form (``subscription_document``), shared by the tracker and feeds.
@@ -18,13 +20,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from storage.errors import IntegrityConflict, InvalidRecord, NotFound
-from storage.models import SubscriptionRow
+from storage.models import SubscriptionRepoKeyRow, SubscriptionRow
 from storage.outbox import cancel_unlisted_channels
 from storage.records import JsonValue, Severity, Subscription
+from storage.repo_patterns import lookup_keys, names_repo, repo_key
 from storage.values import require_aware, require_text
 
 MASK: Final = "********"
@@ -106,6 +109,7 @@ def add_subscription(
     )
     session.add(row)
     session.flush()
+    _store_keys(session, row.id, repo_patterns)
     return _subscription(row)
 
 
@@ -147,7 +151,26 @@ def update_subscription(
     row.min_severity = int(min_severity)
     row.active = True
     session.flush()
+    _store_keys(session, row.id, repo_patterns)
     return _subscription(row)
+
+
+def subscriptions_naming(session: Session, repo_id: str) -> list[Subscription]:
+    """Active subscriptions with a pattern naming ``repo_id``, by name.
+
+    Only rows keyed by the repo, its org or ``*`` are read (an index lookup);
+    a subscription to other repos or orgs is never loaded.
+    """
+    keyed = select(SubscriptionRepoKeyRow.subscription_pk).where(
+        SubscriptionRepoKeyRow.key.in_(lookup_keys(repo_id))
+    )
+    query = (
+        select(SubscriptionRow)
+        .where(SubscriptionRow.active, SubscriptionRow.id.in_(keyed))
+        .order_by(SubscriptionRow.name)
+    )
+    rows = session.scalars(query)
+    return [_subscription(row) for row in rows if names_repo(row.repo_patterns, repo_id)]
 
 
 def subscriptions_by_id(session: Session, ids: Sequence[int]) -> dict[int, Subscription]:
@@ -185,6 +208,20 @@ def subscription_document(record: Subscription) -> dict[str, JsonValue]:
     }
 
 
+def _store_keys(session: Session, subscription_pk: int, repo_patterns: Sequence[str]) -> None:
+    """The lookup keys of ``repo_patterns``, replacing the subscription's stored ones."""
+    session.execute(
+        delete(SubscriptionRepoKeyRow).where(
+            SubscriptionRepoKeyRow.subscription_pk == subscription_pk
+        )
+    )
+    keys = sorted({repo_key(pattern) for pattern in repo_patterns})
+    session.execute(
+        insert(SubscriptionRepoKeyRow),
+        [{"subscription_pk": subscription_pk, "key": key} for key in keys],
+    )
+
+
 def _subscription(row: SubscriptionRow) -> Subscription:
     return Subscription(
         id=row.id,
@@ -208,5 +245,6 @@ __all__ = [
     "subscription_document",
     "subscriptions",
     "subscriptions_by_id",
+    "subscriptions_naming",
     "update_subscription",
 ]

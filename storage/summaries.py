@@ -3,8 +3,9 @@
 A badge is 79 bytes; it must not cost what the model page costs. The page's
 read (``storage.publishing.model_page``) brings every revision's changes and
 plans, and a snapshot row holds the weight manifest, which a hostile checkpoint
-can make ~100 MB. Here only the columns a badge shows are selected: the newest
-on-main revision's stored plan and the newest standing advisory's severity,
+can make ~100 MB. Here only the columns a badge shows are selected: the stored
+plan of the newest on-main revision (as ``repo_summaries`` names it, the same
+revision the index and page show) and the newest standing advisory's severity,
 each one indexed lookup.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.models import AdvisoryRow, BlobRow, EstimateRow, RevisionRow
+from storage.models import AdvisoryRow, BlobRow, EstimateRow, RepoSummaryRow
 from storage.plans import PLAN_BLOB, plan_of
 from storage.records import Severity
 from storage.repos import repo_row
@@ -35,10 +36,8 @@ def model_badge(session: Session, repo_id: str) -> BadgeData:
     """What ``repo_id``'s badge shows; RepoNotFound if it was never recorded."""
     repo_pk = repo_row(session, repo_id).id
     newest = (
-        select(RevisionRow.id)
-        .where(RevisionRow.repo_pk == repo_pk, RevisionRow.on_main)
-        .order_by(RevisionRow.date.desc(), RevisionRow.id.desc())
-        .limit(1)
+        select(RepoSummaryRow.latest_revision_pk)
+        .where(RepoSummaryRow.repo_pk == repo_pk)
         .scalar_subquery()
     )
     estimate = session.execute(

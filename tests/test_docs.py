@@ -19,7 +19,8 @@ from types import ModuleType
 import pytest
 
 from tracker.cli import build_parser
-from tracker.settings import ENVIRONMENT, FILE_SETTINGS
+from tracker.config_file import FILE_SETTINGS
+from tracker.settings import ENVIRONMENT
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

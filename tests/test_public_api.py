@@ -124,6 +124,7 @@ PUBLIC = {
         "subscription_document",
         "subscriptions",
         "subscriptions_by_id",
+        "subscriptions_naming",
         "tracked_repos",
         "tracking_summary",
         "untrack",

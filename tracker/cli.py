@@ -34,6 +34,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse with a usage error as one line on stderr (exit 2) that names where help is."""
 
     def error(self, message: str) -> NoReturn:
+        """Exit 2 with the one line; argparse calls it for every usage error."""
         self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
 
 
@@ -58,6 +59,7 @@ class VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        """Print ``neurarch-trace VERSION`` and exit 0, before any settings are read."""
         print(f"{parser.prog} {installed_version()}")
         parser.exit(0)
 
@@ -97,6 +99,10 @@ def named_command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names (default: ``sys.argv``) and return its exit code.
+
+    Usage and settings errors print one line and return 2; Ctrl-C returns 130.
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
     name = named_command(argv)
     parser = build_parser(None if name is None else [command(name)])

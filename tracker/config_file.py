@@ -1,20 +1,20 @@
-"""The daemon's sections of the TOML file: repos, intervals, the server and alerts.
+"""The TOML file and the environment, read by pydantic-settings into one ``Settings``.
 
-``Settings.load`` (tracker.settings) reads the file once and hands the parsed
-document here for the ``[daemon]``, ``[server]``, ``[alerts]``, ``[[repos]]``
-and ``[[subscriptions]]`` tables; the result is ``Settings.daemon``. An
-annotated example, naming every setting, lives in
-deploy/neurarch-trace.example.toml. Durations are seconds or a number with a
-unit (``"90s"``, ``"30m"``, ``"1h"``, ``"1d"``), so an interval reads the way
-people say it. ``[[subscriptions]]`` tables have the document shape of
-tracker.alerts.spec; they are stored at start (added or replaced, never
-deleted) by tracker.alerts.registry.sync_configured.
-
-Every table and key the file may hold is listed once, in ``FILE_KEYS``;
-``check_known_keys`` refuses anything else before a value is read, so a typo
+Each table of the file is a model refusing keys it does not define, so a typo
 (``[server] prot``, a ``[sever]`` table, a misspelt ``database_url`` that would
-silently fall back to SQLite) is one line naming the file, the table and the
-key, never a default used in silence.
+silently fall back to SQLite) is one line naming the file, the table and the key
+with difflib's nearest field name, never a default used in silence.
+deploy/neurarch-trace.example.toml names every setting. Durations are seconds or
+a number with a unit (``"90s"``, ``"30m"``, ``"1h"``, ``"1d"``). ``[[subscriptions]]``
+tables are checked by tracker.alerts.spec and stored at start by
+tracker.alerts.registry.sync_configured.
+
+pydantic-settings merges the environment over the file (its
+``TomlConfigSettingsSource``) over the defaults of tracker.settings' dataclasses.
+Ours are ``EnvironmentSource``, because its own environment source spells a
+table's setting ``PREFIX_TABLE__KEY`` while our variables are flat names of one
+setting each (``ENVIRONMENT_KEYS``; ``HF_ENDPOINT`` is the Hub client's own), and
+``_one_line``, because a ValidationError lists every error and the CLI prints one.
 """
 
 from __future__ import annotations
@@ -22,347 +22,412 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 from tracker.alerts.egress import AllowList, AllowListError
 from tracker.errors import ConfigFileError, RepoIdError
 from tracker.hub.budget import HubBudget
+from tracker.settings import (
+    DEFAULT_HF_ENDPOINT,
+    AlertsConfig,
+    DaemonConfig,
+    HubSettings,
+    RepoConfig,
+    Settings,
+)
 
-if TYPE_CHECKING:
-    from tracker.alerts.spec import SubscriptionSpec
-
-DEFAULT_INTERVAL_S = 3600.0
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8080
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)\s*$")
 
-FILE_KEYS: Mapping[str, tuple[str, ...]] = {
-    "storage": ("database_url",),
-    "hub": ("endpoint",),
-    "daemon": (
-        "interval",
-        "max_backoff",
-        "workers",
-        "tick",
-        "discovery",
-        "requests_per_second",
-        "hub_budget",
-        "lease",
-        "hub_timeout",
-        "instance",
-    ),
-    "server": ("host", "port", "public_url", "webhook_secret", "api_token"),
-    "alerts": ("tick", "retry_base", "retry_max_delay", "give_up_after", "allow"),
-    "repos": ("id", "interval"),
-}
-"""Every table of the file and its keys; ``[[subscriptions]]`` tables are checked by
-tracker.alerts.spec, which knows their fields."""
-SUBSCRIPTIONS = "subscriptions"
 
-
-@dataclass(frozen=True)
-class RepoConfig:
-    """One followed repo; ``interval_s`` None means the daemon-wide default."""
-
-    repo_id: str
-    interval_s: float | None = None
-
-
-@dataclass(frozen=True)
-class AlertsConfig:
-    """The ``[alerts]`` table: how often the outbox is drained and how failures back off.
-
-    A failed delivery is retried after ``retry_base_s``, doubling up to
-    ``retry_max_delay_s``, until ``give_up_after_s`` after the alert was
-    queued; then it becomes a dead letter. ``allow`` lists the internal
-    receivers alerts may reach beside public addresses.
-    """
-
-    tick_s: float = 5.0
-    retry_base_s: float = 30.0
-    retry_max_delay_s: float = 3600.0
-    give_up_after_s: float = 86400.0
-    allow: AllowList = field(default_factory=AllowList)
-
-
-@dataclass(frozen=True)
-class DaemonConfig:
-    """Everything ``serve`` needs beyond Settings."""
-
-    repos: tuple[RepoConfig, ...] = ()
-    interval_s: float = DEFAULT_INTERVAL_S
-    max_backoff_s: float = 6 * 3600.0
-    workers: int = 4
-    tick_s: float = 5.0
-    discovery_s: float = 300.0
-    requests_per_second: float = 5.0
-    hub_budget: HubBudget | None = None
-    """The account's Hub requests per window, shared by every instance (tracker.hub.budget)."""
-    lease_s: float = 300.0
-    hub_timeout_s: float = 30.0
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    webhook_secret: str | None = None
-    api_token: str | None = None
-    """Bearer token for /api/v1 (subscriptions); None: the API answers 401 to everyone."""
-    instance: str | None = None
-    """This instance's name in lease owners; unique per database (default host:port)."""
-    public_url: str | None = None
-    """Where users reach the app (links in feeds and advisories); default http://host:port."""
-    subscriptions: tuple[SubscriptionSpec, ...] = ()
-    alerts: AlertsConfig = AlertsConfig()
-    """The file's ``[[subscriptions]]``, validated; stored when the daemon starts."""
-
-
-def parse_duration(value: object, where: str) -> float:
-    """Seconds from a number or a string like ``"30m"``; ConfigFileError names ``where``."""
-    if isinstance(value, bool):
-        raise ConfigFileError(f'{where}: expected a duration such as 3600 or "1h", got {value!r}')
-    if isinstance(value, int | float):
+def parse_duration(value: object) -> float:
+    """Seconds from a number or a string like ``"30m"``."""
+    seconds = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = float(value)
     elif isinstance(value, str) and (match := _DURATION.match(value)):
         seconds = float(match["n"]) * _UNITS[match["unit"] or "s"]
-    else:
-        raise ConfigFileError(f'{where}: expected a duration such as 3600 or "1h", got {value!r}')
+    if seconds is None:
+        raise ValueError(f'expected a duration such as 3600 or "1h", got {value!r}')
     if seconds <= 0:
-        raise ConfigFileError(f"{where}: a duration must be positive, got {value!r}")
+        raise ValueError(f"a duration must be positive, got {value!r}")
     return seconds
 
 
-def read_document(path: Path) -> dict[str, Any]:
-    """The parsed TOML of ``path``; ConfigFileError when it is missing or not TOML."""
+def _refusing(test: Callable[[str], bool], rule: str) -> AfterValidator:
+    """A check pydantic has no constraint for, named in its error as ``rule``."""
+
+    def check(value: str) -> str:
+        if not test(value):
+            raise ValueError(f"{rule}, got {value!r}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _repo_id(value: Any) -> str:
+    # Here, not at the top: the repo id rules live in storage, which `plan` never loads.
+    from tracker.hub.repo_id import validate_repo_id
+
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigFileError(f"{path}: configuration file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigFileError(f"{path}: not valid TOML: {exc}") from None
+        return validate_repo_id(str(value))
+    except RepoIdError as exc:
+        raise ValueError(str(exc)) from None
 
 
-def check_known_keys(document: Mapping[str, Any], source: str) -> None:
-    """Refuse a table or key the file does not define (one line: file, table, key)."""
-    for table, value in document.items():
-        if table == SUBSCRIPTIONS:
-            continue
-        known = FILE_KEYS.get(table)
-        if known is None:
-            raise ConfigFileError(
-                f"{source}: [{table}] is not a table of the configuration file"
-                f"{_suggestion(table, [*FILE_KEYS, SUBSCRIPTIONS])}"
-            )
-        entries = value if isinstance(value, list) else [value]
-        for index, entry in enumerate(entries):
-            if not isinstance(entry, Mapping):
-                continue  # the table's own reader says what shape it needs
-            unknown = sorted(set(entry) - set(known))
-            if unknown:
-                where = f"{table}[{index}]" if isinstance(value, list) else f"[{table}]"
-                raise ConfigFileError(
-                    f"{source}: {where} has no setting {unknown[0]!r}"
-                    f"{_suggestion(unknown[0], known)}"
-                )
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+PositiveInt = Annotated[int, Field(strict=True, ge=1)]
+PositiveNumber = Annotated[float, Field(strict=True, gt=0)]
+Port = Annotated[int, Field(strict=True, ge=0, le=65535)]
+Secret = Annotated[str, Field(strict=True, min_length=1), _refusing(str.isascii, "ASCII only")]
+ApiToken = Annotated[str, Field(strict=True, min_length=16)]
+Instance = Annotated[
+    str, Field(strict=True, min_length=1), _refusing(lambda name: "/" not in name, "no '/'")
+]
+Endpoint = Annotated[str, AfterValidator(lambda url: url.rstrip("/"))]
 
 
-def _suggestion(word: str, choices: list[str] | tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(choices)})"
+class Table(BaseModel):
+    """A table of the file: only the keys it defines."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def load_daemon_config(path: Path | None) -> DaemonConfig:
-    """Read ``path`` (None: an empty configuration with the defaults)."""
-    if path is None:
-        return DaemonConfig()
-    return parse_daemon_config(read_document(path), str(path))
+DEFAULTS = DaemonConfig()
+ALERTS = AlertsConfig()
+
+
+class StorageTable(Table):
+    database_url: str | None = None
+
+
+class HubTable(Table):
+    endpoint: Endpoint = DEFAULT_HF_ENDPOINT
+
+
+class DaemonTable(Table):
+    interval: Duration = DEFAULTS.interval_s
+    max_backoff: Duration = DEFAULTS.max_backoff_s
+    workers: PositiveInt = DEFAULTS.workers
+    tick: Duration = DEFAULTS.tick_s
+    discovery: Duration = DEFAULTS.discovery_s
+    requests_per_second: PositiveNumber = DEFAULTS.requests_per_second
+    hub_budget: object = None
+    lease: Duration = DEFAULTS.lease_s
+    hub_timeout: Duration = DEFAULTS.hub_timeout_s
+    instance: Instance | None = None
+
+
+class ServerTable(Table):
+    host: str = DEFAULTS.host
+    port: Port = DEFAULTS.port
+    public_url: str | None = None
+    webhook_secret: Secret | None = None
+    api_token: ApiToken | None = None
+
+
+class AlertsTable(Table):
+    tick: Duration = ALERTS.tick_s
+    retry_base: Duration = ALERTS.retry_base_s
+    retry_max_delay: Duration = ALERTS.retry_max_delay_s
+    give_up_after: Duration = ALERTS.give_up_after_s
+    allow: Annotated[list[str], Field(strict=True)] = []
+
+
+class RepoTable(Table):
+    id: Annotated[str, BeforeValidator(_repo_id)]
+    interval: Duration | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_id(cls, value: Any) -> Any:
+        """``repos = ["org/name"]`` is short for ``[[repos]] id = "org/name"``."""
+        return {"id": value} if isinstance(value, str) else value
+
+
+TABLES: Mapping[str, type[Table]] = {
+    "storage": StorageTable,
+    "hub": HubTable,
+    "daemon": DaemonTable,
+    "server": ServerTable,
+    "alerts": AlertsTable,
+    "repos": RepoTable,
+}
+"""Every table of the file (``[[subscriptions]]`` tables are checked by tracker.alerts.spec)."""
+SUBSCRIPTIONS = "subscriptions"
+FILE_SETTINGS = tuple(
+    f"{name}.{key}" for name, table in TABLES.items() for key in table.model_fields
+)
+"""Every key of the TOML file; deploy/neurarch-trace.example.toml shows each, and the docs
+test checks README names each."""
+
+ENVIRONMENT_KEYS: Mapping[str, tuple[str, str]] = {
+    "NEURARCH_DATABASE_URL": ("storage", "database_url"),
+    "HF_ENDPOINT": ("hub", "endpoint"),
+    "NEURARCH_API_TOKEN": ("server", "api_token"),
+    "NEURARCH_ALERTS_ALLOW": ("alerts", "allow"),
+}
+"""The variables that stand over a setting of the file: variable -> (table, key)."""
+
+
+class ConfigFile(BaseSettings):
+    """The file's tables, each a model, with the environment merged over them."""
+
+    model_config = SettingsConfigDict(extra="forbid", frozen=True)
+
+    storage: StorageTable = StorageTable()
+    hub: HubTable = HubTable()
+    daemon: DaemonTable = DaemonTable()
+    server: ServerTable = ServerTable()
+    alerts: AlertsTable = AlertsTable()
+    repos: list[RepoTable] = []
+    subscriptions: list[Any] = []
+
+    @model_validator(mode="after")
+    def _repos_once(self) -> ConfigFile:
+        seen: set[str] = set()
+        for repo in self.repos:
+            if repo.id in seen:
+                raise ValueError(f"repo {repo.id!r} is listed twice")
+            seen.add(repo.id)
+        return self
+
+    def over(self, base: Settings, source: str, environ: Mapping[str, str]) -> Settings:
+        """``base`` with these tables over it; ``source`` names the file in errors."""
+        where = _namer(source, environ)
+        return replace(
+            base,
+            storage=replace(
+                base.storage, database_url=self.storage.database_url or base.storage.database_url
+            ),
+            hub=replace(base.hub, endpoint=self.hub.endpoint),
+            daemon=self.daemon_config(where),
+        )
+
+    def daemon_config(self, where: Callable[[str, str], str]) -> DaemonConfig:
+        """The ``serve`` sections; ``where(table, key)`` names a setting in errors."""
+        daemon, server, alerts = self.daemon, self.server, self.alerts
+        try:
+            allow = AllowList.parse(alerts.allow, where("alerts", "allow"))
+        except AllowListError as exc:
+            raise ConfigFileError(str(exc)) from None
+        return DaemonConfig(
+            repos=tuple(RepoConfig(repo.id, repo.interval) for repo in self.repos),
+            interval_s=daemon.interval,
+            max_backoff_s=daemon.max_backoff,
+            workers=daemon.workers,
+            tick_s=daemon.tick,
+            discovery_s=daemon.discovery,
+            requests_per_second=daemon.requests_per_second,
+            hub_budget=None
+            if daemon.hub_budget is None
+            else HubBudget.parse(daemon.hub_budget, where("daemon", "hub_budget")),
+            lease_s=daemon.lease,
+            hub_timeout_s=daemon.hub_timeout,
+            host=server.host,
+            port=server.port,
+            webhook_secret=server.webhook_secret,
+            api_token=server.api_token,
+            instance=daemon.instance,
+            public_url=server.public_url,
+            subscriptions=parse_subscriptions(self.subscriptions, where("", SUBSCRIPTIONS)),
+            alerts=AlertsConfig(
+                alerts.tick, alerts.retry_base, alerts.retry_max_delay, alerts.give_up_after, allow
+            ),
+        )
+
+
+class EnvironmentSource(PydanticBaseSettingsSource):
+    """``ENVIRONMENT_KEYS`` read from ``environ`` into the tables they stand over.
+
+    An unset or blank variable leaves the file's value; ``NEURARCH_ALERTS_ALLOW``
+    holds entries separated by commas or spaces.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        super().__init__(settings_cls)
+        self.environ = environ
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Unused: the whole environment is read at once by ``__call__``."""
+        return None, field_name, False  # every value comes from __call__
+
+    def __call__(self) -> dict[str, Any]:
+        """The settings the environment sets, as ``{table: {key: value}}`` (``ENVIRONMENT_KEYS``)."""
+        tables: dict[str, Any] = {}
+        for name, (table, key) in ENVIRONMENT_KEYS.items():
+            value = (self.environ.get(name) or "").strip()
+            if value:
+                words = value.replace(",", " ").split()
+                tables.setdefault(table, {})[key] = words if key == "allow" else value
+        return tables
+
+
+def read_settings(base: Settings, path: Path | None, environ: Mapping[str, str]) -> Settings:
+    """``base`` under the file at ``path`` (None: no file) and then ``environ``."""
+    sources: list[PydanticBaseSettingsSource] = [EnvironmentSource(ConfigFile, environ)]
+    source = "environment"
+    if path is not None:
+        source = str(path)
+        if not path.is_file():
+            raise ConfigFileError(f"{path}: configuration file not found")
+        try:
+            sources.append(TomlConfigSettingsSource(ConfigFile, toml_file=path))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigFileError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        # BaseSettings' documented argument for sources built per call (this file, this
+        # environment); the pydantic mypy plugin's signature of __init__ leaves it out.
+        loaded = ConfigFile(_build_sources=(tuple(sources), {}))  # type: ignore[call-arg]
+    except ValidationError as exc:
+        raise _one_line(exc, source, _namer(source, environ)) from None
+    settings = loaded.over(base, source, environ)
+    token = (environ.get("HF_TOKEN") or "").strip() or None
+    return replace(settings, hub=HubSettings(settings.hub.endpoint, token), config_file=path)
+
+
+def parse_document(document: Mapping[str, Any], source: str = "config") -> ConfigFile:
+    """A parsed TOML document checked table by table; errors name ``source``."""
+    try:
+        return ConfigFile.model_validate(document)
+    except ValidationError as exc:
+        raise _one_line(exc, source, _namer(source, {})) from None
 
 
 def parse_daemon_config(document: Mapping[str, Any], source: str = "config") -> DaemonConfig:
-    """Build a DaemonConfig from parsed TOML, checking every table, key and value."""
-    check_known_keys(document, source)
-    daemon = _table(document, "daemon", source)
-    server = _table(document, "server", source)
-    interval = parse_duration(
-        daemon.get("interval", DEFAULT_INTERVAL_S), f"{source}: daemon.interval"
-    )
-    repos = tuple(
-        _repo(entry, index, source) for index, entry in enumerate(_repo_list(document, source))
-    )
-    seen: set[str] = set()
-    for repo in repos:
-        if repo.repo_id in seen:
-            raise ConfigFileError(f"{source}: repo {repo.repo_id!r} is listed twice")
-        seen.add(repo.repo_id)
-    secret = server.get("webhook_secret")
-    if secret is not None and (not isinstance(secret, str) or not secret or not secret.isascii()):
-        raise ConfigFileError(f"{source}: server.webhook_secret must be a non-empty ASCII string")
-    return DaemonConfig(
-        repos=repos,
-        interval_s=interval,
-        max_backoff_s=parse_duration(
-            daemon.get("max_backoff", 6 * 3600), f"{source}: daemon.max_backoff"
-        ),
-        workers=_positive_int(daemon.get("workers", 4), f"{source}: daemon.workers"),
-        tick_s=parse_duration(daemon.get("tick", 5), f"{source}: daemon.tick"),
-        discovery_s=parse_duration(daemon.get("discovery", 300), f"{source}: daemon.discovery"),
-        requests_per_second=_positive_float(
-            daemon.get("requests_per_second", 5.0), f"{source}: daemon.requests_per_second"
-        ),
-        hub_budget=None
-        if daemon.get("hub_budget") is None
-        else HubBudget.parse(daemon["hub_budget"], f"{source}: daemon.hub_budget"),
-        lease_s=parse_duration(daemon.get("lease", 300), f"{source}: daemon.lease"),
-        hub_timeout_s=parse_duration(
-            daemon.get("hub_timeout", 30), f"{source}: daemon.hub_timeout"
-        ),
-        host=str(server.get("host", DEFAULT_HOST)),
-        port=_port(server.get("port", DEFAULT_PORT), f"{source}: server.port"),
-        webhook_secret=secret,
-        api_token=_api_token(server.get("api_token"), f"{source}: server.api_token"),
-        instance=_instance(daemon.get("instance"), f"{source}: daemon.instance"),
-        public_url=None if server.get("public_url") is None else str(server["public_url"]),
-        subscriptions=parse_subscriptions(document, source),
-        alerts=parse_alerts(_table(document, "alerts", source), source),
-    )
+    """The ``serve`` sections of a parsed TOML document."""
+    return parse_document(document, source).daemon_config(_namer(source, {}))
 
 
-def parse_alerts(table: Mapping[str, Any], source: str) -> AlertsConfig:
-    """The ``[alerts]`` table, every duration checked."""
-    default = AlertsConfig()
-    check_known_keys({"alerts": table}, source)
-    return AlertsConfig(
-        tick_s=parse_duration(table.get("tick", default.tick_s), f"{source}: alerts.tick"),
-        retry_base_s=parse_duration(
-            table.get("retry_base", default.retry_base_s), f"{source}: alerts.retry_base"
-        ),
-        retry_max_delay_s=parse_duration(
-            table.get("retry_max_delay", default.retry_max_delay_s),
-            f"{source}: alerts.retry_max_delay",
-        ),
-        give_up_after_s=parse_duration(
-            table.get("give_up_after", default.give_up_after_s), f"{source}: alerts.give_up_after"
-        ),
-        allow=_allow(table.get("allow", []), f"{source}: alerts.allow"),
-    )
+def load_daemon_config(path: Path | None) -> DaemonConfig:
+    """The ``serve`` sections of the file at ``path`` (None: the defaults), no environment."""
+    if path is None:
+        return DaemonConfig()
+    return read_settings(Settings.in_dir(Path()), path, {}).daemon
 
 
-def parse_subscriptions(document: Mapping[str, Any], source: str) -> tuple[SubscriptionSpec, ...]:
+def parse_subscriptions(entries: list[Any], where: str) -> tuple[Any, ...]:
     """The ``[[subscriptions]]`` tables; errors name ``subscriptions[i]`` and the field."""
-    value = document.get("subscriptions", [])
-    if not isinstance(value, list):
-        raise ConfigFileError(
-            f"{source}: subscriptions must be an array of tables ([[subscriptions]])"
-        )
-    if not value:
+    if not entries:
         return ()
     # Only now: the spec loads the estimator and storage, which `plan` and --help never need.
-    from tracker.alerts.spec import SubscriptionError, parse_subscription
+    from tracker.alerts.spec import SubscriptionError, SubscriptionSpec, parse_subscription
 
     specs: list[SubscriptionSpec] = []
     seen: dict[str, int] = {}
-    for index, entry in enumerate(value):
-        where = f"{source}: subscriptions[{index}]"
+    for index, entry in enumerate(entries):
+        at = f"{where}[{index}]"
         try:
-            spec = parse_subscription(entry, source=where)
+            spec = parse_subscription(entry, source=at)
         except SubscriptionError as exc:
             raise ConfigFileError(str(exc)) from None
         if spec.name in seen:
             raise ConfigFileError(
-                f"{where}: name {spec.name!r} is already used by subscriptions[{seen[spec.name]}]"
+                f"{at}: name {spec.name!r} is already used by subscriptions[{seen[spec.name]}]"
             )
         seen[spec.name] = index
         specs.append(spec)
     return tuple(specs)
 
 
-def _table(document: Mapping[str, Any], name: str, source: str) -> Mapping[str, Any]:
-    value = document.get(name, {})
-    if not isinstance(value, Mapping):
-        raise ConfigFileError(f"{source}: [{name}] must be a table")
-    return value
+def _namer(source: str, environ: Mapping[str, str]) -> Callable[[str, str], str]:
+    """How an error names a setting: the variable that set it, else the file and the key."""
+    variables = {place: name for name, place in ENVIRONMENT_KEYS.items()}
+
+    def where(table: str, key: str) -> str:
+        variable = variables.get((table, key))
+        if variable and (environ.get(variable) or "").strip():
+            return variable
+        return f"{source}: {table}.{key}" if table else f"{source}: {key}"
+
+    return where
 
 
-def _repo_list(document: Mapping[str, Any], source: str) -> list[Any]:
-    value = document.get("repos", [])
-    if not isinstance(value, list):
-        raise ConfigFileError(f"{source}: repos must be an array of tables ([[repos]])")
-    return value
+_SHAPES = {
+    "model_type": "[{}] must be a table",
+    "model_attributes_type": "[{}] must be a table",
+    "list_type": "{0} must be an array of tables ([[{0}]])",
+}
 
 
-def _repo(entry: Any, index: int, source: str) -> RepoConfig:
-    # Here, not at the top: the repo id rules live in storage, which `plan` never loads.
-    from tracker.hub.repo_id import validate_repo_id
-
-    where = f"{source}: repos[{index}]"
-    if isinstance(entry, str):
-        entry = {"id": entry}
-    if not isinstance(entry, Mapping) or "id" not in entry:
-        raise ConfigFileError(f'{where} needs an id = "ORG/NAME"')
-    try:
-        repo_id = validate_repo_id(str(entry["id"]))
-    except RepoIdError as exc:
-        raise ConfigFileError(f"{where}: {exc}") from None
-    interval = entry.get("interval")
-    return RepoConfig(
-        repo_id=repo_id,
-        interval_s=None if interval is None else parse_duration(interval, f"{where}.interval"),
+def _one_line(
+    error: ValidationError, source: str, where: Callable[[str, str], str]
+) -> ConfigFileError:
+    """The error a person fixes first, in one line: an unknown table or key before any value."""
+    errors = error.errors()
+    unknown = sorted(
+        (e for e in errors if e["type"] == "extra_forbidden"), key=lambda e: str(e["loc"])
     )
+    first = unknown[0] if unknown else errors[0]
+    loc = first["loc"]
+    if unknown:
+        return ConfigFileError(f"{source}: {_unknown(loc)}")
+    if len(loc) == 1 and first["type"] in _SHAPES:
+        return ConfigFileError(f"{source}: {_SHAPES[first['type']].format(loc[0])}")
+    named = where(str(loc[0]), str(loc[1])) if len(loc) == 2 else f"{source}{_path(loc)}"
+    return ConfigFileError(f"{named}: {_message(first)}")
 
 
-def _api_token(value: Any, where: str) -> str | None:
-    if value is not None and (not isinstance(value, str) or len(value) < 16):
-        raise ConfigFileError(f"{where} must be a string of 16+ characters")
-    return value
+def _unknown(loc: tuple[int | str, ...]) -> str:
+    """``[table] has no setting 'key' (did you mean ...)``, or the same of a table."""
+    *inside, word = (str(part) for part in loc)
+    if not inside:
+        return f"[{word}] is not a table of the configuration file{_suggestion(word, [*TABLES, SUBSCRIPTIONS])}"
+    table = inside[0]
+    place = f"{table}[{inside[1]}]" if len(inside) > 1 else f"[{table}]"
+    return f"{place} has no setting {word!r}{_suggestion(word, list(TABLES[table].model_fields))}"
 
 
-def _allow(value: Any, where: str) -> AllowList:
-    if not isinstance(value, list) or not all(isinstance(entry, str) for entry in value):
-        raise ConfigFileError(f'{where} must be a list of strings ["10.0.0.0/8"]')
-    try:
-        return AllowList.parse(value, where)
-    except AllowListError as exc:
-        raise ConfigFileError(str(exc)) from None
+def _suggestion(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(choices)})"
 
 
-def _instance(value: Any, where: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value or "/" in value:
-        raise ConfigFileError(f"{where}: expected a non-empty name without '/', got {value!r}")
-    return value
+def _path(loc: tuple[int | str, ...]) -> str:
+    """``: repos[0].interval`` from pydantic's ``("repos", 0, "interval")``; ``()``: ``""``."""
+    text = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+    return f": {text[1:]}" if text else ""
 
 
-def _positive_int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigFileError(f"{where}: expected a positive integer, got {value!r}")
-    return value
-
-
-def _positive_float(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigFileError(f"{where}: expected a positive number, got {value!r}")
-    return float(value)
-
-
-def _port(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
-        raise ConfigFileError(f"{where}: expected a port number 0-65535, got {value!r}")
-    return value
+def _message(error: ErrorDetails) -> str:
+    """Our own validators' words as written; pydantic's with the value it was given."""
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, ValueError):
+        return str(cause)
+    return error["msg"] if error["type"] == "missing" else f"{error['msg']}, got {error['input']!r}"
 
 
 __all__ = [
-    "FILE_KEYS",
-    "AlertsConfig",
+    "ENVIRONMENT_KEYS",
+    "FILE_SETTINGS",
+    "TABLES",
+    "ConfigFile",
     "ConfigFileError",
-    "DaemonConfig",
-    "RepoConfig",
-    "check_known_keys",
+    "EnvironmentSource",
     "load_daemon_config",
-    "parse_alerts",
     "parse_daemon_config",
+    "parse_document",
     "parse_duration",
-    "parse_subscriptions",
-    "read_document",
+    "read_settings",
 ]

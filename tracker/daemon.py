@@ -49,7 +49,7 @@ from tracker.alerts.evaluate import AlertLinks, alert_publisher
 from tracker.alerts.fields import document_schema
 from tracker.alerts.registry import sync_configured
 from tracker.alerts.spec import parse_subscription
-from tracker.config_file import DaemonConfig
+from tracker.hub.api import connect
 from tracker.hub.budget import budget_key
 from tracker.hub.client import Hub
 from tracker.hub.discovery import Discovery, HeadProbe
@@ -61,12 +61,13 @@ from tracker.schedule.leases import release_previous, track, watermark
 from tracker.schedule.metrics import BudgetWatch, DaemonMetrics
 from tracker.schedule.ticker import Ticker
 from tracker.schedule.worker import Worker, WorkerPolicy
-from tracker.settings import Settings
+from tracker.settings import DaemonConfig, Settings
 
 log = logging.getLogger("neurarch.daemon")
 
 
 def utc_now() -> datetime:
+    """The wall clock, timezone-aware in UTC: the clock the daemon hands to what it wires."""
     return datetime.now(UTC)
 
 
@@ -84,6 +85,8 @@ class Daemon:
     """What this process runs: "web" (the app only), "worker" (checks only) or "all"."""
     metrics_registry: CollectorRegistry | None = None
     """What /metrics exports; None: this process's own ``metrics``."""
+    clock: Callable[[], datetime] = utc_now
+    """Every time this instance stores or schedules by; tests pass a fake one."""
     _workers: list[threading.Thread] = field(default_factory=list)
     _ticker: Ticker | None = None
     _alerts: DeliveryWorker | None = None
@@ -109,7 +112,7 @@ class Daemon:
         """
         for spec in self.config.subscriptions:
             self.egress.vet(spec)
-        now = utc_now()
+        now = self.clock()
         with self.database.session() as session:
             for repo in self.config.repos:
                 track(session, repo.repo_id, now=now, interval_s=repo.interval_s)
@@ -126,7 +129,7 @@ class Daemon:
         """
         links = AlertLinks(base_url=self.public_url)
         table = publish if publish is not None else Publishers()
-        return table.plus("alerts", alert_publisher(links, utc_now))
+        return table.plus("alerts", alert_publisher(links, self.clock))
 
     def deliver_alerts(self, worker: DeliveryWorker) -> None:
         """Start a lane for each channel with a due alert; a slow receiver holds no tick."""
@@ -141,7 +144,7 @@ class Daemon:
             timeout_s=self.config.hub_timeout_s,
             observers=(self.metrics.observe_response,),
         )
-        self.metrics.watch_storage(self.database, utc_now)
+        self.metrics.watch_storage(self.database, self.clock)
         freed = release_previous(self.database, self.instance)
         if freed:
             log.warning(json.dumps({"event": "leases_recovered", "count": freed}))
@@ -150,19 +153,16 @@ class Daemon:
             max_backoff_s=self.config.max_backoff_s,
             lease_s=self.config.lease_s,
         )
+        api = connect(self.settings.hub)
         for index in range(self.config.workers):
             worker = Worker(
                 self.database,
-                Hub(
-                    self.settings.hub.endpoint,
-                    self.settings.hub.token,
-                    timeout=self.config.hub_timeout_s,
-                ),
-                HeadProbe(self.settings.hub.endpoint, self.settings.hub.token),
+                Hub(api, timeout=self.config.hub_timeout_s),
+                HeadProbe(api),
                 owner=f"{self.instance}/{index}/{os.getpid()}",
                 policy=policy,
                 metrics=self.metrics,
-                clock=utc_now,
+                clock=self.clock,
                 publish=self.with_alerts(publish),
                 stop=self.stop_event,
             )
@@ -171,7 +171,7 @@ class Daemon:
             )
             thread.start()
             self._workers.append(thread)
-        discovery = Discovery(self.settings.hub.endpoint, self.settings.hub.token)
+        discovery = Discovery(api)
         with self.database.read_session() as session:
             self._watermark = watermark(session)
         ticker = Ticker(self.drain_inbox, self.config.tick_s, name="inbox")
@@ -190,14 +190,15 @@ class Daemon:
             give_up_after_s=self.config.alerts.give_up_after_s,
         )
         senders: dict[str, Sender] = {
-            "webhook": WebhookSender(requests.Session(), utc_now, egress=self.egress),
+            "webhook": WebhookSender(requests.Session(), self.clock, egress=self.egress),
             "apprise": AppriseSender(self.egress),
             "feed": FeedSender(),
         }
-        return DeliveryWorker(self.database, senders, utc_now, policy)
+        return DeliveryWorker(self.database, senders, self.clock, policy)
 
     def drain_inbox(self) -> None:
-        drained = drain(self.database, now=utc_now())
+        """Make the repos of pending webhook deliveries due now (commits); logs what it drained."""
+        drained = drain(self.database, now=self.clock())
         if drained.deliveries or drained.deferred:
             log.info(json.dumps({"event": "inbox_drained", **drained.__dict__}))
 
@@ -208,7 +209,7 @@ class Daemon:
         idle cycle over 100,000 tracked repos reads one or two poll states, not all.
         """
         result = discovery.walk(self._watermark, TrackedShas(self.database))
-        now = utc_now()
+        now = self.clock()
         with self.database.session() as session:
             for repo_id, stamp in result.last_modified.items():
                 record_last_modified(session, repo_id, stamp)
@@ -330,6 +331,7 @@ class Daemon:
         self.database.close()
 
     def routers(self) -> tuple[APIRouter, ...]:
+        """The feeds app's extra routers: webhooks, ops, subscriptions, CLI reads, shared plans."""
         from feeds import shared_plans
         from feeds.cli_api import create_cli_router
         from feeds.ops import create_ops_router
@@ -340,7 +342,9 @@ class Daemon:
         from tracker.reads.local_daemon import database_digest
 
         return (
-            create_webhook_router(self.database, secret=self.config.webhook_secret),
+            create_webhook_router(
+                self.database, secret=self.config.webhook_secret, clock=self.clock
+            ),
             create_ops_router(
                 health=self.health, registry=self.metrics_registry or self.metrics.registry
             ),
@@ -350,14 +354,17 @@ class Daemon:
                 parse=parse_subscription,
                 vet=self.egress.vet,
                 schema=document_schema(),
-                clock=utc_now,
+                clock=self.clock,
             ),
             create_cli_router(
                 partial(answer, self.database),
                 database_digest=database_digest(self.settings.storage.database_url),
             ),
             shared_plans.router(
-                self.database, PublishSettings(base_url=self.public_url), self.config.api_token
+                self.database,
+                PublishSettings(base_url=self.public_url),
+                self.config.api_token,
+                clock=self.clock,
             ),
         )
 
@@ -377,6 +384,7 @@ class Daemon:
 
     @property
     def local_url(self) -> str:
+        """``http://host:port`` of the configured bind address; links use ``public_url``."""
         return f"http://{self.config.host}:{self.config.port}"
 
     @property
@@ -438,19 +446,19 @@ def _public_url(config: DaemonConfig) -> str:
     return (config.public_url or f"http://{config.host}:{config.port}").rstrip("/")
 
 
-def publisher() -> Publishers:
+def publisher(clock: Callable[[], datetime]) -> Publishers:
     """The publisher table every worker starts from: the advisory writer from feeds."""
-    from feeds.publish import write_advisory
+    from feeds.publish import advisory_writer
 
-    return Publishers().plus("advisories", write_advisory)
+    return Publishers().plus("advisories", advisory_writer(clock))
 
 
-def revision_publishers(settings: Settings) -> Publishers:
+def revision_publishers(settings: Settings, clock: Callable[[], datetime]) -> Publishers:
     """The table a daemon's workers run (advisories, then alerts), for a command that records
     revisions itself (``track``): what it records is published in the same transaction,
     exactly as a worker would, and the daemon delivers the alerts it queued."""
     links = AlertLinks(base_url=_public_url(settings.daemon))
-    return publisher().plus("alerts", alert_publisher(links, utc_now))
+    return publisher(clock).plus("alerts", alert_publisher(links, clock))
 
 
 __all__ = ["Daemon", "default_instance", "publisher", "revision_publishers", "utc_now"]

@@ -54,10 +54,9 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from storage import open_database
-from tracker.config_file import DaemonConfig
-from tracker.daemon import Daemon, publisher, utc_now
+from tracker.daemon import Daemon, publisher
 from tracker.errors import TrackerError
-from tracker.settings import Settings
+from tracker.settings import DaemonConfig, Settings
 
 log = logging.getLogger("neurarch.roles")
 
@@ -119,6 +118,7 @@ def bind_listener(host: str, port: int) -> socket.socket:
 
 
 def listening_url(sock: socket.socket) -> str:
+    """The ``http://`` URL of the socket's bound address (IPv6 in brackets), port 0 resolved."""
     host, port = sock.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
@@ -148,7 +148,7 @@ def serve(daemon: Daemon, role: Role, announce: Callable[[str], None] = say) -> 
 def run_web(daemon: Daemon, sock: socket.socket) -> None:
     """The web role in this process until SIGTERM/SIGINT: no workers, no leases."""
     daemon.role = Role.WEB.value
-    daemon.metrics.watch_storage(daemon.database, utc_now)
+    daemon.metrics.watch_storage(daemon.database, daemon.clock)
     app = daemon.build_app()
     try:
         daemon.serve_http(app, sock)
@@ -160,7 +160,7 @@ def run_web(daemon: Daemon, sock: socket.socket) -> None:
 def run_worker(daemon: Daemon) -> None:
     """The worker role in this process until SIGTERM/SIGINT; no listener."""
     daemon.role = Role.WORKER.value
-    daemon.start_background(publisher())
+    daemon.start_background(publisher(daemon.clock))
     try:
         with stop_on_signals(daemon):
             while not daemon.stop_event.wait(WATCH_S):
@@ -180,7 +180,7 @@ def run_all(daemon: Daemon, sock: socket.socket) -> None:
         target=answer_metrics, args=(bridge, daemon), name="metrics-bridge", daemon=True
     )
     try:
-        daemon.start_background(publisher())
+        daemon.start_background(publisher(daemon.clock))
         answering.start()
         with stop_on_signals(daemon):
             failure = watch(daemon, child)

@@ -1,9 +1,10 @@
 """One settings object, built once from defaults, the TOML file and the environment.
 
-Precedence, lowest first: built-in defaults, the TOML file named by
-``--config`` or ``NEURARCH_CONFIG``, then environment variables
-(``NEURARCH_*`` and the Hub's own ``HF_ENDPOINT`` / ``HF_TOKEN``). The file is
-read once, here; its sections become the sections of ``Settings``:
+Precedence, lowest first: built-in defaults (the dataclasses below), the TOML
+file named by ``--config`` or ``NEURARCH_CONFIG``, then environment variables
+(``NEURARCH_*`` and the Hub's own ``HF_ENDPOINT`` / ``HF_TOKEN``). The file and
+the environment are read once, by tracker.config_file; its sections become the
+sections of ``Settings``:
 
     Settings
     ├── storage   StorageSettings   [storage], NEURARCH_DATABASE_URL, NEURARCH_DATA_DIR
@@ -15,20 +16,24 @@ Only the top (tracker.cli) calls ``Settings.load``; everything below it
 receives a ``Settings`` (or one of its sections) and never reads the
 environment or the file itself. feeds, which never imports tracker, takes
 its own ``feeds.settings.PublishSettings``, built by tracker.daemon from these.
+The values here are plain frozen dataclasses, so a command that never reads
+the file (``history`` answered by a daemon) does not import pydantic.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import platformdirs
+from tracker.alerts.egress import AllowList
+from tracker.errors import ConfigFileError, SettingsError
+from tracker.hub.budget import HubBudget
 
-from tracker.alerts.egress import AllowList, AllowListError
-from tracker.config_file import FILE_KEYS, DaemonConfig, parse_daemon_config, read_document
-from tracker.errors import SettingsError
+if TYPE_CHECKING:
+    from tracker.alerts.spec import SubscriptionSpec
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 DATABASE_FILE = "neurarch-trace.db"
@@ -42,10 +47,6 @@ ENVIRONMENT = (
     "HF_TOKEN",
 )
 """Every environment variable ``Settings.load`` reads (the docs test checks each is documented)."""
-
-FILE_SETTINGS = tuple(f"{table}.{key}" for table, keys in FILE_KEYS.items() for key in keys)
-"""Every key of the TOML file (``[[subscriptions]]`` tables have tracker.alerts.spec's fields);
-deploy/neurarch-trace.example.toml shows each, and the docs test checks README names each."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,60 @@ class HubSettings:
 
 
 @dataclass(frozen=True)
+class RepoConfig:
+    """One followed repo; ``interval_s`` None means the daemon-wide default."""
+
+    repo_id: str
+    interval_s: float | None = None
+
+
+@dataclass(frozen=True)
+class AlertsConfig:
+    """The ``[alerts]`` table: how often the outbox is drained and how failures back off.
+
+    A failed delivery is retried after ``retry_base_s``, doubling up to
+    ``retry_max_delay_s``, until ``give_up_after_s`` after the alert was
+    queued; then it becomes a dead letter. ``allow`` lists the internal
+    receivers alerts may reach beside public addresses.
+    """
+
+    tick_s: float = 5.0
+    retry_base_s: float = 30.0
+    retry_max_delay_s: float = 3600.0
+    give_up_after_s: float = 86400.0
+    allow: AllowList = field(default_factory=AllowList)
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    """Everything ``serve`` needs beyond Settings."""
+
+    repos: tuple[RepoConfig, ...] = ()
+    interval_s: float = 3600.0
+    max_backoff_s: float = 6 * 3600.0
+    workers: int = 4
+    tick_s: float = 5.0
+    discovery_s: float = 300.0
+    requests_per_second: float = 5.0
+    hub_budget: HubBudget | None = None
+    """The account's Hub requests per window, shared by every instance (tracker.hub.budget)."""
+    lease_s: float = 300.0
+    hub_timeout_s: float = 30.0
+    host: str = "127.0.0.1"
+    port: int = 8080
+    webhook_secret: str | None = None
+    api_token: str | None = None
+    """Bearer token for /api/v1 (subscriptions); None: the API answers 401 to everyone."""
+    instance: str | None = None
+    """This instance's name in lease owners; unique per database (default host:port)."""
+    public_url: str | None = None
+    """Where users reach the app (links in feeds and advisories); default http://host:port."""
+    subscriptions: tuple[SubscriptionSpec, ...] = ()
+    """The file's ``[[subscriptions]]``, validated; stored when the daemon starts."""
+    alerts: AlertsConfig = AlertsConfig()
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything configurable, by section; see the module docstring for the sources."""
 
@@ -89,79 +144,32 @@ class Settings:
         cls, config_file: Path | None = None, environ: Mapping[str, str] | None = None
     ) -> Settings:
         """Defaults, then ``config_file`` (else ``NEURARCH_CONFIG``), then the environment."""
+        import platformdirs
+
+        from tracker.config_file import read_settings
+
         env = os.environ if environ is None else environ
         data_dir = Path(
             env.get("NEURARCH_DATA_DIR") or platformdirs.user_data_dir("neurarch-trace")
         )
-        settings = cls.in_dir(data_dir)
         path = config_file or (Path(env["NEURARCH_CONFIG"]) if env.get("NEURARCH_CONFIG") else None)
-        if path is not None:
-            settings = settings.with_document(read_document(path), str(path), path)
-        return settings.with_environment(env)
+        return read_settings(cls.in_dir(data_dir), path, env)
 
-    def with_document(
-        self, document: Mapping[str, object], source: str, path: Path | None = None
-    ) -> Settings:
+    def with_document(self, document: Mapping[str, object], source: str) -> Settings:
         """These settings under a parsed TOML document (errors name ``source``)."""
-        daemon = parse_daemon_config(document, source)  # checks every table and key first
-        storage = _table(document, "storage", source)
-        hub = _table(document, "hub", source)
-        return replace(
-            self,
-            storage=replace(
-                self.storage,
-                database_url=str(storage.get("database_url", self.storage.database_url)),
-            ),
-            hub=replace(self.hub, endpoint=str(hub.get("endpoint", self.hub.endpoint))),
-            daemon=daemon,
-            config_file=path,
-        )
+        from tracker.config_file import parse_document
 
-    def with_environment(self, env: Mapping[str, str]) -> Settings:
-        """These settings with the environment's variables over them."""
-        allow = _allow_from_env(env.get("NEURARCH_ALERTS_ALLOW"))
-        daemon = self.daemon
-        return replace(
-            self,
-            storage=replace(
-                self.storage,
-                database_url=env.get("NEURARCH_DATABASE_URL") or self.storage.database_url,
-            ),
-            hub=HubSettings(
-                endpoint=(env.get("HF_ENDPOINT") or self.hub.endpoint).rstrip("/"),
-                token=env.get("HF_TOKEN") or self.hub.token,
-            ),
-            daemon=replace(
-                daemon,
-                api_token=env.get("NEURARCH_API_TOKEN") or daemon.api_token,
-                alerts=daemon.alerts if allow is None else replace(daemon.alerts, allow=allow),
-            ),
-        )
-
-
-def _table(document: Mapping[str, object], name: str, source: str) -> Mapping[str, object]:
-    value = document.get(name, {})
-    if not isinstance(value, Mapping):
-        raise SettingsError(f"{source}: [{name}] must be a table")
-    return value
-
-
-def _allow_from_env(value: str | None) -> AllowList | None:
-    """NEURARCH_ALERTS_ALLOW: entries separated by commas or spaces; unset or blank: None."""
-    entries = (value or "").replace(",", " ").split()
-    if not entries:
-        return None
-    try:
-        return AllowList.parse(entries, "NEURARCH_ALERTS_ALLOW")
-    except AllowListError as exc:
-        raise SettingsError(str(exc)) from None
+        return parse_document(document, source).over(self, source, {})
 
 
 __all__ = [
     "DEFAULT_HF_ENDPOINT",
     "ENVIRONMENT",
-    "FILE_SETTINGS",
+    "AlertsConfig",
+    "ConfigFileError",
+    "DaemonConfig",
     "HubSettings",
+    "RepoConfig",
     "Settings",
     "SettingsError",
     "StorageSettings",

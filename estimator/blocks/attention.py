@@ -26,6 +26,7 @@ LLAMA = Projections("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", 
 
 
 def kind_of(num_heads: int, num_kv_heads: int) -> AttentionKind:
+    """MHA when every query head has its own KV head, MQA with one shared, GQA in between."""
     if num_kv_heads == num_heads:
         return "mha"
     return "mqa" if num_kv_heads == 1 else "gqa"

@@ -8,6 +8,7 @@ from estimator.blocks.layer import LayerParts
 def embedding(
     parts: LayerParts, name: str, rows: int, width: int, *, role: str = "embedding"
 ) -> None:
+    """A ``(rows, width)`` lookup table; ``role="position"`` files it as a position embedding."""
     parts.param(f"{name}.weight", (rows, width), "position" if role == "position" else "embedding")
 
 

@@ -29,6 +29,7 @@ _T = TypeVar("_T")
 
 
 def numel(shape: Shape) -> int:
+    """Elements of a tensor of ``shape``."""
     n = 1
     for d in shape:
         n *= d
@@ -44,6 +45,7 @@ class LayerParts:
     norms: int = 0
 
     def param(self, name: str, shape: Shape, role: TensorRole) -> None:
+        """A tensor that is not a linear's or a norm's (a bias vector, a scale), in ``role``."""
         self.tensors.append((name, shape, role))
 
     def linear(
@@ -64,6 +66,7 @@ class LayerParts:
         self.linears.append(Linear(name, in_features, out_features, bias))
 
     def norm(self, name: str, width: int, bias: bool, *, affine: bool = True) -> None:
+        """A norm (counted even when ``affine`` is False, which adds no parameters)."""
         self.norms += 1
         if not affine:
             return
@@ -97,6 +100,7 @@ def template(
     feed_forward: FeedForwardSpec | None = None,
     moe: MoeSpec | None = None,
 ) -> LayerTemplate:
+    """Freeze the collected parts into a template that layers of this kind are stamped from."""
     return LayerTemplate(
         stack=stack,
         attention=attention,
@@ -157,6 +161,7 @@ class ModelParts:
     _templates: dict[int, tuple[LayerTemplate, list[int]]] = field(default_factory=dict)
 
     def param(self, name: str, shape: Shape, role: TensorRole) -> None:
+        """A top-level tensor outside any block, appended in model order."""
         self.segments.append((Tensor(name, shape, role),))
 
     def extend(self, prefix: str, parts: LayerParts, block: int | None = None) -> None:

@@ -9,6 +9,8 @@ from estimator.blocks.layer import LayerParts
 
 
 class GatedNames(NamedTuple):
+    """Relative names of a gated MLP's three projections, which differ between families."""
+
     gate: str
     up: str
     down: str
@@ -27,6 +29,7 @@ def gated(
     bias: bool = False,
     role: TensorRole = "mlp",
 ) -> FeedForwardSpec:
+    """Gate, up and down projections (SwiGLU / GeGLU): three linears where a plain MLP has two."""
     parts.linear(names.gate, hidden, intermediate, bias, role)
     parts.linear(names.up, hidden, intermediate, bias, role)
     parts.linear(names.down, intermediate, hidden, bias, role)
@@ -61,6 +64,7 @@ def plain(
     conv1d: bool = False,
     dropout: float = 0.0,
 ) -> FeedForwardSpec:
+    """Up and down projections around one activation; ``conv1d`` lays weights out as GPT-2 does."""
     parts.linear(up, hidden, intermediate, bias, "mlp", conv1d=conv1d)
     parts.linear(down, intermediate, hidden, bias, "mlp", conv1d=conv1d)
     return FeedForwardSpec("plain", intermediate, activation, dropout)

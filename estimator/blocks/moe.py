@@ -12,6 +12,7 @@ from estimator.blocks.layer import LayerParts
 
 
 def router(parts: LayerParts, name: str, hidden: int, num_experts: int, *, bias: bool) -> None:
+    """The gate scoring each token against ``num_experts``; its role keeps it apart from experts."""
     parts.linear(name, hidden, num_experts, bias, "router")
 
 

@@ -43,12 +43,15 @@ class Device:
 
 @dataclass(frozen=True)
 class EngineData:
+    """One engine's entry of ``data/engines.json``: release modelled, defaults, their sources."""
+
     version_modelled: str
     values: Mapping[str, Any]
     sources: tuple[str, ...]
 
 
 def device_for(request: EngineRequest) -> Device:
+    """The request's card or one of ``card_memory_bytes``; WorkloadError when it gives neither."""
     if request.card_memory_bytes is not None:
         gib = request.card_memory_bytes / 2**30
         return Device(f"{gib:g} GiB card", request.card_memory_bytes, CUSTOM_CONTEXT_BYTES, True)
@@ -66,6 +69,7 @@ def _raw() -> Mapping[str, Any]:
 
 
 def engine_data(name: str) -> EngineData:
+    """The entry for engine ``name``; KeyError for an engine the file does not list."""
     entry = _raw()["engines"][name]
     return EngineData(entry["version_modelled"], entry, tuple(entry["sources"]))
 
@@ -89,6 +93,7 @@ def bytes_per_weight(
 
 
 def quantization_note(quantization: str, bpw: float) -> str:
+    """The verdict's line on how weights are held at ``bpw`` bytes per block-linear weight."""
     if quantization in ("none", "auto"):
         return "weights in the checkpoint's 16-bit dtype (fp32 checkpoints are cast to 16-bit)"
     return (
@@ -98,6 +103,7 @@ def quantization_note(quantization: str, bpw: float) -> str:
 
 
 def cdiv(a: int, b: int) -> int:
+    """Integer ceiling division, as the engines round pages and blocks up."""
     return -(-a // b)
 
 

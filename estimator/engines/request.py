@@ -8,7 +8,7 @@ verdict can say which value it used and where that default comes from.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
 from estimator.errors import WorkloadError
@@ -68,6 +68,7 @@ class EngineRequest:
 
     @property
     def dtype_bytes(self) -> int:
+        """Bytes per weight and activation under ``--dtype`` (``auto``: the checkpoint's, 2)."""
         return DTYPE_BYTES[self.dtype]
 
     def __post_init__(self) -> None:
@@ -100,11 +101,6 @@ class EngineRequest:
             isinstance(u, bool) or not isinstance(u, (int, float)) or not 0.0 < float(u) <= 1.0
         ):
             raise WorkloadError(f"engine: gpu_memory_utilization must be in (0, 1], got {u!r}")
-
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["unquantized"] = list(self.unquantized)
-        return out
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:

@@ -50,6 +50,7 @@ def bucket(values: Mapping[str, Any], gpu_mem_mib: float, tp: int) -> tuple[int,
 def mem_fraction_static(
     values: Mapping[str, Any], gpu_mem_mib: float, chunked: int, graphs: int, tp: int
 ) -> float:
+    """SGLang's default fraction for the device (MiB): what the reservation leaves, 3 decimals."""
     reserved = 512 + max(chunked, 2048) * 1.5 + graphs * 2 + tp * 1 / 8 * 1024
     if gpu_mem_mib > 60 * 1024:
         reserved = max(reserved, float(values["reserved_floor_mib_above_60gib"]))
@@ -82,6 +83,7 @@ def cell_size(shape: ServingShape, dtype_bytes: int, tp: int) -> int:
 
 
 def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
+    """Whether SGLang starts with ``request``'s flags and the KV token pool it gets."""
     data = engine_data(NAME)
     d = data.values
     device = device_for(request)

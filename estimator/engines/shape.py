@@ -31,15 +31,19 @@ class KvLayer:
     sliding_window: int | None
 
     def heads_per_gpu(self, tp: int) -> int:
+        """KV heads each of ``tp`` GPUs caches for this layer."""
         # MLA's latent cache is replicated; KV heads shard, never below one per GPU.
         return self.heads if self.latent else max(1, self.heads // tp)
 
     def elements_per_token(self, tp: int) -> int:
+        """Cached elements per token on one GPU: K and V per head, or the one latent."""
         return (1 if self.latent else 2) * self.heads_per_gpu(tp) * self.head_size
 
 
 @dataclass(frozen=True)
 class ServingShape:
+    """The model as an engine sizes it: weights, KV layers and the widest forward transient."""
+
     total_parameters: int
     block_linear_parameters: int
     hidden_size: int
@@ -56,6 +60,7 @@ class ServingShape:
 
     @property
     def has_kv_cache(self) -> bool:
+        """False for an encoder-only model: engines then reserve no KV cache."""
         return bool(self.kv_layers)
 
     def weights_bytes(
@@ -73,6 +78,7 @@ class ServingShape:
         return int(tokens * dtype_bytes * (2 * self.hidden_size + widest))
 
     def kv_bytes_per_token(self, dtype_bytes: int, tp: int) -> int:
+        """KV cache bytes one token costs per GPU across every decoder layer."""
         return sum(layer.elements_per_token(tp) * n for layer, n in self.kv_layers) * dtype_bytes
 
 

@@ -34,6 +34,8 @@ NAME = "tgi"
 
 @dataclass(frozen=True)
 class Warmup:
+    """What TGI's warmup measured and sized (bytes, blocks, tokens); ``error``: its OOM message."""
+
     prefill_tokens: int
     activation: int
     total_cache_size: int
@@ -55,6 +57,7 @@ def warmup(
     max_total_tokens: int,
     weights: int,
 ) -> Warmup:
+    """TGI's warmup: one prefill of the batch budget, then the paged cache from the memory left."""
     d = engine_data(NAME).values
     tp = request.tensor_parallel
     block = request.block_size or int(d["block_size"])
@@ -85,6 +88,7 @@ def warmup(
 def decide(
     shape: ServingShape, request: EngineRequest, device: Device, max_total_tokens: int
 ) -> tuple[int, Warmup, str | None]:
+    """(weights per GPU, warmup, the error TGI stops with or None) at ``max_total_tokens``."""
     weights = shape.weights_bytes(
         bytes_per_weight(request.quantization, request.group_size), request.tensor_parallel
     )
@@ -103,6 +107,7 @@ def decide(
 
 
 def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
+    """Whether TGI starts with ``request``'s flags; the longest ``max_total_tokens`` that does."""
     data = engine_data(NAME)
     d = data.values
     device = device_for(request)

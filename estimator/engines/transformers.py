@@ -48,6 +48,7 @@ def _error(shape: ServingShape, device: Device, weights: int, length: int, need:
 
 
 def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
+    """Whether ``generate()`` holds the weights and one ``max_model_len`` sequence on the card."""
     data = engine_data(NAME)
     device = device_for(request)
     tp = request.tensor_parallel

@@ -7,7 +7,6 @@ exactly when ``starts`` is true.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +16,8 @@ DISPLAY = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "transformers": "tr
 
 @dataclass(frozen=True)
 class EngineVerdict:
+    """One engine start-up, bytes per GPU; ``error``: the engine's message, None iff it starts."""
+
     name: str
     version_modelled: str
     card: str
@@ -57,54 +58,4 @@ class EngineVerdict:
         return (
             f"{head}: does not start at max_model_len {self.max_model_len:,} "
             f"(KV cache {self.kv_cache_tokens:,} tokens; {fix})\n  {self.error}"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version_modelled": self.version_modelled,
-            "card": self.card,
-            "total_memory_bytes": self.total_memory_bytes,
-            "tensor_parallel": self.tensor_parallel,
-            "settings": dict(self.settings),
-            "weights_bytes": self.weights_bytes,
-            "activation_peak_bytes": self.activation_peak_bytes,
-            "non_torch_bytes": self.non_torch_bytes,
-            "cuda_graph_bytes": self.cuda_graph_bytes,
-            "reserved_bytes": self.reserved_bytes,
-            "kv_cache_bytes": self.kv_cache_bytes,
-            "kv_cache_tokens": self.kv_cache_tokens,
-            "max_model_len": self.max_model_len,
-            "max_concurrency": self.max_concurrency,
-            "starts": self.starts,
-            "error": self.error,
-            "max_model_len_that_starts": self.max_model_len_that_starts,
-            "assumptions": list(self.assumptions),
-            "sources": list(self.sources),
-        }
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> EngineVerdict:
-        """The verdict ``to_json`` wrote (``from_json(v.to_json()) == v``)."""
-        return cls(
-            name=d["name"],
-            version_modelled=d["version_modelled"],
-            card=d["card"],
-            total_memory_bytes=d["total_memory_bytes"],
-            tensor_parallel=d["tensor_parallel"],
-            settings=tuple(d["settings"].items()),
-            weights_bytes=d["weights_bytes"],
-            activation_peak_bytes=d["activation_peak_bytes"],
-            non_torch_bytes=d["non_torch_bytes"],
-            cuda_graph_bytes=d["cuda_graph_bytes"],
-            reserved_bytes=d["reserved_bytes"],
-            kv_cache_bytes=d["kv_cache_bytes"],
-            kv_cache_tokens=d["kv_cache_tokens"],
-            max_model_len=d["max_model_len"],
-            max_concurrency=d["max_concurrency"],
-            starts=d["starts"],
-            error=d["error"],
-            max_model_len_that_starts=d["max_model_len_that_starts"],
-            assumptions=tuple(d["assumptions"]),
-            sources=tuple(d["sources"]),
         )

@@ -54,10 +54,12 @@ class LayerSpec:
 
     @property
     def page_size_bytes(self) -> int:
+        """Bytes of one block: K and V (or MLA's one latent) for ``block_size`` tokens."""
         coef = 1 if self.latent else 2
         return coef * self.block_size * self.heads * self.head_size * self.dtype_bytes
 
     def max_memory_usage_bytes(self, max_model_len: int, max_num_batched_tokens: int) -> int:
+        """One request's KV bytes at ``max_model_len``; a sliding window caps the tokens held."""
         if self.sliding_window is None:
             return cdiv(max_model_len, self.block_size) * self.page_size_bytes
         num_tokens = min(self.sliding_window - 1 + max_num_batched_tokens, max_model_len)
@@ -66,6 +68,8 @@ class LayerSpec:
 
 @dataclass(frozen=True)
 class Settings:
+    """The arguments vLLM starts with: the request's flags, else its card-dependent defaults."""
+
     gpu_memory_utilization: float
     block_size: int
     max_num_batched_tokens: int
@@ -77,6 +81,7 @@ class Settings:
 
 
 def settings_for(request: EngineRequest, device: Device, shape: ServingShape) -> Settings:
+    """Resolve each flag the request leaves None to vLLM's default for this card's size."""
     d = engine_data(NAME).values
     excluded = str(d["large_card_excludes"]).lower() in device.name.lower()
     size = "large" if device.total_bytes >= d["large_card_bytes"] and not excluded else "small"
@@ -118,6 +123,7 @@ Specs = tuple[tuple[LayerSpec, int], ...]
 
 
 def layer_specs(shape: ServingShape, s: Settings, tp: int) -> Specs:
+    """Each distinct per-GPU layer spec with its layer count; an fp8 cache stores 1 B per value."""
     dtype_bytes = 1 if s.kv_cache_dtype == "fp8" else s.dtype_bytes
     counts: dict[LayerSpec, int] = {}
     for layer, n in shape.kv_layers:
@@ -158,6 +164,8 @@ def groups_of(specs: Specs) -> list[tuple[LayerSpec, int]]:
 
 @dataclass(frozen=True)
 class KvConfig:
+    """The KV cache vLLM allocates: blocks, tokens, bytes and how many full requests fit at once."""
+
     num_blocks: int
     tokens: int
     bytes: int
@@ -165,6 +173,7 @@ class KvConfig:
 
 
 def kv_cache_config(specs: Specs, available: int, max_model_len: int, batched: int) -> KvConfig:
+    """``get_kv_cache_config_from_groups``: the cache that ``available`` bytes hold."""
     groups = groups_of(specs)
     group_size = max(n for _, n in groups)
     page = max(spec.page_size_bytes for spec, _ in groups)
@@ -201,6 +210,8 @@ def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
 
 @dataclass(frozen=True)
 class Decision:
+    """One start-up's figures (bytes per GPU); ``error`` is vLLM's message, None when it starts."""
+
     weights: int
     activation: int
     requested: float

@@ -17,6 +17,8 @@ from estimator.stacks.pins import Version, at_least, release
 
 @dataclass(frozen=True)
 class Line:
+    """One vLLM line of ``data/engines.json``: its releases ``[low, below)`` and defaults."""
+
     name: str
     low: Version | None
     below: Version | None
@@ -25,6 +27,7 @@ class Line:
     sources: tuple[str, ...]
 
     def holds(self, version: Version) -> bool:
+        """True when ``version`` is in ``[low, below)``; a None bound is open."""
         if self.low is not None and not at_least(version, self.low):
             return False
         return self.below is None or not at_least(version, self.below)
@@ -37,6 +40,7 @@ class Line:
 
 
 def lines() -> tuple[Line, ...]:
+    """Every line in file order, oldest first: ``line_for`` falls back to the last."""
     raw = engine_data("vllm").values["lines"]
     return tuple(
         Line(

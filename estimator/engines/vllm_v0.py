@@ -36,6 +36,8 @@ from estimator.engines.vllm_lines import Line
 
 @dataclass(frozen=True)
 class Start:
+    """One V0 start-up at one ``max_model_len``, bytes per GPU; ``error`` None when it starts."""
+
     settings: vllm.Settings
     chunked: bool
     weights: int
@@ -64,6 +66,7 @@ def profile_batch(
 def start(
     shape: ServingShape, request: EngineRequest, device: Device, length: int, line: Line
 ) -> Start:
+    """The V0 worker's start-up at ``length``: profile run, cache blocks, CUDA graphs."""
     d = engine_data(vllm.NAME).values
     batched, chunked = profile_batch(request, shape, length, line)
     s = vllm.Settings(
@@ -156,6 +159,7 @@ def max_model_len_that_starts(
 
 
 def simulate(shape: ServingShape, request: EngineRequest, line: Line) -> EngineVerdict:
+    """The V0 engine's verdict at the requested (or derived) ``max_model_len``."""
     device = device_for(request)
     derived = vllm.derived_max_model_len(shape)
     length = request.max_model_len or derived

@@ -143,10 +143,12 @@ def _build(cfg: Config, req: Request, *, mbart: bool) -> Architecture:
 
 
 def build_bart(cfg: Config, req: Request) -> Architecture:
+    """BART's tensors for ``req.architecture``; absent keys take ``BartConfig``'s defaults."""
     return _build(cfg, req, mbart=False)
 
 
 def build_mbart(cfg: Config, req: Request) -> Architecture:
+    """mBART: BART plus a final LayerNorm per stack; absent keys take ``MBartConfig``'s defaults."""
     return _build(cfg, req, mbart=True)
 
 

@@ -26,6 +26,7 @@ from estimator.families.heads import num_labels
 
 
 def embeddings(shape: EncoderShape, *, words: bool = True) -> LayerParts:
+    """Embedding tables and their LayerNorm; ``words=False`` when the head lists the word table."""
     top = LayerParts()
     if words:
         embedding(top, "embeddings.word_embeddings", shape.vocab_size, shape.hidden_size)
@@ -111,10 +112,12 @@ def _build(cfg: Config, req: Request, *, roberta: bool, family: str) -> Architec
 
 
 def build_bert(cfg: Config, req: Request) -> Architecture:
+    """BERT's tensors for ``req.architecture``; absent keys take ``BertConfig``'s defaults."""
     return _build(cfg, req, roberta=False, family="bert")
 
 
 def build_roberta(cfg: Config, req: Request) -> Architecture:
+    """RoBERTa or XLM-R: BERT's encoder under ``roberta.``, with RoBERTa's heads and defaults."""
     return _build(cfg, req, roberta=True, family=req.model_type)
 
 

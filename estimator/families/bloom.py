@@ -22,6 +22,7 @@ BLOOM_STACK = GptStack(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """BLOOM's tensors for ``req.architecture``; absent keys take ``BloomConfig``'s defaults."""
     hidden = cfg.size("hidden_size", 64, limit=MAX_WIDTH, aliases=("n_embed",))
     heads = cfg.size("n_head", 8, limit=MAX_HEADS, aliases=("num_attention_heads",))
     cfg.divides("n_head", heads, "hidden_size", hidden)

@@ -26,6 +26,7 @@ CODEGEN_STACK = GptStack(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """CodeGen's tensors for ``req.architecture``; absent keys take ``CodeGenConfig``'s defaults."""
     hidden = cfg.size("n_embd", 4096, limit=MAX_WIDTH, aliases=("hidden_size",))
     heads = cfg.size("n_head", 16, limit=MAX_HEADS, aliases=("num_attention_heads",))
     cfg.divides("n_head", heads, "n_embd", hidden)

@@ -14,6 +14,7 @@ from estimator.families.heads import num_labels
 
 
 def declared_dtype(cfg: Config) -> str | None:
+    """The declared dtype (``torch_dtype``, or transformers 5's ``dtype``); None if neither."""
     return cfg.optional_text("torch_dtype") or cfg.optional_text("dtype")
 
 
@@ -54,6 +55,7 @@ def _rope_section(cfg: Config, key: str) -> Config | None:
 
 
 def rope_scaling(cfg: Config) -> tuple[tuple[str, object], ...] | None:
+    """``rope_scaling`` checked and frozen to sorted tuples, so an Architecture hashes."""
     nested = _rope_section(cfg, "rope_scaling")
     if nested is None:
         return None
@@ -63,6 +65,7 @@ def rope_scaling(cfg: Config) -> tuple[tuple[str, object], ...] | None:
 
 
 def rope_theta(cfg: Config) -> float | None:
+    """``rope_theta``, or transformers 5's ``rope_parameters.rope_theta``; None if neither."""
     theta = cfg.number("rope_theta", None)
     if theta is not None:
         return theta

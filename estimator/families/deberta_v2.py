@@ -99,6 +99,7 @@ def _heads(cfg: Config, req: Request, shape: EncoderShape, width: int) -> LayerP
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """DeBERTa-v2/v3's tensors; absent keys take ``DebertaV2Config``'s defaults."""
     shape = read_encoder(
         cfg, vocab=128100, hidden=1536, layers=24, heads=24, intermediate=6144, type_vocab=0
     )

@@ -55,6 +55,8 @@ class Defaults:
 
 @dataclass(frozen=True)
 class DecoderShape:
+    """A decoder's sizes as read from config.json, defaults and divisibility already checked."""
+
     vocab_size: int
     hidden_size: int
     intermediate_size: int
@@ -68,6 +70,7 @@ class DecoderShape:
 
 
 def read_shape(cfg: Config, d: Defaults) -> DecoderShape:
+    """The sizes from ``cfg``, ``d`` for absent keys; ConfigError names a bad one."""
     hidden = cfg.size("hidden_size", d.hidden_size, limit=MAX_WIDTH)
     heads = cfg.size("num_attention_heads", d.num_attention_heads, limit=MAX_HEADS)
     head_dim = cfg.optional_size("head_dim", limit=MAX_WIDTH) or d.head_dim
@@ -101,6 +104,7 @@ def layer_types(cfg: Config, shape: DecoderShape, window: int | None) -> tuple[i
 
 
 def window_of(cfg: Config) -> int | None:
+    """The config's ``sliding_window`` in tokens; None when unset (full attention)."""
     return cfg.optional_size("sliding_window", limit=MAX_POSITIONS)
 
 
@@ -113,6 +117,7 @@ def self_attention(
     out_bias: bool = False,
     qk_norm: bool = False,
 ) -> AttentionSpec:
+    """Llama's Q/K/V/O projections, optional biases and per-head Q/K RMSNorm, into ``parts``."""
     attention.separate_qkv(
         parts,
         attention.LLAMA,
@@ -169,6 +174,7 @@ def build_decoder(
     norm_bias: bool = False,
     head_bias: bool = False,
 ) -> Architecture:
+    """Embeddings, ``layers``, final norm and the head ``req`` names, as an Architecture."""
     model = ModelParts()
     prefix = "" if req.head == "base" else "model."
     top = LayerParts()
@@ -219,6 +225,8 @@ def stamp(
 
 
 def dense_mlp(shape: DecoderShape, *, bias: bool = False) -> FeedForward:
+    """The gated MLP at the shape's intermediate size, as a ``FeedForward`` for ``llama_layer``."""
+
     def ffn(parts: LayerParts) -> tuple[FeedForwardSpec | None, MoeSpec | None]:
         return (
             mlp.gated(

@@ -33,6 +33,7 @@ DEFAULTS = Defaults(
 
 
 def mla_shape(cfg: Config, heads: int) -> attention.MlaShape:
+    """MLA's ranks and head widths; an explicit null ``q_lora_rank`` means Q is not low-rank."""
     return attention.MlaShape(
         num_heads=heads,
         q_lora_rank=cfg.optional_size("q_lora_rank", limit=MAX_WIDTH)
@@ -46,6 +47,7 @@ def mla_shape(cfg: Config, heads: int) -> attention.MlaShape:
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """DeepSeek-V3's tensors; absent keys take ``DeepseekV3Config``'s defaults."""
     shape = read_shape(cfg, DEFAULTS)
     heads = cfg.size("num_attention_heads", DEFAULTS.num_attention_heads, limit=MAX_HEADS)
     mla = mla_shape(cfg, heads)

@@ -18,6 +18,7 @@ DISTIL_ATTENTION = attention.Projections(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """DistilBERT's tensors, from its own keys (``dim``, ``n_layers``) or BERT-style aliases."""
     h = cfg.size("dim", 768, limit=MAX_WIDTH, aliases=("hidden_size",))
     heads = cfg.size("n_heads", 12, limit=MAX_HEADS, aliases=("num_attention_heads",))
     cfg.divides("n_heads", heads, "dim", h)

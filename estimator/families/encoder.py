@@ -27,6 +27,8 @@ ENCODER_HEADS: frozenset[HeadKind] = frozenset({"base", "masked-lm", "sequence-c
 
 @dataclass(frozen=True)
 class EncoderShape:
+    """A BERT-style encoder's sizes and dropouts as read from config.json."""
+
     vocab_size: int
     hidden_size: int
     intermediate_size: int
@@ -50,6 +52,7 @@ def read_encoder(
     intermediate: int,
     type_vocab: int,
 ) -> EncoderShape:
+    """The encoder's sizes from ``cfg``; the keyword arguments are the family's defaults."""
     h = cfg.size("hidden_size", hidden, limit=MAX_WIDTH)
     n_heads = cfg.size("num_attention_heads", heads, limit=MAX_HEADS)
     cfg.divides("num_attention_heads", n_heads, "hidden_size", h)

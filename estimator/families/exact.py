@@ -59,6 +59,7 @@ class AttentionShape:
 
 
 def role_of(name: str) -> TensorRole:
+    """A tensor's role guessed from its name by substring, first match wins; "other" if none."""
     lowered = name.lower()
     for needles, role in _ROLES:
         if any(n in lowered for n in needles):
@@ -165,6 +166,7 @@ def from_parameters(
 
 
 def total(params: ParameterList) -> int:
+    """Parameters in the list: the number transformers' ``numel`` sum gives."""
     return sum(numel(dims) for _, dims in params)
 
 

@@ -32,6 +32,7 @@ def _kv_heads(cfg: Config, heads: int, new_arch: bool) -> int:
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """Falcon's tensors in any of its variants; absent keys take ``FalconConfig``'s defaults."""
     hidden = cfg.size("hidden_size", 4544, limit=MAX_WIDTH, aliases=("n_embed",))
     heads = cfg.size("num_attention_heads", 71, limit=MAX_HEADS, aliases=("n_head",))
     cfg.divides("num_attention_heads", heads, "hidden_size", hidden)

@@ -69,6 +69,7 @@ def alternating(cfg: Config, shape: DecoderShape, default_pattern: int) -> tuple
 
 
 def build_gemma(cfg: Config, req: Request) -> Architecture:
+    """Gemma 1's tensors; absent keys take ``GemmaConfig``'s defaults."""
     shape = read_shape(cfg, GEMMA)
     bias = cfg.flag("attention_bias", False)
     layers = llama_layers(shape, (None,) * shape.num_layers, bias=bias)
@@ -92,10 +93,12 @@ def sandwich_layers(
 
 
 def build_gemma2(cfg: Config, req: Request) -> Architecture:
+    """Gemma 2: sandwich norms, every second layer global; absent keys take ``Gemma2Config``'s."""
     return _sandwich(cfg, req, GEMMA2, 2, qk_norm=False)
 
 
 def build_gemma3(cfg: Config, req: Request) -> Architecture:
+    """Gemma 3 text: Q/K norms, every sixth layer global; ``Gemma3TextConfig`` defaults."""
     return _sandwich(cfg, req, GEMMA3, 6, qk_norm=True)
 
 

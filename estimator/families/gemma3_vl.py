@@ -26,6 +26,7 @@ HEADS: frozenset[HeadKind] = frozenset({"base", "conditional-generation"})
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """SigLIP tower, projector, Gemma 3 text model; absent sub-configs take their defaults."""
     text = sub_config(cfg, "text_config", ("gemma3_text",), "Gemma 3")
     vision = sub_config(cfg, "vision_config", ("siglip_vision_model",), "Gemma 3")
     shape, layers = sandwich_layers(text, GEMMA3, 6, qk_norm=True)

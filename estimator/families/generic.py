@@ -105,6 +105,7 @@ def _language_model(cfg: Config) -> Config:
 
 
 def build(cfg: Config, model_type: str | None, architecture: str | None) -> Architecture:
+    """A Llama-shaped partial estimate marked unsupported, for a type no family knows."""
     shape = shape_of(_language_model(cfg))
     name = architecture or "unknown"
     head = head_of(name) if architecture else None

@@ -27,6 +27,7 @@ GPT2_STACK = GptStack(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """GPT-2's tensors for ``req.architecture``; absent keys take ``GPT2Config``'s defaults."""
     return build_gpt_style(cfg, req, family="gpt2", multi_query=False, conv1d=True)
 
 

@@ -14,6 +14,7 @@ from estimator.families.gpt2 import build_gpt_style
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """GPTBigCode's tensors; multi-query attention unless ``multi_query`` is false."""
     multi_query = cfg.flag("multi_query", True)
     return build_gpt_style(cfg, req, family="gpt_bigcode", multi_query=multi_query, conv1d=False)
 

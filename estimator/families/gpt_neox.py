@@ -20,6 +20,7 @@ NEOX_STACK = GptStack(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """GPT-NeoX's tensors for ``req.architecture``; absent keys take ``GPTNeoXConfig``'s."""
     hidden = cfg.size("hidden_size", 6144, limit=MAX_WIDTH)
     heads = cfg.size("num_attention_heads", 64, limit=MAX_HEADS)
     cfg.divides("num_attention_heads", heads, "hidden_size", hidden)

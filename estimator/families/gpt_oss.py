@@ -33,6 +33,7 @@ DEFAULTS = Defaults(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """GPT-OSS's tensors; sliding and full attention alternate unless ``layer_types`` says."""
     shape = read_shape(cfg, DEFAULTS)
     bias = cfg.flag("attention_bias", True)
     experts = cfg.size("num_local_experts", 128, limit=MAX_EXPERTS, aliases=("num_experts",))

@@ -46,6 +46,7 @@ def parallel_layer(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """GPT-J's tensors for ``req.architecture``; absent keys take ``GPTJConfig``'s defaults."""
     hidden = cfg.size("n_embd", 4096, limit=MAX_WIDTH, aliases=("hidden_size",))
     heads = cfg.size("n_head", 16, limit=MAX_HEADS, aliases=("num_attention_heads",))
     cfg.divides("n_head", heads, "n_embd", hidden)

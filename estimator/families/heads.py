@@ -21,6 +21,7 @@ SUFFIXES: tuple[tuple[str, HeadKind], ...] = (
 
 
 def head_of(architecture: str) -> HeadKind | None:
+    """The head a class name's suffix names (``LlamaForCausalLM``: causal-lm); None if none."""
     for suffix, head in SUFFIXES:
         if architecture.endswith(suffix):
             return head
@@ -28,6 +29,7 @@ def head_of(architecture: str) -> HeadKind | None:
 
 
 def architecture_of(cfg: Config) -> str | None:
+    """``architectures[0]``; None when the list is absent or empty."""
     names = cfg.texts("architectures")
     if not names:
         return None

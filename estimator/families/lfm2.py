@@ -93,6 +93,7 @@ def _layer(shape: DecoderShape, width: int, conv: bool, kernel: int, bias: bool)
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """LFM2's tensors; aliases (``block_ff_dim``, ``full_attn_idxs``) read as transformers does."""
     aliased = dict(cfg.raw)
     for alias, key in (
         ("block_ff_dim", "intermediate_size"),

@@ -60,6 +60,7 @@ def llama_layers(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """Llama's tensors for ``req.architecture``; absent keys take ``LlamaConfig``'s defaults."""
     shape = read_shape(cfg, DEFAULTS)
     bias = cfg.flag("attention_bias", False)
     mlp_bias = cfg.flag("mlp_bias", False)

@@ -32,6 +32,7 @@ LLAVA_TOWER = TowerDefaults(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """CLIP tower, projector, Llama text model; absent sub-configs take ``LlavaConfig``'s."""
     vision = sub_config(cfg, "vision_config", ("clip_vision_model",), "LLaVA")
     text = sub_config(cfg, "text_config", ("llama",), "LLaVA")
     shape = read_shape(text, llama.DEFAULTS)

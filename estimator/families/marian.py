@@ -21,6 +21,7 @@ HEADS: frozenset[HeadKind] = frozenset({"base", "conditional-generation"})
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """Marian's tensors; ConfigError for separate encoder and decoder vocabularies, not modelled."""
     if not cfg.flag("share_encoder_decoder_embeddings", True):
         raise ConfigError(
             f"{cfg.source}: share_encoder_decoder_embeddings false (separate vocabularies) "

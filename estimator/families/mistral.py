@@ -45,6 +45,7 @@ def windowed_layers(cfg: Config, shape: DecoderShape, ffn: FeedForward) -> list[
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """Mistral's tensors for ``req.architecture``; absent keys take ``MistralConfig``'s defaults."""
     shape = read_shape(cfg, DEFAULTS)
     layers = windowed_layers(cfg, shape, dense_mlp(shape))
     return build_decoder(cfg, req, shape, layers, family="mistral")

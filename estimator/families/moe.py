@@ -70,6 +70,7 @@ MIXTRAL = MISTRAL
 
 
 def build_mixtral(cfg: Config, req: Request) -> Architecture:
+    """Mixtral's tensors; absent keys take ``MixtralConfig``'s defaults (8 experts, top 2)."""
     shape = read_shape(cfg, MIXTRAL)
     experts = cfg.size("num_local_experts", 8, limit=MAX_EXPERTS)
     ffn = routed(
@@ -149,10 +150,12 @@ def _build_qwen_moe(cfg: Config, req: Request, d: Defaults, qwen3: bool) -> Arch
 
 
 def build_qwen2_moe(cfg: Config, req: Request) -> Architecture:
+    """Qwen2-MoE: routed experts plus a gated shared expert; ``Qwen2MoeConfig`` defaults."""
     return _build_qwen_moe(cfg, req, QWEN2_MOE, qwen3=False)
 
 
 def build_qwen3_moe(cfg: Config, req: Request) -> Architecture:
+    """Qwen3-MoE's tensors: Qwen2-MoE's layout with Q/K norms; ``Qwen3MoeConfig`` defaults."""
     return _build_qwen_moe(cfg, req, QWEN3_MOE, qwen3=True)
 
 
@@ -169,6 +172,7 @@ GRANITE_MOE = Defaults(
 
 
 def build_granitemoe(cfg: Config, req: Request) -> Architecture:
+    """GraniteMoE's tensors; absent keys take ``GraniteMoeConfig``'s defaults."""
     shape = read_shape(cfg, GRANITE_MOE)
     experts = cfg.size("num_local_experts", 8, limit=MAX_EXPERTS)
     bias = cfg.flag("attention_bias", False)

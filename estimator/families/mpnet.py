@@ -24,6 +24,7 @@ MPNET_ATTENTION = attention.Projections(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """MPNet's tensors for ``req.architecture``; absent keys take ``MPNetConfig``'s defaults."""
     shape = read_encoder(
         cfg, vocab=30527, hidden=768, layers=12, heads=12, intermediate=3072, type_vocab=0
     )

@@ -28,6 +28,7 @@ OPT_STACK = GptStack(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """OPT's tensors for ``req.architecture``; absent keys take ``OPTConfig``'s defaults."""
     hidden = cfg.size("hidden_size", 768, limit=MAX_WIDTH)
     heads = cfg.size("num_attention_heads", 12, limit=MAX_HEADS)
     cfg.divides("num_attention_heads", heads, "hidden_size", hidden)

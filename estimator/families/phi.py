@@ -26,6 +26,7 @@ PHI_STACK = GptStack(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """Phi-1/2's tensors for ``req.architecture``; absent keys take ``PhiConfig``'s defaults."""
     hidden = cfg.size("hidden_size", 2048, limit=MAX_WIDTH)
     heads = cfg.size("num_attention_heads", 32, limit=MAX_HEADS)
     cfg.divides("num_attention_heads", heads, "hidden_size", hidden)

@@ -31,6 +31,7 @@ DEFAULTS = Defaults(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """Phi-3's tensors for ``req.architecture``; absent keys take ``Phi3Config``'s defaults."""
     shape = read_shape(cfg, DEFAULTS)
     windows = layer_types(cfg, shape, window_of(cfg))
 

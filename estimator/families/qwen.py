@@ -29,6 +29,7 @@ QWEN_STACK = GptStack(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """Qwen (v1) as its remote code names it; ConfigError when ``kv_channels`` mismatches."""
     hidden = cfg.size("hidden_size", 4096, limit=MAX_WIDTH)
     heads = cfg.size("num_attention_heads", 32, limit=MAX_HEADS)
     cfg.divides("num_attention_heads", heads, "hidden_size", hidden)

@@ -43,6 +43,7 @@ def qwen_windows(cfg: Config, shape: DecoderShape) -> tuple[int | None, ...]:
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """Qwen2's tensors for ``req.architecture``; absent keys take ``Qwen2Config``'s defaults."""
     shape = read_shape(cfg, DEFAULTS)
     windows = qwen_windows(cfg, shape)
     layers = stamp(

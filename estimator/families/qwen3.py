@@ -17,6 +17,7 @@ DEFAULTS = replace(qwen2.DEFAULTS, head_dim=128)
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """Qwen3's tensors for ``req.architecture``; absent keys take ``Qwen3Config``'s defaults."""
     shape = read_shape(cfg, DEFAULTS)
     bias = cfg.flag("attention_bias", False)
     layers = llama_layers(shape, qwen_windows(cfg, shape), bias=bias, qk_norm=True)

@@ -22,6 +22,7 @@ DEFAULTS = Defaults(
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """SmolLM3's tensors for ``req.architecture``; absent keys take ``SmolLM3Config``'s defaults."""
     shape = read_shape(cfg, DEFAULTS)
     bias = cfg.flag("attention_bias", False)
     mlp_bias = cfg.flag("mlp_bias", False)

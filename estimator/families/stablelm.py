@@ -52,6 +52,7 @@ def _layer(shape: DecoderShape, *, qkv_bias: bool, qk_norm: bool, parallel: bool
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """StableLM's tensors, or StableLM-Epoch's (no Q/K norms, no parallel residual)."""
     shape = read_shape(cfg, DEFAULTS)
     epoch = req.model_type == "stablelm_epoch"
     layer = _layer(

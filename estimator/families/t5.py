@@ -20,6 +20,8 @@ SEQ2SEQ_HEADS: frozenset[HeadKind] = frozenset({"base", "conditional-generation"
 
 @dataclass(frozen=True)
 class T5Shape:
+    """One T5 stack's sizes as read from config.json; ``gated`` for ``gated-*`` feed-forwards."""
+
     d_model: int
     d_kv: int
     d_ff: int
@@ -142,10 +144,12 @@ def _build(cfg: Config, req: Request, *, mt5: bool) -> Architecture:
 
 
 def build_t5(cfg: Config, req: Request) -> Architecture:
+    """T5's tensors for ``req.architecture``; absent keys take ``T5Config``'s defaults."""
     return _build(cfg, req, mt5=False)
 
 
 def build_mt5(cfg: Config, req: Request) -> Architecture:
+    """mT5's tensors for ``req.architecture``; absent keys take ``MT5Config``'s defaults."""
     return _build(cfg, req, mt5=True)
 
 

@@ -112,6 +112,7 @@ def _clip_layer(
 
 
 def build_vit(cfg: Config, req: Request) -> Architecture:
+    """ViT's tensors for ``req.architecture``; absent keys take ``ViTConfig``'s defaults."""
     hidden = cfg.size("hidden_size", 768, limit=MAX_WIDTH)
     heads = cfg.size("num_attention_heads", 12, limit=MAX_HEADS)
     layers = cfg.size("num_hidden_layers", 12, limit=MAX_LAYERS)
@@ -174,6 +175,7 @@ def _tower(cfg: Config, key: str) -> Config:
 
 
 def build_clip(cfg: Config, req: Request) -> Architecture:
+    """CLIP's text and vision towers and projections; absent keys take the sub-configs'."""
     text = _tower(cfg, "text_config")
     vision = _tower(cfg, "vision_config")
     t_hidden = text.size("hidden_size", 512, limit=MAX_WIDTH)

@@ -27,6 +27,7 @@ def _attention(parts: LayerParts, name: str, d: int, heads: int) -> None:
 
 
 def build(cfg: Config, req: Request) -> Architecture:
+    """Whisper's tensors for ``req.architecture``; absent keys take ``WhisperConfig``'s defaults."""
     d = cfg.size("d_model", 384, limit=MAX_WIDTH)
     vocab = cfg.size("vocab_size", 51865, limit=MAX_VOCAB)
     mels = cfg.size("num_mel_bins", 80, limit=MAX_SMALL)

@@ -54,24 +54,11 @@ class MemoryEstimate:
     notes: tuple[str, ...]
     assumptions: tuple[str, ...] = field(default=(), compare=False)
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "method": self.method,
-            "batch": self.batch,
-            "peak_allocated_bytes": self.peak_allocated_bytes,
-            "reserved_bytes": self.reserved_bytes,
-            "device_bytes": self.device_bytes,
-            "context_bytes": self.context_bytes,
-            "breakdown": dict(self.breakdown),
-            "peak_phase": self.peak_phase,
-            "numerics": self.numerics,
-            "notes": list(self.notes),
-        }
-
 
 def method_models(
     arch: Architecture, workload: Workload, has_bf16: bool, split: ParameterSplit | None = None
 ) -> dict[str, MethodModel]:
+    """One MethodModel per method; ``has_bf16`` False estimates a bf16 workload in fp16."""
     split = split or split_parameters(arch)
     slots = block_slots(arch)
     models = {
@@ -84,6 +71,7 @@ def method_models(
 
 
 def evaluate(model: MethodModel, batch: int, card_context: int, gpus: int) -> MemoryEstimate:
+    """``model`` at ``batch``: peak tensors, allocator reserve, CUDA context (and NCCL's)."""
     phase = model.peak_phase(batch)
     breakdown = phase.breakdown(batch)
     allocated = sum(breakdown.values())

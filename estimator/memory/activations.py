@@ -432,7 +432,9 @@ def loss_bytes(
     ``CrossEntropyLoss()`` on ``lm_logits[..., :-1, :].contiguous()`` as they
     are (``sixteen_bit``; autocast would still promote cross-entropy to fp32):
     4 B per logit when the forward ends (+2 for the 16-bit shifted copy), 8 B at
-    the start of backward.
+    the start of backward. litgpt's ``chunked_cross_entropy`` (``litgpt/utils.py``
+    @v0.4.0) does the same per 128-token chunk of the head's output: 4 B per logit
+    kept, plus one chunk's 4 B of gradients at the start of backward.
     """
     if arch.head not in VOCAB_HEADS:
         return 0, 0
@@ -445,6 +447,14 @@ def loss_bytes(
     if sixteen_bit and chunks == 1:
         forward = SIXTEEN_BIT_FORWARD_BYTES + (SIXTEEN_BIT_SHIFT_COPY_BYTES if shift_copy else 0)
         return SIXTEEN_BIT_BACKWARD_BYTES * logits, forward * logits
+    if sixteen_bit:
+        # Every chunk's 16-bit logits and log-softmax stay; backward adds one chunk's
+        # NLL and log-softmax gradients (the 8 B of the whole-batch form, chunk by chunk).
+        backward = (
+            SIXTEEN_BIT_FORWARD_BYTES * logits
+            + (SIXTEEN_BIT_BACKWARD_BYTES - SIXTEEN_BIT_FORWARD_BYTES) * logits // chunks
+        )
+        return backward, SIXTEEN_BIT_FORWARD_BYTES * logits
     if chunks > 1:
         backward = CHUNKED_SAVED_BYTES * logits + CHUNK_BACKWARD_BYTES * logits // chunks
         forward = (saved_16bit + CHUNKED_SAVED_BYTES) * logits + 4 * logits // chunks

@@ -41,6 +41,7 @@ class Placed(NamedTuple):
 
     @property
     def leaf(self) -> str:
+        """The linear's last name part (``q_proj``), which LoRA target lists match."""
         return self.linear.name.rsplit(".", 1)[-1]
 
 

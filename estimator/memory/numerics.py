@@ -8,7 +8,7 @@ without bf16 (T4) runs the same job in fp16 with the same widths.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from estimator.workload import Workload
 
@@ -45,6 +45,29 @@ class Numerics:
         after an fp32 norm output the MLP's intermediates are fp32.
         """
         return self.norm_out if self.fp32_base_out else self.compute
+
+
+DECLARED_16BIT = {"bf16": "bfloat16", "fp16": "float16"}
+"""config.json's dtype name for each 16-bit precision a workload may run in."""
+
+
+def loaded_16bit(workload: Workload, method: str, declared_dtype: str | None) -> Workload:
+    """The workload as it trains once ``from_pretrained`` has loaded the declared dtype.
+
+    transformers 5 resolves ``dtype=None`` to ``"auto"`` (``modeling_utils.py``
+    @v5.25.0 ``from_pretrained``: ``if dtype is None: dtype = "auto"``), the
+    dtype config.json declares; 4.x loaded fp32 unless told. A full fine-tune of
+    a checkpoint declared in the run's own 16-bit dtype then holds 16-bit weights,
+    gradients and AdamW state: pure 16-bit, whatever the Trainer's autocast.
+    """
+    if (
+        not workload.load_dtype_auto
+        or workload.pure_16bit
+        or method != "full"
+        or declared_dtype != DECLARED_16BIT.get(workload.precision)
+    ):
+        return workload
+    return replace(workload, pure_16bit=True)
 
 
 def training_numerics(
@@ -123,6 +146,7 @@ def dequantised_bytes(workload: Workload, method: str) -> int:
 
 
 def serving_dtype(workload: Workload, has_bf16: bool) -> str:
+    """The dtype served in: the workload's precision, fp16 for bf16 on a card without bf16."""
     return _effective_dtype(workload.precision, has_bf16)
 
 

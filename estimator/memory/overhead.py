@@ -16,4 +16,5 @@ NCCL_BYTES: Final = 1_500_000_000
 
 
 def context_bytes(card_context: int, gpus: int) -> int:
+    """Bytes outside PyTorch's allocator: CUDA context, plus NCCL's buffers with several GPUs."""
     return card_context + (NCCL_BYTES if gpus > 1 else 0)

@@ -59,15 +59,19 @@ class Phase:
         fields["_per_sample"] = sum(map(_PER_SAMPLE, terms))
 
     def fixed(self) -> float:
+        """Bytes alive at this moment whatever the batch."""
         return self._fixed
 
     def per_sample(self) -> float:
+        """Bytes alive at this moment per sample of the batch."""
         return self._per_sample
 
     def at(self, batch: int) -> float:
+        """Bytes alive at this moment at ``batch``."""
         return self.fixed() + self.per_sample() * batch
 
     def breakdown(self, batch: int) -> dict[str, int]:
+        """Bytes per breakdown key at ``batch``, every key present (0 when absent), rounded."""
         out = dict.fromkeys(BREAKDOWN_KEYS, 0)
         for t in self.terms:
             out[t.key] += round(t.fixed + t.per_sample * batch)
@@ -105,13 +109,16 @@ class MethodModel:
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def peak_phase(self, batch: int) -> Phase:
+        """The moment holding the most bytes at ``batch``."""
         # ``Phase.at`` inlined: one evaluation per phase of every plan and card.
         return max(self.phases, key=lambda p: p._fixed + p._per_sample * batch)
 
     def allocated(self, batch: int) -> int:
+        """``torch.cuda.max_memory_allocated`` at ``batch``, in bytes."""
         return round(self.peak_phase(batch).at(batch))
 
     def reserved(self, batch: int) -> int:
+        """``torch.cuda.max_memory_reserved`` at ``batch``: allocated plus allocator reserve."""
         static, dynamic = 1 + self.reserve_static, 1 + self.reserve_dynamic
         # ``_reserved_affine`` inlined, the same products in the same order.
         return round(

@@ -108,6 +108,8 @@ def _is_router(block: Block, in_features: int, out_features: int, copies: int) -
 
 @dataclass(frozen=True)
 class QuantisedWeights:
+    """Quantised serving weights (bytes), parameters kept 16-bit, and dequantisation scratch."""
+
     quantised_bytes: float
     unquantised_parameters: int
     scratch_per_token: float  # bytes per prompt token (fp8 input, int8 product)

@@ -164,6 +164,7 @@ def _group_size(w: Workload) -> int:
 
 
 def serving_model(arch: Architecture, split: ParameterSplit, w: Workload) -> MethodModel:
+    """Serving memory: weights per ``w.serve_weights`` over ``w.gpus``, KV cache, prefill."""
     compute = 2 if w.precision != "fp32" else 4
     fmt = FORMATS.get(w.serve_weights) if w.precision != "fp32" else None
     group = _group_size(w)

@@ -18,6 +18,11 @@ runtime allocates per rank. Defaults are the libraries' own:
   whole size (``_flat_param.py``: one ``flat_param.grad`` per handle; the FSDP2
   tutorial: "Mixing frozen and non-frozen parameters can in the same
   communication group without using extra memory", which FSDP1 cannot);
+  without ``Workload.fsdp_frozen_reshard`` (torch before 2.1) a unit of frozen
+  weights registers no post-backward hook at all (``_register_post_backward_hooks``
+  returns for a flat parameter that does not require grad), so its pre-backward
+  unshard is undone only by ``_post_backward_final_callback``'s catch-all reshard
+  when backward ends: every layer is gathered when backward reaches the first;
   SHARD_GRAD_OP keeps every layer gathered from forward through backward; HYBRID_SHARD shards within a node
   (``gpus_per_node``) and replicates across nodes; NO_SHARD is DDP.
 * DDP (torch ``nn/parallel/distributed.py``): ``gradient_as_bucket_view=False``
@@ -69,6 +74,8 @@ class States:
 
     ``gathered``: parameters and gradients that exist only while layers run
     (all-gathered layers, reduce buckets), absent at the optimizer step.
+    ``gathered_late``: gathered layers added to those by the time backward
+    reaches the first layer (units FSDP does not reshard until backward ends).
     """
 
     weights: float
@@ -81,6 +88,7 @@ class States:
     step_temp: float
     framework: float
     gathered: float = 0.0
+    gathered_late: float = 0.0
 
 
 def shard_factor(w: Workload) -> int:
@@ -131,11 +139,14 @@ def _fsdp(st: States, arch: Architecture, n: Numerics, w: Workload, method: str)
         # backward runs, and the sharded gradient of every layer until the step.
         grad_unit += one
         mixed = sum(gathered_layer_bytes(b, n, w, method) * c for b, c in arch.block_groups)
+    every_layer = sum(gathered_layer_bytes(b, n, w, method) * c for b, c in arch.block_groups)
+    late = 0.0
     if w.sharding_strategy == "SHARD_GRAD_OP" and not w.offload_params:
-        gathered = sum(gathered_layer_bytes(b, n, w, method) * c for b, c in arch.block_groups)
-        gathered = gathered * (1 - 1 / shards) + grad_unit + root
+        gathered = every_layer * (1 - 1 / shards) + grad_unit + root
     else:
         gathered = FSDP_INFLIGHT_ALL_GATHERS * one + grad_unit + root
+        if frozen_units_stay_gathered(w, method):
+            late = max(0.0, every_layer - FSDP_INFLIGHT_ALL_GATHERS * one)
     out = replace(
         st,
         weights=st.weights / shards,
@@ -147,6 +158,7 @@ def _fsdp(st: States, arch: Architecture, n: Numerics, w: Workload, method: str)
         cache=st.cache / shards,
         step_temp=st.step_temp / shards,
         gathered=st.gathered + gathered,
+        gathered_late=late,
     )
     if w.offload_params or w.offload_optimizer:
         # CPUOffload(offload_params=True): parameters, gradients and the step live on the CPU.
@@ -162,6 +174,16 @@ def _fsdp(st: States, arch: Architecture, n: Numerics, w: Workload, method: str)
             gathered=out.gathered + one,
         )
     return out
+
+
+def frozen_units_stay_gathered(w: Workload, method: str) -> bool:
+    """LoRA's frozen layer units kept gathered to the end of backward (torch before 2.1)."""
+    return (
+        method in ("lora", "qlora")
+        and not w.fsdp_mixed_units
+        and not w.fsdp_frozen_reshard
+        and w.sharding_strategy in ("FULL_SHARD", "HYBRID_SHARD")
+    )
 
 
 def zero3_resident_at_turn(arch: Architecture) -> float:
@@ -300,6 +322,11 @@ def describe_distribution(w: Workload, method: str) -> list[str]:
                 f"state; batch {w.batch} per device; {what}"
                 + (", its linears still packed in 4 bit" if method == "qlora" else "")
             )
+            if frozen_units_stay_gathered(w, method):
+                out.append(
+                    "frozen layer units are not resharded in backward (torch before 2.1): every "
+                    "layer is gathered when backward reaches the first"
+                )
     if w.offload_params or (w.offload_optimizer and w.gpus > 1 and w.parallelism == "fsdp"):
         out.append(
             "parameter offload: weights, gradients and optimizer state in CPU memory; the GPU "

@@ -78,10 +78,12 @@ class ParameterSplit:
 
     @property
     def layer_fraction(self) -> float:
+        """Share of parameters in the blocks, which a layer split spreads; 0.0 for none."""
         return self.in_blocks / self.total if self.total else 0.0
 
 
 def split_parameters(arch: Architecture) -> ParameterSplit:
+    """The counts every memory formula reads, walking each layer template once."""
     total = arch.total_parameters
     in_blocks = arch.in_block_parameters
     largest = max((numel(shape) for shape in arch.shape_counts), default=0)

@@ -22,6 +22,7 @@ from estimator.memory.lora import TargetResolution, describe_targets, resolve_ta
 from estimator.memory.numerics import (
     Numerics,
     dequantised_bytes,
+    loaded_16bit,
     training_numerics,
     upcast_by_kbit_prepare,
 )
@@ -244,7 +245,11 @@ def _phases(
         ),
         Phase(
             "backward through the first layer",
-            (*all_grads, Term("activations", 0.0, first_layer_saved + acts.working + acts.outputs)),
+            (
+                *all_grads,
+                Term("framework_overhead", st.gathered_late),
+                Term("activations", 0.0, first_layer_saved + acts.working + acts.outputs),
+            ),
         ),
         Phase("optimizer step", (*step, Term("activations", st.step_temp, acts.outputs))),
     )
@@ -271,6 +276,7 @@ def checkpoint_inputs_kept(w: Workload, method: str) -> bool:
     return (
         fsdp
         and method in ("lora", "qlora")
+        and w.fsdp_frozen_reshard
         and w.grad_checkpointing
         and w.reentrant_checkpointing
         and not w.offload_activations
@@ -316,6 +322,7 @@ def training_model(
     slots: dict[int, Slotted] | None = None,
 ) -> MethodModel:
     """Full fine-tune, LoRA or QLoRA as a ``MethodModel``."""
+    w = loaded_16bit(w, method, arch.declared_dtype)
     n = training_numerics(w, method, has_bf16, arch.norm)
     full = method == "full"
     resolution = resolve_targets(arch, w.lora_targets)

@@ -20,6 +20,8 @@ from estimator.stacks.pins import Stack, Version, at_least, release
 
 @dataclass(frozen=True)
 class Mechanism:
+    """A library's behaviour in releases ``[low, below)``: the Workload field it sets, cited."""
+
     id: str
     library: str
     low: Version | None
@@ -31,6 +33,7 @@ class Mechanism:
     bounded: str = ""
 
     def holds(self, version: Version, model_type: str | None) -> bool:
+        """True when ``version`` is in range and ``model_type`` among ``model_types`` (if any)."""
         if self.model_types and model_type not in self.model_types:
             return False
         if self.low is not None and not at_least(version, self.low):
@@ -38,6 +41,7 @@ class Mechanism:
         return self.below is None or not at_least(version, self.below)
 
     def range_text(self) -> str:
+        """The range as a requirement (``transformers>=4.36,<4.45``), for messages."""
         low = "" if self.low is None else ">=" + ".".join(map(str, self.low))
         high = "" if self.below is None else "<" + ".".join(map(str, self.below))
         return f"{self.library}{low}{',' if low and high else ''}{high}"
@@ -45,6 +49,8 @@ class Mechanism:
 
 @dataclass(frozen=True)
 class Table:
+    """``data/mechanisms.json``: mechanisms, which library picks a recipe, which ones matter."""
+
     mechanisms: tuple[Mechanism, ...]
     recipe_order: tuple[str, ...]
     recipe_of: tuple[tuple[str, str], ...]
@@ -57,6 +63,7 @@ def _bound(raw: object) -> Version | None:
 
 @cache
 def table() -> Table:
+    """The table, read once per process; StackError for a bound that is not a version."""
     path = resources.files("estimator").joinpath("data/mechanisms.json")
     raw: dict[str, Any] = json.loads(path.read_text("utf-8"))
     mechanisms = tuple(
@@ -93,14 +100,25 @@ def holding(stack: Stack, model_type: str | None = None) -> tuple[Mechanism, ...
 
 
 def stack_fields(stack: Stack, model_type: str | None = None) -> dict[str, object]:
-    """Workload field -> value for every mechanism that holds. Two holding
-    mechanisms setting one field to different values is a table error."""
+    """Workload field -> value for every mechanism that holds.
+
+    A training library's mechanism wins over another library's on the same field:
+    the library passes the setting to the one below it (torchtune wraps layers in
+    torch's non-reentrant checkpoint, whatever transformers' default is). Two
+    holding mechanisms of the same rank that disagree are a table error.
+    """
+    training = set(table().recipe_order)
     out: dict[str, object] = {}
-    by: dict[str, str] = {}
+    by: dict[str, Mechanism] = {}
     for m in holding(stack, model_type):
-        if m.field in out and out[m.field] != m.value:
-            raise StackError(f"stack: mechanisms {by[m.field]} and {m.id} disagree on {m.field}")
-        out[m.field], by[m.field] = m.value, m.id
+        prior = by.get(m.field)
+        if prior is not None and out[m.field] != m.value:
+            rank, prior_rank = m.library in training, prior.library in training
+            if rank == prior_rank:
+                raise StackError(f"stack: mechanisms {prior.id} and {m.id} disagree on {m.field}")
+            if prior_rank:
+                continue
+        out[m.field], by[m.field] = m.value, m
     return out
 
 

@@ -43,6 +43,7 @@ def release(text: str) -> Version:
 
 
 def at_least(version: Version, bound: Version) -> bool:
+    """``version >= bound``, missing trailing parts read as 0 (``2.4`` equals ``2.4.0``)."""
     width = max(len(version), len(bound))
     return version + (0,) * (width - len(version)) >= bound + (0,) * (width - len(bound))
 
@@ -54,15 +55,18 @@ class Stack:
     pins: tuple[tuple[str, str], ...] = ()
 
     def version(self, library: str) -> Version | None:
+        """The pinned release of ``library`` (canonical name); None when it is not pinned."""
         for name, text in self.pins:
             if name == library:
                 return release(text)
         return None
 
     def version_text(self, library: str) -> str | None:
+        """The pin of ``library`` as written (``2.4.1+cu121``); None when not pinned."""
         return dict(self.pins).get(library)
 
     def only(self, libraries: Iterable[str]) -> Stack:
+        """The stack narrowed to ``libraries``, order kept."""
         keep = set(libraries)
         return Stack(tuple(p for p in self.pins if p[0] in keep))
 

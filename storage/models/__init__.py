@@ -12,7 +12,13 @@ from storage.models.history import (
     SnapshotRow,
 )
 from storage.models.operations import PollStateRow, WebhookEventRow
-from storage.models.publishing import AdvisoryRow, DeliveryRow, SubscriptionRow
+from storage.models.publishing import (
+    AdvisoryRow,
+    DeliveryRow,
+    SubscriptionRepoKeyRow,
+    SubscriptionRow,
+)
+from storage.models.summary import RepoSummaryRow
 
 __all__ = [
     "AdvisoryRow",
@@ -24,9 +30,11 @@ __all__ = [
     "HubBudgetRow",
     "PollStateRow",
     "RepoRow",
+    "RepoSummaryRow",
     "RevisionFileRow",
     "RevisionRow",
     "SnapshotRow",
+    "SubscriptionRepoKeyRow",
     "SubscriptionRow",
     "UTCDateTime",
     "WebhookEventRow",

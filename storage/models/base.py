@@ -43,9 +43,11 @@ class StorableText(TypeDecorator[str]):
     cache_ok = True
 
     def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        """Repair the text on its way in, so a hostile character cannot fail the write."""
         return None if value is None else storable_text(value)
 
     def process_result_value(self, value: str | None, dialect: Dialect) -> str | None:
+        """Repair the text on its way out, for rows written before writes were repaired."""
         return None if value is None else storable_text(value)
 
 
@@ -56,6 +58,8 @@ class UTCDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Store UTC (naive on SQLite); raises ValueError for a naive datetime rather than guess
+        its zone."""
         if value is None:
             return None
         if value.tzinfo is None or value.utcoffset() is None:
@@ -64,6 +68,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Hand back an aware UTC datetime whichever backend stored it."""
         if value is None:
             return None
         if value.tzinfo is None:

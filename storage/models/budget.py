@@ -16,6 +16,8 @@ BUDGET_KEY_LENGTH = 200
 
 
 class HubBudgetRow(Base):
+    """One token bucket shared by every instance spending one Hub account on one endpoint."""
+
     __tablename__ = "hub_budget"
 
     key: Mapped[str] = mapped_column(String(BUDGET_KEY_LENGTH), primary_key=True)

@@ -30,6 +30,9 @@ SHA_LENGTH = 64
 
 
 class RepoRow(Base):
+    """A repo the tracker follows or followed, kept with its status so its history stays
+    readable."""
+
     __tablename__ = "repos"
     __table_args__ = (
         CheckConstraint(
@@ -47,6 +50,8 @@ class RepoRow(Base):
 
 
 class RevisionRow(Base):
+    """A commit on a repo's main chain; ``position`` orders it, never the pusher's ``date``."""
+
     __tablename__ = "revisions"
     __table_args__ = (
         UniqueConstraint("repo_pk", "sha"),
@@ -70,6 +75,8 @@ class RevisionRow(Base):
 
 
 class RevisionFileRow(Base):
+    """One file of a revision's tree; ``ordinal`` keeps the listing's order."""
+
     __tablename__ = "revision_files"
     # Paths have any length (git sets none), too long for a btree key: storage keeps them
     # distinct per revision itself (history._validate), the database keeps the order unique.
@@ -86,6 +93,8 @@ class RevisionFileRow(Base):
 
 
 class BlobRow(Base):
+    """Content stored once by its key (LFS sha256 or git blob id), possibly zlib-compressed."""
+
     __tablename__ = "blobs"
     __table_args__ = (CheckConstraint("compression IN ('none', 'zlib')", name="compression"),)
 
@@ -115,6 +124,8 @@ class SnapshotRow(Base):
 
 
 class ChangeRow(Base):
+    """One difference between a revision and its predecessor; ``old``/``new`` are JSON values."""
+
     __tablename__ = "changes"
     __table_args__ = (UniqueConstraint("revision_pk", "ordinal"),)
 
@@ -131,6 +142,8 @@ class ChangeRow(Base):
 
 
 class EstimateRow(Base):
+    """A revision's Plan as JSON, with the schema version it was written under."""
+
     __tablename__ = "estimates"
 
     revision_pk: Mapped[int] = mapped_column(

@@ -18,6 +18,8 @@ from storage.models.history import REPO_ID_LENGTH, SHA_LENGTH
 
 
 class PollStateRow(Base):
+    """When a repo is checked next, its failures, and which instance holds its lease until when."""
+
     __tablename__ = "poll_state"
     __table_args__ = (Index("ix_poll_state_next_check_at", "next_check_at"),)
 
@@ -35,6 +37,8 @@ class PollStateRow(Base):
 
 
 class WebhookEventRow(Base):
+    """A received Hub webhook, unique by delivery key so a redelivery is processed once."""
+
     __tablename__ = "webhook_events"
     __table_args__ = (Index("ix_webhook_events_processed_at", "processed_at"),)
 

@@ -30,6 +30,9 @@ ADVISORY_ID_LENGTH = 128
 
 
 class AdvisoryRow(Base):
+    """One published advisory with its OSV document; ``withdrawn`` is set, never deleted, on a
+    force-push."""
+
     __tablename__ = "advisories"
     __table_args__ = (
         Index("ix_advisories_repo_pk_published", "repo_pk", "published"),
@@ -56,6 +59,8 @@ class AdvisoryRow(Base):
 
 
 class SubscriptionRow(Base):
+    """A named alert subscription: which repos, which changes, which channels."""
+
     __tablename__ = "subscriptions"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -70,7 +75,21 @@ class SubscriptionRow(Base):
     next_sequence: Mapped[int] = mapped_column(Integer, default=1)
 
 
+class SubscriptionRepoKeyRow(Base):
+    """One key a subscription's repo patterns are found by (storage.repo_patterns.repo_key)."""
+
+    __tablename__ = "subscription_repo_keys"
+    __table_args__ = (Index("ix_subscription_repo_keys_key", "key"),)
+
+    subscription_pk: Mapped[int] = mapped_column(
+        ForeignKey("subscriptions.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+
+
 class DeliveryRow(Base):
+    """One alert queued for one channel of a subscription (the outbox), with its retry state."""
+
     __tablename__ = "deliveries"
     __table_args__ = (
         UniqueConstraint("subscription_pk", "sequence"),

@@ -48,7 +48,7 @@ from tracker.alerts.channels import FeedSender, WebhookSender  # noqa: E402
 from tracker.alerts.deliver import DeliveryWorker, RetryPolicy  # noqa: E402
 from tracker.alerts.egress import AllowList, Egress  # noqa: E402
 
-SECRET = "bench-shared-secret-0123"
+SECRET = "whsec_bmV1cmFyY2gtdGVzdC1zZWNyZXQta2V5"
 ALERTS = 14
 HANGING = 6
 

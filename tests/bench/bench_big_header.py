@@ -35,11 +35,13 @@ REPO = "bench/big-header"
 def child(endpoint: str, url: str) -> None:
     """Track and check the repo until nothing is due (runs in the child process)."""
     from storage import open_database
+    from tracker.hub.api import connect
     from tracker.hub.client import Hub
     from tracker.hub.discovery import HeadProbe
     from tracker.schedule.leases import track
     from tracker.schedule.metrics import DaemonMetrics
     from tracker.schedule.worker import Worker, WorkerPolicy
+    from tracker.settings import HubSettings
 
     database = open_database(url)
     database.migrate()
@@ -47,8 +49,8 @@ def child(endpoint: str, url: str) -> None:
         track(session, REPO, now=datetime.now(UTC))
     worker = Worker(
         database,
-        Hub(endpoint, timeout=120.0),
-        HeadProbe(endpoint),
+        Hub(connect(HubSettings(endpoint)), timeout=120.0),
+        HeadProbe(connect(HubSettings(endpoint))),
         owner="bench/0",
         policy=WorkerPolicy(lease_s=600.0),
         metrics=DaemonMetrics(),

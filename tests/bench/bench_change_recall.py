@@ -38,20 +38,23 @@ from tests.fixtures.change_recall import (  # noqa: E402
     measure,
     total,
 )
+from tests.storage.builders import recorded_at  # noqa: E402
 from tracker.hubsim import HubEmulator  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 
 
 def backfill_corpus(path: Path, emulator: HubEmulator) -> Database:
+    from tracker.hub.api import connect
     from tracker.hub.client import Hub
     from tracker.revision.backfill import backfill
+    from tracker.settings import HubSettings
 
     database = open_database(f"sqlite:///{path}")
     database.migrate()
     url = emulator.start()
     for repo in emulator.repo_ids():
-        backfill(database, Hub(url, max_retries=0), repo)
+        backfill(database, Hub(connect(HubSettings(url)), max_retries=0), repo, clock=recorded_at)
     emulator.stop()
     return database
 

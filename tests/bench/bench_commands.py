@@ -41,6 +41,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.storage.builders import recorded_at
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
@@ -49,9 +51,11 @@ CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 
 def build_database(path: Path, repos: int | None = None) -> None:
     from storage import open_database
+    from tracker.hub.api import connect
     from tracker.hub.client import Hub
     from tracker.hubsim import HubEmulator, estimator_tensor_shapes
     from tracker.revision.backfill import backfill
+    from tracker.settings import HubSettings
 
     emulator = HubEmulator(CORPUS, tensor_shapes=estimator_tensor_shapes)
     url = emulator.start()
@@ -59,7 +63,7 @@ def build_database(path: Path, repos: int | None = None) -> None:
     database.migrate()
     started = time.monotonic()
     for repo in emulator.repo_ids()[:repos]:
-        backfill(database, Hub(url, max_retries=0), repo)
+        backfill(database, Hub(connect(HubSettings(url)), max_retries=0), repo, clock=recorded_at)
     database.close()
     emulator.stop()
     print(f"backfilled the corpus into {path} in {time.monotonic() - started:.1f}s")

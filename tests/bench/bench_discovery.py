@@ -27,12 +27,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from storage import open_database, poll_states, revisions  # noqa: E402
+from tracker.hub.api import connect  # noqa: E402
 from tracker.hub.client import Hub  # noqa: E402
 from tracker.hub.discovery import Discovery, HeadProbe  # noqa: E402
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes  # noqa: E402
 from tracker.schedule.leases import track  # noqa: E402
 from tracker.schedule.metrics import DaemonMetrics  # noqa: E402
 from tracker.schedule.worker import Worker, WorkerPolicy  # noqa: E402
+from tracker.settings import HubSettings  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "hub-corpus"
 START = datetime(2025, 3, 1, tzinfo=UTC)
@@ -48,7 +50,7 @@ def idle_cycle(repos: int) -> None:
     hub.start()
     print(f"emulator: {repos} repos published in {time.monotonic() - began:.1f}s")
     known = {name: hub.head(name) for name in names}
-    discovery = Discovery(hub.endpoint)
+    discovery = Discovery(connect(HubSettings(hub.endpoint)))
     first = discovery.walk(None, known)  # sets the watermark (a fresh daemon checks everything)
 
     hub.stats.reset()
@@ -56,7 +58,7 @@ def idle_cycle(repos: int) -> None:
     bulk_requests = hub.stats.requests()
     assert not idle.moved, f"an idle cycle found moves: {sorted(idle.moved)[:5]}"
 
-    probe = HeadProbe(hub.endpoint)
+    probe = HeadProbe(connect(HubSettings(hub.endpoint)))
     hub.stats.reset()
     began = time.monotonic()
     with ThreadPoolExecutor(8) as pool:  # eight probes in flight, as a worker pool would
@@ -89,8 +91,8 @@ def backfill_corpus() -> None:
                 track(session, repo_id, now=now)
         worker = Worker(
             database,
-            Hub(hub.endpoint),
-            HeadProbe(hub.endpoint),
+            Hub(connect(HubSettings(hub.endpoint))),
+            HeadProbe(connect(HubSettings(hub.endpoint))),
             owner="bench/0",
             policy=WorkerPolicy(),
             metrics=DaemonMetrics(),

@@ -16,9 +16,12 @@ from collections import Counter
 from pathlib import Path
 
 from storage import changes_of, open_database, revision_log, tracked_repos
+from tests.storage.builders import recorded_at
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim.emulator import HubEmulator
 from tracker.revision.backfill import backfill
+from tracker.settings import HubSettings
 
 
 def main(corpus: Path, db_path: Path) -> None:
@@ -27,9 +30,9 @@ def main(corpus: Path, db_path: Path) -> None:
     started = time.perf_counter()
     with HubEmulator(corpus) as emulator:
         emulator.start()
-        hub = Hub(emulator.endpoint, max_retries=0)
+        hub = Hub(connect(HubSettings(emulator.endpoint)), max_retries=0)
         for repo_id in emulator.repo_ids():
-            backfill(database, hub, repo_id)
+            backfill(database, hub, repo_id, clock=recorded_at)
     per_repo: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     unstated = 0

@@ -48,6 +48,8 @@ SOURCE_KEYED = (
     "kbit_head_16bit",
     "empty_cache_each_step",
     "zero_auto_buckets",
+    "fsdp_frozen_reshard",
+    "load_dtype_auto",
 )
 # The versions each source publishes with its figures.
 SOURCE_STACKS = {

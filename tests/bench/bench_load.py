@@ -123,11 +123,13 @@ def populate(url: str, endpoint: str, repos: list[str]) -> None:
     """Record ``repos`` (with advisories) before the daemon starts: content to serve at once."""
     from storage import open_database
     from tracker.daemon import publisher
+    from tracker.hub.api import connect
     from tracker.hub.client import Hub
     from tracker.hub.discovery import HeadProbe
     from tracker.schedule.leases import track
     from tracker.schedule.metrics import DaemonMetrics
     from tracker.schedule.worker import Worker, WorkerPolicy
+    from tracker.settings import HubSettings
 
     database = open_database(url)
     database.migrate()
@@ -136,13 +138,13 @@ def populate(url: str, endpoint: str, repos: list[str]) -> None:
             track(session, repo_id, now=datetime.now(UTC))
     worker = Worker(
         database,
-        Hub(endpoint),
-        HeadProbe(endpoint),
+        Hub(connect(HubSettings(endpoint))),
+        HeadProbe(connect(HubSettings(endpoint))),
         owner="bench/populate",
         policy=WorkerPolicy(interval_s=3600.0),
         metrics=DaemonMetrics(),
         clock=lambda: datetime.now(UTC),
-        publish=publisher(),
+        publish=publisher(lambda: datetime.now(UTC)),
     )
     while worker.run_once():
         pass
@@ -157,7 +159,7 @@ def single_process_daemon(config: Path) -> None:
     daemon = Daemon.open(Settings.load(config))
     daemon.track_configured()
     app = daemon.build_app()
-    daemon.start_background(publisher())
+    daemon.start_background(publisher(lambda: datetime.now(UTC)))
     daemon.serve(app)
 
 

@@ -111,6 +111,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
+from sqlalchemy import event  # noqa: E402
 
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes  # noqa: E402
 from tracker.hubsim.synthetic import SyntheticStore  # noqa: E402
@@ -152,6 +153,9 @@ class Run:
     cpu_emulator_s: float = 0.0
     idle_requests: int = 0
     idle_seconds: float = 0.0
+    idle_cpu_ms: float = 0.0
+    """CPU of the discovering thread alone (the in-process emulator's threads excluded)."""
+    idle_statements: int = 0
     push_found: bool = False
 
     @property
@@ -398,23 +402,33 @@ def idle_cycle(hub: HubEmulator, url: str, run: Run) -> None:
     Idle figures: the most requests and the median seconds of ``IDLE_CYCLES`` cycles.
     """
     from tracker.daemon import Daemon
+    from tracker.hub.api import connect
     from tracker.hub.discovery import Discovery
-    from tracker.settings import Settings
+    from tracker.settings import HubSettings, Settings
 
     with tempfile.TemporaryDirectory() as scratch:
         config = write_config(Path(scratch) / "idle.toml", url, hub.endpoint, "bench-idle", 1)
         daemon = Daemon.open(Settings.load(config))
-    discovery = Discovery(hub.endpoint)
+    discovery = Discovery(connect(HubSettings(hub.endpoint)))
     daemon.discover(discovery)
-    seconds, requests = [], []
+    seconds, requests, cpu, statements = [], [], [], [0]
+
+    def count(*_: object) -> None:
+        statements[0] += 1
+
+    event.listen(daemon.database.engine, "before_cursor_execute", count)
     for _ in range(IDLE_CYCLES):
         hub.stats.reset()
-        began = time.monotonic()
+        began, began_cpu = time.monotonic(), time.thread_time()
         daemon.discover(discovery)
+        cpu.append(time.thread_time() - began_cpu)
         seconds.append(time.monotonic() - began)
         requests.append(hub.stats.requests())
+    event.remove(daemon.database.engine, "before_cursor_execute", count)
     run.idle_seconds = statistics.median(seconds)
     run.idle_requests = max(requests)
+    run.idle_cpu_ms = statistics.median(cpu) * 1000
+    run.idle_statements = statements[0] // IDLE_CYCLES
     store = hub.store
     assert isinstance(store, SyntheticStore)
     moved = store.generator.repo_id(run.size // 2)
@@ -454,7 +468,8 @@ def report(run: Run) -> None:
         f"instances {run.cpu_instances_s:.0f}, postgres {run.cpu_postgres_s:.0f} "
         f"(this database's backends {run.cpu_backends_s:.0f}), "
         f"emulator {run.cpu_emulator_s:.0f}; idle cycle {run.idle_requests} requests "
-        f"{run.idle_seconds:.2f}s; push found {run.push_found}",
+        f"{run.idle_seconds:.2f}s, {run.idle_cpu_ms:.1f} ms CPU of its thread, "
+        f"{run.idle_statements} statements; push found {run.push_found}",
         flush=True,
     )
 
@@ -480,6 +495,10 @@ def growth_table(runs: list[Run]) -> None:
         )
         rows.setdefault(f"idle requests ({key})", {})[r.size] = str(r.idle_requests)
         rows.setdefault(f"idle seconds ({key})", {})[r.size] = f"{r.idle_seconds:.2f}"
+        rows.setdefault(f"idle CPU ms, discovering thread ({key})", {})[r.size] = (
+            f"{r.idle_cpu_ms:.1f}"
+        )
+        rows.setdefault(f"idle statements ({key})", {})[r.size] = str(r.idle_statements)
     for r in runs:
         one = next(
             (o for o in runs if (o.size, o.instances, o.latency) == (r.size, 1, r.latency)), None

@@ -26,13 +26,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
 from storage import Database, open_database, snapshot_at  # noqa: E402
+from tests.storage.builders import recorded_at  # noqa: E402
 from tracker.diff.files import WEIGHT_SUFFIXES, is_unsafe_path, suffix  # noqa: E402
 from tracker.diff.registry import artifact_for  # noqa: E402
 from tracker.errors import ArtifactError  # noqa: E402
+from tracker.hub.api import connect  # noqa: E402
 from tracker.hub.client import Hub  # noqa: E402
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes  # noqa: E402
 from tracker.hubsim.stats import RequestRecord  # noqa: E402
 from tracker.revision.backfill import backfill  # noqa: E402
+from tracker.settings import HubSettings  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 NAIVE_LIMIT = 64 * 1024 * 1024
@@ -75,13 +78,13 @@ def resolve_parts(path: str) -> tuple[str, str, str] | None:
 def main() -> int:
     emulator = HubEmulator(CORPUS, tensor_shapes=estimator_tensor_shapes)
     url = emulator.start()
-    hub = Hub(url, max_retries=0)
+    hub = Hub(connect(HubSettings(url)), max_retries=0)
     repos = sorted(emulator.repo_ids())
     with tempfile.TemporaryDirectory() as tmp:
         database = open_database(f"sqlite:///{tmp}/bench.db")
         database.migrate()
         started = time.monotonic()
-        revisions = sum(backfill(database, hub, repo).recorded for repo in repos)
+        revisions = sum(backfill(database, hub, repo, clock=recorded_at).recorded for repo in repos)
         seconds = time.monotonic() - started
         records = emulator.stats.records()
         ours_requests, ours_bytes = len(records), sum(r.bytes_sent for r in records)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from storage import Database, Severity
 from storage.advisory_refs import RefQuery, advisory_refs_for_many
 from storage.dumps import advisories_by_id, modified_batches
-from storage.publishing import advisories_for, log_version
+from storage.publishing import advisories_for, log_version, model_page, model_summaries
 
 _NODE = re.compile(
     r"^\s*(?:->\s+)?([A-Z][A-Za-z ]*?)(?: (?:using|on) (\w+))?(?: on \w+(?: \w+)?)?  \("
@@ -51,6 +51,12 @@ def explain_all(
         ("all.zip batch (keyset)", lambda s: next(advisories_by_id(s, batch=500))),
         ("modified_id.csv batch", lambda s: list(islice(modified_batches(s), 2))),
         ("log version (cache key)", log_version),
+        ("index page 1 (101 repos)", lambda s: model_summaries(s, limit=101)),
+        (
+            "index page after repo_id",
+            lambda s: model_summaries(s, after=repo_id, limit=101),
+        ),
+        ("model page (history, siblings)", lambda s: model_page(s, repo_id)),
     ]
     for name, read in reads:
         with database.read_session() as session, _recorded(session) as statements:

@@ -56,6 +56,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -77,10 +78,13 @@ PER_REPO = 10
 REPOS_PER_ORG = 100
 CLIENTS = 4
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
+FAMILIES = 20
+PLANNED_EVERY = 100
+PAGE_REQUESTS = 200
 SEVERITIES = (Severity.LOW, Severity.MODERATE, Severity.HIGH, Severity.CRITICAL)
 
 
-def run(database_url: str, advisories: int) -> list[str]:
+def run(database_url: str, advisories: int, skip_zip: bool = False) -> list[str]:
     """Load ``advisories`` into a fresh database next to ``database_url``, measure, drop it."""
     lines: list[str] = []
 
@@ -110,11 +114,13 @@ def run(database_url: str, advisories: int) -> list[str]:
         finally:
             database.close()
         with serving(url) as (base, pid):
-            measure(base, pid, repos, say)
+            measure(base, pid, repos, say, skip_zip)
     return lines
 
 
-def measure(base: str, pid: int, repos: int, say: Callable[[str], None]) -> None:
+def measure(
+    base: str, pid: int, repos: int, say: Callable[[str], None], skip_zip: bool = False
+) -> None:
     rng = random.Random(16)
 
     def one_query() -> tuple[str, str, bytes]:
@@ -128,8 +134,36 @@ def measure(base: str, pid: int, repos: int, say: Callable[[str], None]) -> None
         ]
         return "POST", "/v1/querybatch", json.dumps({"queries": queries}).encode()
 
+    planned = repo_name((repos // 2) // PLANNED_EVERY * PLANNED_EVERY)
+    middle = repo_name(repos // 2)
     cold = timed_get(base, "/feeds/all.atom")
     rows = [
+        ("GET / (index, first page)", lambda: ("GET", "/", b""), PAGE_REQUESTS, CLIENTS),
+        (
+            "GET /?after= (middle page)",
+            lambda: ("GET", f"/?after={middle}", b""),
+            PAGE_REQUESTS,
+            CLIENTS,
+        ),
+        ("GET /index.json", lambda: ("GET", "/index.json", b""), PAGE_REQUESTS, CLIENTS),
+        (
+            "GET model page (20 siblings)",
+            lambda: ("GET", f"/models/{planned}", b""),
+            PAGE_REQUESTS,
+            CLIENTS,
+        ),
+        (
+            "GET model page, Markdown",
+            lambda: ("GET", f"/models/{planned}.md", b""),
+            PAGE_REQUESTS,
+            CLIENTS,
+        ),
+        (
+            "GET badge.json",
+            lambda: ("GET", f"/models/{planned}/badge.json", b""),
+            PAGE_REQUESTS,
+            CLIENTS,
+        ),
         ("GET /bench/bare", lambda: ("GET", "/bench/bare", b""), 3000, CLIENTS),
         ("POST /v1/query (random repo)", one_query, 3000, CLIENTS),
         ("GET /feeds/all.atom", lambda: ("GET", "/feeds/all.atom", b""), 3000, CLIENTS),
@@ -141,6 +175,9 @@ def measure(base: str, pid: int, repos: int, say: Callable[[str], None]) -> None
         p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
         say(f"{label:30s} {clients} client(s) n={count:5d}  p50 {p50:8.1f}  p99 {p99:8.1f}")
     say(f"GET /feeds/all.atom first render (log version cold): {cold:.1f} ms")
+    if skip_zip:
+        say(f"server peak RSS {vm_hwm(pid) / 1024:.0f} MB (all.zip not streamed: --skip-zip)")
+        return
     before = vm_hwm(pid)
     started = time.perf_counter()
     size, entries = stream_zip(base)
@@ -181,10 +218,65 @@ def bulk_load(url: str, advisories: int) -> int:
             for index in range(repos):
                 for row in advisory_rows(index, order):
                     copy.write_row(row)
+        load_revisions_and_summaries(connection, repos)
         connection.commit()
     with psycopg.connect(libpq(url), autocommit=True) as connection:
         connection.execute("VACUUM ANALYZE")
     return repos
+
+
+def load_revisions_and_summaries(connection: psycopg.Connection[Any], repos: int) -> None:
+    """Each repo's PER_REPO + 1 revisions (the advisories' shas), a stored plan on the newest
+    revision of every PLANNED_EVERY-th repo, and every repo's summary row as storage keeps it:
+    FAMILIES families, so a model page's siblings query walks families of repos / FAMILIES."""
+    plan = bench_plan()
+    with connection.cursor().copy(
+        "COPY revisions (id, repo_pk, sha, parents, date, title, position, processed_at,"
+        " on_main) FROM STDIN"
+    ) as copy:
+        for index in range(repos):
+            name = repo_name(index)
+            for step in range(PER_REPO + 1):
+                moment = BASE + timedelta(hours=step)
+                row_id = index * (PER_REPO + 1) + step + 1
+                parents = "[]" if step == 0 else json.dumps([sha(f"{name}@{step - 1}")])
+                revision = sha(f"{name}@{step}")
+                title = f"Update config ({step})"
+                copy.write_row(
+                    (row_id, index + 1, revision, parents, moment, title, step, moment, True)
+                )
+    with connection.cursor().copy(
+        "COPY estimates (revision_pk, plan, schema_version) FROM STDIN"
+    ) as copy:
+        for index in range(0, repos, PLANNED_EVERY):
+            planned = {**plan, "model": {**plan["model"], "family": family_of(index)}}
+            copy.write_row((newest_revision_pk(index), json.dumps(planned), 1))
+    with connection.cursor().copy(
+        "COPY repo_summaries (repo_pk, latest_revision_pk, advisories, family,"
+        " total_parameters) FROM STDIN"
+    ) as copy:
+        for index in range(repos):
+            total = plan["parameters"]["total"] + index
+            copy.write_row(
+                (index + 1, newest_revision_pk(index), PER_REPO, family_of(index), total)
+            )
+
+
+def bench_plan() -> dict[str, Any]:
+    """The stored plan JSON of a real estimate (Llama 3.2 1B's config), as the daemon stores it."""
+    import estimator
+
+    config = json.loads((REPO_ROOT / "tests/data/configs/llama-3.2-1b/config.json").read_text())
+    stored: dict[str, Any] = json.loads(json.dumps(estimator.plan(config).to_json()))
+    return stored
+
+
+def family_of(index: int) -> str:
+    return f"family-{index % FAMILIES:02d}"
+
+
+def newest_revision_pk(index: int) -> int:
+    return index * (PER_REPO + 1) + PER_REPO + 1
 
 
 def advisory_rows(index: int, order: list[int]) -> Iterator[tuple[object, ...]]:
@@ -379,12 +471,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--advisories", type=int, default=100_000)
     parser.add_argument("--database-url", default=DEFAULT_URL)
+    parser.add_argument("--skip-zip", action="store_true", help="do not stream /osv/all.zip")
     parser.add_argument("--serve", nargs=2, metavar=("URL", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args.serve[0], int(args.serve[1]))
         return 0
-    run(args.database_url, args.advisories)
+    run(args.database_url, args.advisories, args.skip_zip)
     return 0
 
 

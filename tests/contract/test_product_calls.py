@@ -37,10 +37,13 @@ import pytest
 from tests.contract.conftest import GATED, REPOS, TOKEN
 from tests.contract.corpus_truth import RepoTruth
 from tracker.audit.local_sources import pins_from_hf_cache
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hub.discovery import Discovery, HeadProbe
 from tracker.hub.plan_source import HubPlanSource, HubRef
+from tracker.hub.retry import INTERACTIVE, Retrying
 from tracker.hubsim import HubEmulator, git_blob_id
+from tracker.settings import HubSettings
 
 INDEX = "model.safetensors.index.json"
 
@@ -49,14 +52,16 @@ def test_discovery_walk_sees_every_head(
     contract_hub: HubEmulator, truths: dict[str, RepoTruth]
 ) -> None:
     known: dict[str, str | None] = {repo: None for repo in REPOS}
-    result = Discovery(contract_hub.endpoint, TOKEN).walk(datetime(2000, 1, 1, tzinfo=UTC), known)
+    result = Discovery(connect(HubSettings(contract_hub.endpoint, TOKEN))).walk(
+        datetime(2000, 1, 1, tzinfo=UTC), known
+    )
     assert dict(result.moved) == {repo: truths[repo].head for repo in REPOS}
     assert result.scanned == len(contract_hub.repo_ids())
 
 
 @pytest.mark.parametrize("repo", REPOS)
 def test_head_probe(contract_hub: HubEmulator, truths: dict[str, RepoTruth], repo: str) -> None:
-    head = HeadProbe(contract_hub.endpoint, TOKEN).head(repo)
+    head = HeadProbe(connect(HubSettings(contract_hub.endpoint, TOKEN))).head(repo)
     assert (head.repo_id, head.sha, head.gated, head.private) == (
         repo, truths[repo].head, repo == GATED, False,
     )  # fmt: skip
@@ -66,7 +71,7 @@ def test_head_probe(contract_hub: HubEmulator, truths: dict[str, RepoTruth], rep
 def test_hub_head_sha_and_commits(
     contract_hub: HubEmulator, truths: dict[str, RepoTruth], repo: str
 ) -> None:
-    hub = Hub(contract_hub.endpoint, TOKEN)
+    hub = Hub(connect(HubSettings(contract_hub.endpoint, TOKEN)))
     assert hub.head_sha(repo) == truths[repo].head
     revisions = hub.commits(repo)
     assert [r.sha for r in reversed(revisions[1:])] == truths[repo].main
@@ -77,7 +82,7 @@ def test_hub_head_sha_and_commits(
 def test_hub_files_and_reads(
     contract_hub: HubEmulator, truths: dict[str, RepoTruth], repo: str
 ) -> None:
-    hub = Hub(contract_hub.endpoint, TOKEN)
+    hub = Hub(connect(HubSettings(contract_hub.endpoint, TOKEN)))
     listing = hub.files(repo, truths[repo].head)
     entries = {e.path: e for e in listing.files}
     assert set(entries) == truths[repo].listed_files()
@@ -96,7 +101,10 @@ def test_hub_files_and_reads(
 def test_plan_source_sharded(
     contract_hub: HubEmulator, truths: dict[str, RepoTruth], repo: str, tmp_path: Path
 ) -> None:
-    source = HubPlanSource(contract_hub.endpoint, TOKEN, cache_dir=tmp_path)
+    source = HubPlanSource(
+        Hub(connect(HubSettings(contract_hub.endpoint, TOKEN)), retrying=Retrying(INTERACTIVE)),
+        cache_dir=tmp_path,
+    )
     inputs = source.fetch(HubRef(repo))
     assert inputs.sha == truths[repo].head
     assert inputs.config == json.loads(truths[repo].files["config.json"])
@@ -125,7 +133,10 @@ def test_plan_source_single_file(
     sha = contract_hub.publish(
         "contract/single-file", {"config.json": config, "model.safetensors": weights}
     )
-    source = HubPlanSource(contract_hub.endpoint, TOKEN, cache_dir=tmp_path)
+    source = HubPlanSource(
+        Hub(connect(HubSettings(contract_hub.endpoint, TOKEN)), retrying=Retrying(INTERACTIVE)),
+        cache_dir=tmp_path,
+    )
     inputs = source.fetch(HubRef("contract/single-file"))
     assert inputs.sha == sha and inputs.config == json.loads(config)
     assert inputs.manifest is not None

@@ -8,12 +8,14 @@ from datetime import UTC, datetime
 import pytest
 
 from storage import Database
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
 from tracker.schedule.leases import track
 from tracker.schedule.metrics import DaemonMetrics
 from tracker.schedule.worker import Worker, WorkerPolicy
+from tracker.settings import HubSettings
 
 MakeWorker = Callable[..., Worker]
 
@@ -31,8 +33,8 @@ def make_worker(database: Database, hub_emulator: HubEmulator) -> MakeWorker:
     ) -> Worker:
         return Worker(
             database,
-            Hub(hub_emulator.endpoint, max_retries=2, timeout=5.0),
-            HeadProbe(hub_emulator.endpoint),
+            Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=2, timeout=5.0),
+            HeadProbe(connect(HubSettings(hub_emulator.endpoint))),
             owner=owner,
             policy=WorkerPolicy(interval_s=interval_s, max_backoff_s=600.0, lease_s=60.0),
             metrics=metrics or DaemonMetrics(),

@@ -27,7 +27,7 @@ UPLOAD, LONGER, ROPE_128K = (
     "2c19299788366b0adb608e08386b56071abf010a",
     "59187708e28f74d2a1074eae3e844f9a6d991ebd",
 )
-SECRET = "receiver-shared-secret-0123"
+SECRET = "whsec_bmV1cmFyY2gtdGVzdC1zZWNyZXQta2V5"
 FLIPS = 5
 
 

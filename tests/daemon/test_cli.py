@@ -61,7 +61,7 @@ def test_demo_backfills_every_shipped_repo_and_reports_done(tmp_path: Path) -> N
     repos = len(expected.repo_ids())
     # stderr is a pipe here, not a terminal: the final progress line, no carriage returns
     assert re.search(
-        rf"backfill: \d+/{repos} repos, \d+ revisions, [\d.]+ rev/s in [\d.]+s\n", output
+        rf"backfill: \d+/{repos} repos: \d+rev \[[\d:]+, [\d.?]+(rev/s|s/rev)\]\n", output
     )
     assert "\r" not in output
     database = open_database(f"sqlite:///{tmp_path / 'demo.db'}")

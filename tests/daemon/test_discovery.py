@@ -9,12 +9,12 @@ import pytest
 
 from storage import Database, poll_state
 from tests.daemon.conftest import MakeWorker, run_until_idle, track_all
-from tracker.config_file import DaemonConfig
 from tracker.daemon import Daemon
 from tracker.demo import HISTORIES
+from tracker.hub.api import connect
 from tracker.hub.discovery import Discovery
 from tracker.hubsim import HubEmulator
-from tracker.settings import HubSettings, Settings, StorageSettings
+from tracker.settings import DaemonConfig, HubSettings, Settings, StorageSettings
 
 pytestmark = pytest.mark.parametrize(
     "hub_emulator", [{"corpus": HISTORIES, "page_size": 2}], indirect=True
@@ -35,7 +35,7 @@ def test_idle_cycle_costs_one_request_and_a_push_makes_only_that_repo_due(
         config=DaemonConfig(),
         database=database,
     )
-    discovery = Discovery(hub_emulator.endpoint)
+    discovery = Discovery(connect(HubSettings(hub_emulator.endpoint)))
     daemon.discover(discovery)  # first cycle: sets the watermark
     hub_emulator.stats.reset()
     daemon.discover(discovery)

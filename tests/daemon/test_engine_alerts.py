@@ -27,12 +27,13 @@ from tracker.alerts.spec import parse_subscription
 from tracker.commands.demo import store_demo_subscriptions
 from tracker.daemon import Daemon, publisher
 from tracker.demo import HISTORIES
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
 from tracker.schedule.metrics import DaemonMetrics
 from tracker.schedule.worker import Worker, WorkerPolicy
-from tracker.settings import Settings
+from tracker.settings import HubSettings, Settings
 
 EMPTY_HUB = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
 
@@ -68,16 +69,16 @@ class Clock:
 
 def worker(database: Database, hub: HubEmulator, tmp_path: Path, clock: Clock) -> Worker:
     settings = Settings.in_dir(tmp_path)
-    daemon = Daemon(settings=settings, config=settings.daemon, database=database)
+    daemon = Daemon(settings=settings, config=settings.daemon, database=database, clock=clock)
     return Worker(
         database,
-        Hub(hub.endpoint, max_retries=2, timeout=5.0),
-        HeadProbe(hub.endpoint),
+        Hub(connect(HubSettings(hub.endpoint)), max_retries=2, timeout=5.0),
+        HeadProbe(connect(HubSettings(hub.endpoint))),
         owner="engines/0",
         policy=WorkerPolicy(interval_s=60.0, max_backoff_s=600.0, lease_s=60.0),
         metrics=DaemonMetrics(),
         clock=clock,
-        publish=daemon.with_alerts(publisher()),
+        publish=daemon.with_alerts(publisher(clock)),
     )
 
 

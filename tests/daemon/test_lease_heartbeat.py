@@ -1,7 +1,7 @@
 """A revision slower to prepare than the lease is still recorded, once, by the worker that began it.
 
-The lease was renewed only at commit, so a revision that took longer to fetch
-than ``[daemon] lease`` lost it every time and was never recorded. Here the
+A lease renewed only at commit would be lost by every revision that takes longer
+to fetch than ``[daemon] lease``, and such a revision would never be recorded. Here the
 lease is a second or two and the emulator answers every file download late,
 so preparing takes several leases: the heartbeat must keep the lease, and a
 revision past its budget must be recorded partial, with a finding, followed by
@@ -19,6 +19,7 @@ import pytest
 from storage import Database, changes_of, poll_states, revisions
 from tests.daemon.conftest import track_all
 from tests.fixtures.hostile import llama_config
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
@@ -26,6 +27,7 @@ from tracker.schedule.heartbeat import Heartbeat
 from tracker.schedule.leases import LeaseLost, claim_due, renew
 from tracker.schedule.metrics import DaemonMetrics
 from tracker.schedule.worker import Worker, WorkerPolicy
+from tracker.settings import HubSettings
 
 REPO = "slow/many-files"
 FILES = 20
@@ -44,8 +46,8 @@ def many_files() -> dict[str, bytes]:
 def worker(database: Database, hub: HubEmulator, policy: WorkerPolicy, owner: str) -> Worker:
     return Worker(
         database,
-        Hub(hub.endpoint, max_retries=2, timeout=10.0),
-        HeadProbe(hub.endpoint),
+        Hub(connect(HubSettings(hub.endpoint)), max_retries=2, timeout=10.0),
+        HeadProbe(connect(HubSettings(hub.endpoint))),
         owner=owner,
         policy=policy,
         metrics=DaemonMetrics(),

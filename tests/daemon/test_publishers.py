@@ -14,22 +14,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from storage import Database, advisories, deliveries, has_revision
+from storage.models import Base, UTCDateTime
 from storage.records import Publication, RevisionOutcome
 from tests.daemon.conftest import run_until_idle, track_all
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import parse_subscription
 from tracker.daemon import Daemon, publisher
 from tracker.demo import HISTORIES
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
 from tracker.revision.process import Publishers
 from tracker.schedule.metrics import DaemonMetrics
 from tracker.schedule.worker import Worker, WorkerPolicy
-from tracker.settings import Settings
+from tracker.settings import HubSettings, Settings
 
 pytestmark = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
 
@@ -84,8 +87,8 @@ def worker(
 ) -> Worker:
     return Worker(
         database,
-        Hub(hub.endpoint, max_retries=2, timeout=5.0),
-        HeadProbe(hub.endpoint),
+        Hub(connect(HubSettings(hub.endpoint)), max_retries=2, timeout=5.0),
+        HeadProbe(connect(HubSettings(hub.endpoint))),
         owner="publish/0",
         policy=WorkerPolicy(interval_s=60.0, max_backoff_s=600.0, lease_s=60.0),
         metrics=DaemonMetrics(),
@@ -94,13 +97,13 @@ def worker(
     )
 
 
-def daemon_table(database: Database, tmp_path: Path) -> Publishers:
+def daemon_table(database: Database, tmp_path: Path, clock: Clock) -> Publishers:
     settings = Settings.in_dir(tmp_path)
-    daemon = Daemon(settings=settings, config=settings.daemon, database=database)
-    return daemon.with_alerts(publisher())
+    daemon = Daemon(settings=settings, config=settings.daemon, database=database, clock=clock)
+    return daemon.with_alerts(publisher(clock))
 
 
-def subscribe(database: Database) -> int:
+def subscribe(database: Database, at: datetime = START) -> int:
     document: dict[str, Any] = {
         "name": "fit",
         "repos": [REPO],
@@ -111,7 +114,7 @@ def subscribe(database: Database) -> int:
         "alert_on": ["fit"],
     }
     with database.session() as session:
-        return save_subscription(session, parse_subscription(document), now=START)[0].id
+        return save_subscription(session, parse_subscription(document), now=at)[0].id
 
 
 def test_a_later_publisher_sees_the_advisory_and_alerts_written_before_it(
@@ -119,8 +122,8 @@ def test_a_later_publisher_sees_the_advisory_and_alerts_written_before_it(
 ) -> None:
     subscription = subscribe(database)
     audit = Audit()
-    table = daemon_table(database, tmp_path).plus("audit", audit)
     clock = Clock()
+    table = daemon_table(database, tmp_path, clock).plus("audit", audit)
     hub_emulator.publish(REPO, {"config.json": config()}, date=START)
     track_all(database, [REPO], clock.now)
     checks = worker(database, hub_emulator, tmp_path, clock, table)
@@ -150,7 +153,7 @@ def test_a_failing_publisher_leaves_nothing_and_the_retry_records_the_revision_o
     hub_emulator.publish(REPO, {"config.json": config()}, date=START)
     track_all(database, [REPO], clock.now)
     fails = FailsOnce()
-    table = daemon_table(database, tmp_path)
+    table = daemon_table(database, tmp_path, clock)
     checks = worker(database, hub_emulator, tmp_path, clock, table)
     run_until_idle(checks)
     longer = hub_emulator.publish(
@@ -172,3 +175,55 @@ def test_a_failing_publisher_leaves_nothing_and_the_retry_records_the_revision_o
         assert has_revision(session, REPO, longer)
         assert [a.new_sha for a in advisories(session, repo_id=REPO)] == [longer]
         assert [d.event_key for d in deliveries(session, subscription)] == [f"{REPO}@{longer}/fit"]
+
+
+FAKE = datetime(2031, 5, 6, 7, 8, 9, tzinfo=UTC)
+STEP = timedelta(minutes=2)
+HUB_TIMES = {"revisions.date", "poll_state.last_modified"}
+"""Timestamps the Hub reported (commit dates, Last-Modified), stored as they came."""
+
+
+def stored_times(database: Database) -> dict[str, set[datetime]]:
+    """Every timestamp stored in any table, by ``table.column``."""
+    found: dict[str, set[datetime]] = {}
+    with database.read_session() as session:
+        for table in Base.metadata.sorted_tables:
+            for column in table.columns:
+                if isinstance(column.type, UTCDateTime):
+                    values = {v for v in session.scalars(select(column)) if v is not None}
+                    if values:
+                        found[f"{table.name}.{column.name}"] = values
+    return found
+
+
+def test_a_processed_revision_stores_only_the_fake_clocks_times(
+    database: Database, hub_emulator: HubEmulator, tmp_path: Path
+) -> None:
+    clock = Clock()
+    clock.now = FAKE  # years from the wall clock, so one reading of it would show
+    subscribe(database, at=FAKE)
+    hub_emulator.publish(REPO, {"config.json": config()}, date=START)
+    track_all(database, [REPO], clock.now)
+    checks = worker(
+        database, hub_emulator, tmp_path, clock, daemon_table(database, tmp_path, clock)
+    )
+    run_until_idle(checks)
+    hub_emulator.publish(
+        REPO, {"config.json": config(max_position_embeddings=4096)}, date=START + timedelta(1)
+    )
+    clock.now += STEP
+    run_until_idle(checks)
+
+    stored = stored_times(database)
+    # what each revision's transaction wrote is the clock's reading when it was processed
+    assert stored["revisions.processed_at"] == {FAKE, FAKE + STEP}
+    assert stored["blobs.created_at"] == {FAKE, FAKE + STEP}
+    assert stored["advisories.published"] == stored["advisories.modified"] == {FAKE + STEP}
+    assert stored["deliveries.created_at"] == {FAKE + STEP}
+    # and nothing else the daemon stored came from another clock
+    earlier = {
+        name: sorted(values)
+        for name, values in stored.items()
+        if name not in HUB_TIMES and min(values) < FAKE
+    }
+    assert earlier == {}

@@ -5,7 +5,7 @@ Each run is compared with a fault-free run of the same publication script
 (explicit dates and contents, so both emulators hold the same shas): the
 stored revisions, their changes, advisories and repo status must be equal,
 with every revision recorded once. Default sizes keep the suite short; set
-NEURARCH_RELIABILITY_FULL=1 for the issue's sizes (500 revisions over 50
+NEURARCH_RELIABILITY_FULL=1 for the full sizes (500 revisions over 50
 repos, 20 kills), which are also marked slow.
 """
 
@@ -67,10 +67,12 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from datetime import UTC, datetime
 
     from tracker.daemon import publisher
+    from tracker.hub.api import connect
     from tracker.hub.client import Hub
     from tracker.hub.discovery import HeadProbe
     from tracker.schedule.metrics import DaemonMetrics
     from tracker.schedule.worker import Worker, WorkerPolicy
+    from tracker.settings import HubSettings
 
     hub = emulator()
     hub.start()
@@ -81,13 +83,13 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         track_all(database, repo_ids())
         worker = Worker(
             database,
-            Hub(hub.endpoint),
-            HeadProbe(hub.endpoint),
+            Hub(connect(HubSettings(hub.endpoint))),
+            HeadProbe(connect(HubSettings(hub.endpoint))),
             owner="baseline",
             policy=WorkerPolicy(),
             metrics=DaemonMetrics(),
             clock=lambda: datetime.now(UTC),
-            publish=publisher(),
+            publish=publisher(lambda: datetime.now(UTC)),
         )
         run_until_idle(worker)
         state = capture(database)

@@ -4,10 +4,12 @@ A check worker claims the repo, snapshots the new revision from the Hub
 emulator, diffs it, estimates it and commits it with the daemon's publisher
 table (advisory writer, then alert queuer) in one transaction. Every SELECT
 that fetches blob bytes is counted with SQLAlchemy's ``before_cursor_execute``
-event, and every ``estimator.plan`` call through a pass-through wrapper of the
-real function. The promises: within one revision each blob is read at most
+event, and every ``estimator.plan`` call and every Plan JSON decode
+(``estimator.plan_json.from_json``) through a pass-through wrapper of the real
+function. The promises: within one revision each blob is read at most
 once and each plan is computed once per (config, workload), however many
-subscriptions ask; the publishers read no blob at all.
+subscriptions ask; the publishers read no blob at all; the only Plan JSON
+read back is the parent's stored plan, once per revision.
 """
 
 from __future__ import annotations
@@ -26,14 +28,17 @@ import pytest
 from sqlalchemy import event
 
 import estimator
+from estimator import plan_json
 from storage import Database, deliveries, ensure_repo, plan_at
 from storage.records import Publication, RevisionOutcome, Subscription
 from tests.daemon.conftest import run_until_idle, track_all
+from tests.storage.builders import RECORDED_AT, recorded_at
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import parse_subscription
 from tracker.daemon import Daemon, publisher
 from tracker.demo import HISTORIES
 from tracker.diff.revision import Parsed
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
@@ -41,7 +46,7 @@ from tracker.revision.backfill import backfill, record_one
 from tracker.revision.process import Publisher, Publishers
 from tracker.schedule.metrics import DaemonMetrics
 from tracker.schedule.worker import Worker, WorkerPolicy
-from tracker.settings import Settings
+from tracker.settings import HubSettings, Settings
 
 pytestmark = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
 
@@ -96,15 +101,19 @@ class Reads:
     """SELECTs that only asked which content keys the store holds."""
     plans: list[tuple[str, estimator.Workload]] = field(default_factory=list)
     """(digest of the config, workload) of every estimator.plan call."""
+    decodes: int = 0
+    """Plan JSON documents read back into a typed Plan (``estimator.plan_json.from_json``)."""
 
     by_publishers: dict[str, int] = field(default_factory=dict)
     """Blob reads made while each publisher ran."""
 
     def take(self) -> Reads:
-        taken = Reads(list(self.blobs), self.probes, list(self.plans), dict(self.by_publishers))
+        taken = Reads(
+            list(self.blobs), self.probes, list(self.plans), self.decodes, dict(self.by_publishers)
+        )
         self.blobs.clear()
         self.plans.clear()
-        self.probes = 0
+        self.probes = self.decodes = 0
         self.by_publishers.clear()
         return taken
 
@@ -150,8 +159,15 @@ def reads(database: Database, monkeypatch: pytest.MonkeyPatch) -> Iterator[Reads
         counted.plans.append((digest, workload or estimator.Workload()))
         return real_plan(config, workload, **kwargs)
 
+    real_decode: Callable[[Any], estimator.Plan] = plan_json.from_json
+
+    def counting_decode(document: Any) -> estimator.Plan:
+        counted.decodes += 1
+        return real_decode(document)
+
     event.listen(database.engine, "before_cursor_execute", on_execute)
     monkeypatch.setattr(estimator, "plan", counting_plan)
+    monkeypatch.setattr(plan_json, "from_json", counting_decode)
     try:
         yield counted
     finally:
@@ -164,13 +180,13 @@ def daemon_worker(
     """A check worker with the publisher table the daemon registers (advisories, then alerts),
     each entry watched for the blob reads it makes."""
     settings = Settings.in_dir(tmp_path)
-    daemon = Daemon(settings=settings, config=settings.daemon, database=database)
-    table = daemon.with_alerts(publisher())
+    daemon = Daemon(settings=settings, config=settings.daemon, database=database, clock=clock)
+    table = daemon.with_alerts(publisher(clock))
     assert table.names == ("advisories", "alerts")
     return Worker(
         database,
-        Hub(hub.endpoint, max_retries=2, timeout=5.0),
-        HeadProbe(hub.endpoint),
+        Hub(connect(HubSettings(hub.endpoint)), max_retries=2, timeout=5.0),
+        HeadProbe(connect(HubSettings(hub.endpoint))),
         owner="walk/0",
         policy=WorkerPolicy(interval_s=60.0, max_backoff_s=600.0, lease_s=60.0),
         metrics=DaemonMetrics(),
@@ -242,6 +258,9 @@ def test_one_revision_reads_each_blob_once_and_plans_each_workload_once(
         title: (len(step.blobs), len(step.plans), alerts)
         for title, (step, alerts) in walked.items()
     }
+    # The parent's stored plan is read back once; the record carries both Plans typed to the
+    # differ and every publisher, which decode nothing.
+    assert [step.decodes for step, _ in walked.values()] == [1, 1, 1, 1]
     assert figures == EXPECTED
     logged = [json.loads(r.getMessage()) for r in caplog.records if r.name == "neurarch.worker"]
     recorded = [e for e in logged if e["event"] == "revision_recorded"]
@@ -270,20 +289,23 @@ def test_backfill_builds_the_same_record_with_each_blob_read_once_per_revision(
     hub_emulator.publish(REPO, UPLOAD, title="Upload folder", date=START)
     for index, (title, files) in enumerate(STEPS.items(), start=1):
         hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
-    hub = Hub(hub_emulator.endpoint, max_retries=2, timeout=5.0)
+    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=2, timeout=5.0)
     with database.session() as session:
-        ensure_repo(session, REPO)
+        ensure_repo(session, REPO, now=RECORDED_AT)
     cache: dict[tuple[str, str], Parsed] = {}
     per_revision = []
+    decodes = []
     for revision in hub.commits(REPO):
-        assert record_one(database, hub, revision, cache) is not None
+        assert record_one(database, hub, revision, cache, clock=recorded_at) is not None
         step = reads.take()
         assert max(Counter(step.blobs).values(), default=0) <= 1, (revision.title, step.blobs)
         per_revision.append((revision.title, len(step.blobs), len(step.plans)))
+        decodes.append(step.decodes)
 
     # Every text a differ needs was parsed into the shared cache when its revision was
     # recorded: nothing is read back from the store.
     assert per_revision[2:] == [(title, 0, 1) for title in EXPECTED]
+    assert decodes == [0, 0, 1, 1, 1, 1]  # the parent's stored plan, where it has one
 
 
 def test_a_walk_reads_no_blob_back_and_plans_only_when_config_json_changed(
@@ -292,8 +314,8 @@ def test_a_walk_reads_no_blob_back_and_plans_only_when_config_json_changed(
     hub_emulator.publish(REPO, UPLOAD, title="Upload folder", date=START)
     for index, (title, files) in enumerate(STEPS.items(), start=1):
         hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
-    hub = Hub(hub_emulator.endpoint, max_retries=2, timeout=5.0)
-    report = backfill(database, hub, REPO)
+    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=2, timeout=5.0)
+    report = backfill(database, hub, REPO, clock=recorded_at)
     walked = reads.take()
 
     assert report.recorded == len(STEPS) + 2

@@ -110,7 +110,7 @@ def test_absurd_sizes_are_refused_before_any_proportional_work(field: str) -> No
     start = time.perf_counter()
     with pytest.raises(ConfigError, match=field):
         describe(with_(**{field: 10**12}))
-    assert time.perf_counter() - start < 0.05
+    assert time.perf_counter() - start < 0.5  # the proportional work at 10**12 would take hours
 
 
 def test_unknown_model_type_gets_a_generic_unsupported_estimate() -> None:

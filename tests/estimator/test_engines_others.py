@@ -21,6 +21,7 @@ from estimator import WorkloadError, card
 from estimator.architecture import Architecture
 from estimator.engines import EngineRequest, EngineVerdict, simulate_engine
 from estimator.memory import split_parameters
+from estimator.plan_json import part_from_json, part_to_json
 from tests.estimator.archbuilder import llama_like
 
 ARCH = llama_like(hidden=4096, layers=32, heads=32, kv_heads=8, intermediate=14336, vocab=128256)
@@ -146,6 +147,6 @@ def test_impossible_requests_are_refused_naming_the_field(
 @pytest.mark.parametrize("engine", ["transformers", "vllm", "sglang", "tgi"])
 def test_every_verdict_round_trips_through_json(engine: str) -> None:
     v = run(engine, card="L4")
-    assert EngineVerdict.from_json(v.to_json()) == v
+    assert part_from_json(part_to_json(v), EngineVerdict) == v
     assert v.starts == (v.error is None)
     assert v.summary().count("\n") <= 1

@@ -91,8 +91,16 @@ def test_every_mechanism_cites_its_source_and_no_two_overlap() -> None:
 @pytest.mark.parametrize(
     ("stack", "model_type", "expected"),
     [
-        ("torch==1.13.1", "llama", {"zero_grad_set_to_none": False, "adamw_impl": "loop"}),
-        ("torch==2.0.0", "llama", {"zero_grad_set_to_none": True, "adamw_impl": "foreach"}),
+        (
+            "torch==1.13.1",
+            "llama",
+            {"zero_grad_set_to_none": False, "adamw_impl": "loop", "fsdp_frozen_reshard": False},
+        ),
+        (
+            "torch==2.0.0",
+            "llama",
+            {"zero_grad_set_to_none": True, "adamw_impl": "foreach", "fsdp_frozen_reshard": False},
+        ),
         (
             "transformers==4.35.2",
             "llama",
@@ -133,7 +141,11 @@ def test_every_mechanism_cites_its_source_and_no_two_overlap() -> None:
         (
             "transformers==5.0.0",
             "gpt_bigcode",
-            {"reentrant_checkpointing": False, "fsdp_mixed_units": False},
+            {
+                "reentrant_checkpointing": False,
+                "fsdp_mixed_units": False,
+                "load_dtype_auto": True,
+            },
         ),
     ],
 )
@@ -222,3 +234,13 @@ def test_json_round_trip_keeps_the_stack() -> None:
 
     p = plan(LLAMA, Workload(stack="torch==2.4 transformers==4.44"))
     assert Plan.from_json(json.loads(json.dumps(p.to_json()))).workload.stack == p.workload.stack
+
+
+def test_the_report_states_the_stack_it_modelled_and_says_nothing_without_one() -> None:
+    from estimator.report import render_markdown, render_terminal
+
+    pinned = plan(LLAMA, Workload(stack="torch==2.4 transformers==4.44"))
+    line = "Stack: torch==2.4 transformers==4.44 (versioned behaviour: estimator/README.md, Stacks)"
+    assert render_terminal(pinned).splitlines()[2] == line
+    assert line in render_markdown(pinned).splitlines()
+    assert "Stack:" not in render_terminal(plan(LLAMA))

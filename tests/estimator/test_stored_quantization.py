@@ -30,7 +30,7 @@ LLAMA = {
 
 
 def weights(config: dict[str, object], w: Workload = SERVE) -> int:
-    return int(plan(config, w).selected.to_json()["breakdown"]["weights"])
+    return dict(plan(config, w).selected.breakdown)["weights"]
 
 
 def block_linears(config: dict[str, object]) -> list[tuple[str, int, int, int]]:

@@ -12,13 +12,17 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from estimator.deltas import stored_plan
 from feeds import EstimateDelta, build_advisory
 from storage import Database, changes_of, plan_at, put_advisory, revision_log, tracked_repos
 from storage.records import Advisory
+from tests.storage.builders import recorded_at
 from tracker.demo import HISTORIES
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim.emulator import HubEmulator
 from tracker.revision.backfill import backfill
+from tracker.settings import HubSettings
 
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_REPO = "neurarch-demo/llama2-7b"
@@ -46,8 +50,10 @@ def build_all(database: Database) -> list[Advisory]:
             for stored in reversed(revision_log(session, repo.repo_id)):
                 sha = stored.revision.sha
                 delta = EstimateDelta.between(
-                    plan_at(session, repo.repo_id, previous.revision.sha) if previous else None,
-                    plan_at(session, repo.repo_id, sha),
+                    stored_plan(plan_at(session, repo.repo_id, previous.revision.sha))
+                    if previous
+                    else None,
+                    stored_plan(plan_at(session, repo.repo_id, sha)),
                 )
                 changes = changes_of(session, repo.repo_id, sha)
                 advisory = build_advisory(repo.repo_id, previous, stored, changes, delta)
@@ -65,9 +71,9 @@ def populate(
         emulator.start()
         if script is not None:
             script(emulator)
-        hub = Hub(emulator.endpoint, max_retries=0)
+        hub = Hub(connect(HubSettings(emulator.endpoint)), max_retries=0)
         for repo_id in emulator.repo_ids():
-            backfill(database, hub, repo_id)
+            backfill(database, hub, repo_id, clock=recorded_at)
     advisories = build_all(database)
     with database.session() as session:
         for advisory in advisories:

@@ -24,6 +24,7 @@ from feeds.view import NO_ENGINE_VERDICT, engine_cell
 from storage import Database, record_revision
 from storage.records import Revision, Snapshot
 from tests.feeds.conftest import ServerThread
+from tests.storage.builders import RECORDED_AT
 from tracker.demo import HISTORIES
 
 LLAMA2 = HISTORIES / "neurarch-demo" / "llama2-7b"
@@ -43,7 +44,7 @@ def record(database: Database, repo_id: str, plan: dict[str, object]) -> None:
     sha = hashlib.sha1(repo_id.encode()).hexdigest()
     with database.session() as session:
         snapshot = Snapshot(Revision(repo_id, sha, (), START, "c"), ())
-        record_revision(session, snapshot, [], plan)
+        record_revision(session, snapshot, [], plan, processed_at=RECORDED_AT)
 
 
 def engine_cells(page: str) -> dict[str, str]:

@@ -24,6 +24,7 @@ from storage import Database, latest_revision, plan_at, record_revision
 from storage.records import Revision, Snapshot
 from tests.feeds.conftest import ServerThread, Site
 from tests.feeds.populate import HOSTILE_REPO
+from tests.storage.builders import RECORDED_AT
 from tracker.demo import HISTORIES
 
 LLAMA2_128K = (
@@ -82,7 +83,11 @@ def test_every_card_shows_vllms_stored_start_up(
     with database.session() as session:
         sha = hashlib.sha1(repo_id.encode()).hexdigest()
         record_revision(
-            session, Snapshot(Revision(repo_id, sha, (), START, "c"), ()), [], llama_plan
+            session,
+            Snapshot(Revision(repo_id, sha, (), START, "c"), ()),
+            [],
+            llama_plan,
+            processed_at=RECORDED_AT,
         )
     server = ServerThread()
     app = create_app(database, settings=PublishSettings(base_url=server.url))

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from feeds import PublishSettings, create_app, osv_document
-from feeds.cache import RenderCache
+from feeds.state import render_cache
 from feeds.zipstream import stream_zip
 from storage import Database
 from storage.dumps import advisories_by_id
@@ -145,14 +145,14 @@ def test_a_render_is_kept_per_key_until_its_version_changes_or_it_ages() -> None
         renders.append(key)
         return key.upper()
 
-    cache: RenderCache[str] = RenderCache(maxsize=2)
-    assert [cache.get(k, 1, partial(render, k)) for k in ("a", "b", "a")] == ["A", "B", "A"]
-    assert cache.get("a", 2, lambda: render("a")) == "A"  # a new version renders this key only
-    assert cache.get("b", 1, lambda: render("b")) == "B"  # ("b", 1) was evicted by ("a", 2)
+    cache = render_cache(maxsize=2)
+    assert [cache(k, 1, partial(render, k)) for k in ("a", "b", "a")] == ["A", "B", "A"]
+    assert cache("a", 2, lambda: render("a")) == "A"  # a new version renders this key only
+    assert cache("b", 1, lambda: render("b")) == "B"  # ("b", 1) was evicted by ("a", 2)
     assert renders == ["a", "b", "a", "b"]
-    aged: RenderCache[str] = RenderCache(max_age=0)
-    aged.get("a", 1, lambda: render("a"))
-    aged.get("a", 1, lambda: render("a"))
+    aged = render_cache(max_age=0)
+    aged("a", 1, lambda: render("a"))
+    aged("a", 1, lambda: render("a"))
     assert renders[-2:] == ["a", "a"]
 
 

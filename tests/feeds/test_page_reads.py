@@ -1,9 +1,9 @@
 """Badges and pages read stored summaries, never a snapshot's manifest, and clip upstream text.
 
-A repo whose checkpoint header lists millions of tensors made its 79-byte
-badge take 5-8 s (the web side reloaded the whole page's data, the snapshot
-row with its manifest included, per request), and a 9 MB config key made an
-18 MB page. Here a repo is recorded with a ~6 MB manifest, a 300,000-character
+A badge that reloaded the whole page's data per request (the snapshot row with
+its manifest included) would take seconds for a checkpoint header of millions of
+tensors, and an unclipped config key of megabytes would make a page twice its
+size. Here a repo is recorded with a ~6 MB manifest, a 300,000-character
 config key and card field; the statements each request runs are captured
 from the engine, on SQLite and PostgreSQL.
 """
@@ -27,6 +27,7 @@ from storage import Database, record_revision
 from storage.records import Change, Revision, Severity, Snapshot
 from tests.feeds.conftest import ServerThread
 from tests.feeds.test_engine_column import CONTEXT_4K
+from tests.storage.builders import RECORDED_AT
 
 START = datetime(2024, 7, 23, tzinfo=UTC)
 HUGE = "k" * 300_000
@@ -49,7 +50,7 @@ def record_hostile(database: Database, repo_id: str) -> dict[str, object]:
     # the path column holds 1,024 characters on PostgreSQL; the key reaches the message and value
     change = Change("config", "k" * 1000, "added", None, HUGE, Severity.MODERATE, f"{HUGE} added")
     with database.session() as session:
-        record_revision(session, snapshot, [change], plan)
+        record_revision(session, snapshot, [change], plan, processed_at=RECORDED_AT)
     return plan
 
 

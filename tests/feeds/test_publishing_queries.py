@@ -12,6 +12,7 @@ import pytest
 
 import estimator
 from feeds import PublishSettings, build_advisory, create_app, osv_document
+from feeds.pages import INDEX_PAGE_SIZE
 from storage import Database, plan_at, put_advisory, record_revision
 from storage.dumps import modified_batches
 from storage.publishing import (
@@ -24,6 +25,7 @@ from storage.publishing import (
 from storage.records import Advisory, Change, Revision, Severity, Snapshot, StoredRevision
 from tests.conftest import REPO_ROOT
 from tests.feeds.conftest import ServerThread
+from tests.storage.builders import RECORDED_AT
 
 START = datetime(2024, 6, 1, tzinfo=UTC)
 
@@ -35,7 +37,7 @@ def sha(repo_id: str, n: int) -> str:
 def record(database: Database, repo_id: str, n: int, changes: list[Change]) -> StoredRevision:
     revision = Revision(repo_id, sha(repo_id, n), (), START + timedelta(hours=n), f"commit {n}")
     with database.session() as session:
-        record_revision(session, Snapshot(revision, ()), changes, None)
+        record_revision(session, Snapshot(revision, ()), changes, None, processed_at=RECORDED_AT)
     return StoredRevision(revision, START + timedelta(hours=n, minutes=1))
 
 
@@ -157,16 +159,18 @@ def test_a_withdrawn_advisory_is_served_withdrawn_everywhere(database: Database)
     assert revalidated.status_code == 200
 
 
-def test_model_page_hands_back_each_revisions_stored_plan_and_every_other_repo(
+def test_model_page_hands_back_each_revisions_stored_plan_and_its_family(
     database: Database,
 ) -> None:
     plan = {"schema_version": "1.0", "model": {"family": "llama"}, "opaque": [1, 2]}
     with database.session() as session:
         for n, stored in ((0, None), (1, plan)):
             revision = Revision("org/one", sha("org/one", n), (), START + timedelta(hours=n), "c")
-            record_revision(session, Snapshot(revision, ()), [], stored)  # type: ignore[arg-type]
-        other = Revision("org/two", sha("org/two", 0), (), START, "c")
-        record_revision(session, Snapshot(other, ()), [], None)
+            record_revision(session, Snapshot(revision, ()), [], stored, processed_at=RECORDED_AT)  # type: ignore[arg-type]
+        for repo_id, family in (("org/two", "llama"), ("org/three", "mistral"), ("org/four", None)):
+            other = Revision(repo_id, sha(repo_id, 0), (), START, "c")
+            theirs = None if family is None else {**plan, "model": {"family": family}}
+            record_revision(session, Snapshot(other, ()), [], theirs, processed_at=RECORDED_AT)  # type: ignore[arg-type]
     with database.read_session() as session:
         page = model_page(session, "org/one")
     assert [e.plan for e in page.history] == [plan, None]  # newest first, JSON as stored
@@ -193,10 +197,40 @@ def test_a_stored_plan_reads_back_as_the_same_typed_plan(database: Database) -> 
     written = estimator.plan(config, estimator.Workload(method="qlora", batch=3, epochs=2.5))
     revision = Revision("org/one", sha("org/one", 0), (), START, "c")
     with database.session() as session:
-        record_revision(session, Snapshot(revision, ()), [], written.to_json())  # type: ignore[arg-type]
+        record_revision(
+            session, Snapshot(revision, ()), [], written.to_json(), processed_at=RECORDED_AT
+        )  # type: ignore[arg-type]
     with database.read_session() as session:
         stored = plan_at(session, "org/one", revision.sha)
     assert stored is not None
     read = estimator.Plan.from_json(stored)
     assert read == written
     assert read.cost.training_flops == written.cost.training_flops
+
+
+def test_the_index_and_its_json_page_by_repo_id_and_chain_to_the_end(
+    database: Database,
+) -> None:
+    with database.session() as session:
+        for n in range(INDEX_PAGE_SIZE + 30):
+            revision = Revision(f"org/m{n:03d}", sha("m", n), (), START, "c")
+            record_revision(session, Snapshot(revision, ()), [], None, processed_at=RECORDED_AT)
+    server = ServerThread()
+    app = create_app(database, settings=PublishSettings(base_url=server.url))
+    with server.mount(app), httpx.Client(base_url=server.url) as client:
+        pages, url = [], f"{server.url}/index.json"
+        while url is not None:
+            answer = client.get(url).json()
+            pages.append([m["repo_id"] for m in answer["models"]])
+            url = answer["next"]
+        html = client.get("/").text
+        second_html = client.get("/", params={"after": pages[0][-1]}).text
+        refused = client.get("/index.json", params={"after": "x" * 300})
+    assert [len(p) for p in pages] == [INDEX_PAGE_SIZE, 30]
+    assert [r for page in pages for r in page] == [
+        f"org/m{n:03d}" for n in range(INDEX_PAGE_SIZE + 30)
+    ]
+    assert f'<a rel="next" href="/?after=org%2Fm{INDEX_PAGE_SIZE - 1:03d}">' in html
+    assert f"org/m{INDEX_PAGE_SIZE + 29:03d}" in second_html and "org/m000" not in second_html
+    assert 'rel="next"' not in second_html
+    assert refused.status_code == 400 and "after must be a repo id" in refused.text

@@ -2,7 +2,7 @@
 
 feedparser is a real reader's parser: it takes those RSS fields as text/html and
 keeps (sanitised) elements, so a card ``license: "<img src=x onerror=...>"``
-quoted in an advisory came out as ``<img src="x">`` when the field was only
+quoted in an advisory comes out as ``<img src="x">`` when the field is only
 XML-escaped.
 """
 

@@ -15,6 +15,7 @@ from feeds import PublishSettings, create_app, shared_plans
 from storage import open_database
 from tests.conftest import REPO_ROOT
 from tests.feeds.conftest import ServerThread
+from tests.storage.builders import recorded_at
 from tracker.commands.share import share
 from tracker.errors import UsageError
 from tracker.settings import Settings
@@ -29,7 +30,9 @@ def test_share_stores_the_plan_once_and_prints_a_page_that_shows_it(tmp_path: Pa
     server = ServerThread()
     settings = PublishSettings(base_url=server.url)
     app = create_app(
-        database, settings=settings, routers=[shared_plans.router(database, settings, TOKEN)]
+        database,
+        settings=settings,
+        routers=[shared_plans.router(database, settings, TOKEN, clock=recorded_at)],
     )
     with server.mount(app):
         config = tmp_path / "neurarch.toml"

@@ -32,7 +32,7 @@ from tracker.cli import build_parser
 from tracker.commands.subscribe import build_document
 
 TOKEN = "api-token-for-the-field-tests-0123"
-SECRET = "webhook-signing-secret-0123456789"
+SECRET = "whsec_bmV1cmFyY2gtdGVzdC1zZWNyZXQta2V5"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CHANNEL_FLAGS = {"--webhook", "--secret", "--secret-env", "--apprise"}
 COMMAND_FLAGS = {"-h", "--help", "--replace", "--json"}
@@ -56,6 +56,8 @@ EVERY_FLAG = [
     "2",
     "--engine",
     "vllm",
+    "--stack",
+    "vllm==0.6.4",
     "--alert-on",
     "fit,tokenizer",
     "--min-severity",
@@ -92,6 +94,7 @@ def test_every_flag_given_builds_a_document_of_exactly_the_tables_fields() -> No
     spec = parse_subscription(document)
     assert spec.workload.method == "serve" and spec.workload.gpus == 2
     assert spec.follow_context and spec.cards == ("L4",) and spec.engine == "vllm"
+    assert spec.stack == "vllm==0.6.4" and spec.workload.stack == "vllm==0.6.4"
 
 
 def test_help_shows_each_fields_help_and_default() -> None:

@@ -28,7 +28,7 @@ from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import parse_subscription
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-SECRET = "webhook-signing-secret-0123456789"
+SECRET = "whsec_bmV1cmFyY2gtdGVzdC1zZWNyZXQta2V5"
 HOOK = "https://hooks.example/private-path"
 SHA_A, SHA_B = "a" * 40, "b" * 40
 ADVISORY_URL = "https://trace.example/advisories/NTRACE-2026-abc"

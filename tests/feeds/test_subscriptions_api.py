@@ -29,7 +29,7 @@ from tracker.alerts.egress import AllowList, Egress
 from tracker.alerts.spec import parse_subscription
 
 TOKEN = "api-token-for-the-tests-0123456789"
-SECRET = "webhook-signing-secret-0123456789"
+SECRET = "whsec_bmV1cmFyY2gtdGVzdC1zZWNyZXQta2V5"
 APPRISE = "discord://4815162342/very-secret-apprise-token"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 BASE = "/api/v1/subscriptions"

@@ -1,9 +1,9 @@
 """The web process's doors: the plan API in workers with budgets, read deadlines, OSV content types.
 
-Each test reproduces one way an anonymous caller stalled or broke the web
-process (issue: "Nothing upstream or anonymous can blind, stall, bloat or
-inject"), on a real uvicorn server on loopback with the app's own launch
-settings (``feeds.serving.server_config``).
+Each test tries one way an anonymous caller could stall or break the web
+process (nothing upstream or anonymous may blind, stall, bloat or inject it),
+on a real uvicorn server on loopback with the app's own launch settings
+(``feeds.serving.server_config``).
 """
 
 from __future__ import annotations

@@ -18,9 +18,12 @@ from huggingface_hub import HfApi
 
 from storage import Database, changes_of, revisions
 from tests.fixtures.change_recall import invented_weight_changes
+from tests.storage.builders import recorded_at
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import Blob, HubEmulator, estimator_tensor_shapes
 from tracker.revision.backfill import backfill
+from tracker.settings import HubSettings
 
 LLAMA2_CHAT = "meta-llama/Llama-2-7b-chat-hf"
 BLOOM = "bigscience/bloom"
@@ -191,7 +194,12 @@ def test_backfill_records_no_weight_change_where_no_weights_were_uploaded(
     hub_emulator: HubEmulator, database: Database, corpus_dir: Path, repo: str
 ) -> None:
     uploads = {sha for r, sha in weight_uploads(corpus_dir) if r == repo}
-    backfill(database, Hub(hub_emulator.endpoint, max_retries=0), repo)
+    backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        repo,
+        clock=recorded_at,
+    )
     with database.read_session() as session:
         shas = [r.sha for r in revisions(session, repo)]
         weights = {
@@ -207,7 +215,7 @@ def test_backfill_records_no_weight_change_where_no_weights_were_uploaded(
 def test_no_corpus_commit_without_an_upload_records_a_weight_change(
     hub_emulator: HubEmulator, database: Database
 ) -> None:
-    hub = Hub(hub_emulator.endpoint, max_retries=0)
+    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0)
     for repo in hub_emulator.repo_ids():
-        backfill(database, hub, repo)
+        backfill(database, hub, repo, clock=recorded_at)
     assert invented_weight_changes(database, hub_emulator) == []  # 13 before identities were kept

@@ -31,7 +31,8 @@ from feeds.webhooks import PATH, create_webhook_router
 from storage import Database, open_database
 from tests.daemon.harness import free_port
 from tracker.cli import main
-from tracker.daemon import revision_publishers
+from tracker.daemon import revision_publishers, utc_now
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
@@ -39,7 +40,7 @@ from tracker.schedule.inbox import drain
 from tracker.schedule.leases import track as follow
 from tracker.schedule.metrics import DaemonMetrics
 from tracker.schedule.worker import Worker, WorkerPolicy
-from tracker.settings import Settings
+from tracker.settings import HubSettings, Settings
 
 WEBHOOK_SECRET = "journey-webhook-secret"
 MISTRAL = "mistralai/Mistral-7B-Instruct-v0.3"
@@ -93,13 +94,13 @@ class Person:
         drain(self.database, now=now)
         stop = threading.Event()
         recorded: list[str] = []
-        table = revision_publishers(Settings.load(self.config)).plus(
+        table = revision_publishers(Settings.load(self.config), utc_now).plus(
             "count", _counting(recorded, stop, stop_after)
         )
         worker = Worker(
             self.database,
-            Hub(self.emulator.endpoint, max_retries=1, timeout=10.0),
-            HeadProbe(self.emulator.endpoint),
+            Hub(connect(HubSettings(self.emulator.endpoint)), max_retries=1, timeout=10.0),
+            HeadProbe(connect(HubSettings(self.emulator.endpoint))),
             owner=f"journey/{self.days}",
             policy=WorkerPolicy(interval_s=3600.0, max_backoff_s=600.0, lease_s=120.0),
             metrics=DaemonMetrics(),

@@ -7,7 +7,7 @@ installation does (the repos tracked, the daemon run until nothing is due), and 
 stored revisions, changes, plans, advisories (timestamps aside) and alert deliveries
 must equal those of a fresh database where the daemon alone backfilled the repos,
 oldest first. The repos include Mistral-7B-Instruct-v0.2, whose `track` then `serve`
-published a false "everything removed" advisory before each revision was diffed
+publishes a false "everything removed" advisory unless each revision is diffed
 against its parent.
 """
 

@@ -1,7 +1,7 @@
-"""The headline journey through a real `neurarch-trace serve` process (7-11 s: it starts one).
+"""The headline journey through a real `neurarch-trace serve` process (slow: it starts one).
 
-`track` then `serve` on Mistral-7B-Instruct-v0.3 published a HIGH "everything removed"
-advisory for the initial commit, diffed against the head `track` had recorded. Here the
+`track` then `serve` on Mistral-7B-Instruct-v0.3 must not publish a HIGH "everything removed"
+advisory for the initial commit by diffing it against the head `track` recorded. Here the
 daemon is the command a person runs, in its own process, over the same database.
 """
 

@@ -8,6 +8,13 @@ from datetime import UTC, datetime, timedelta
 from storage import Change, FileEntry, Revision, Severity, Snapshot
 
 BASE_DATE = datetime(2024, 4, 18, 16, 0, tzinfo=UTC)
+RECORDED_AT = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
+"""When a test's writes happen: storage stamps the time its caller passes, never its own."""
+
+
+def recorded_at() -> datetime:
+    """A clock that always reads ``RECORDED_AT``, for the writers that take a clock."""
+    return RECORDED_AT
 
 
 def git_blob_id(data: bytes) -> str:

@@ -15,7 +15,7 @@ from sqlalchemy import text
 
 from storage import Change, Database, Severity, changes_of, plan_at, record_revision
 from storage.json_text import dumps, dumps_for_sqlite
-from tests.storage.builders import revision, snapshot
+from tests.storage.builders import RECORDED_AT, revision, snapshot
 
 BIG_INTS = [1, 2**53 + 1, 2**63 - 1, 2**63, 2**64 + 1, 10**71, -(2**63) - 1, -(10**71)]
 BLOOM_TOTAL_SIZE = 256701667093757600000000000000000000000000000000000000000000000000000000
@@ -29,7 +29,7 @@ def _change(old: Any, new: Any) -> Change:
 def _record(database: Database, repo: str, changes: list[Change], plan: Any = None) -> str:
     rev = revision(repo, 0)
     with database.session() as session:
-        assert record_revision(session, snapshot(rev, {}), changes, plan)
+        assert record_revision(session, snapshot(rev, {}), changes, plan, processed_at=RECORDED_AT)
     return rev.sha
 
 

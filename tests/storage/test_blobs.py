@@ -18,7 +18,7 @@ from storage import (
     record_revision,
 )
 from storage.models import BlobRow, SnapshotRow
-from tests.storage.builders import git_blob_id, revision, snapshot
+from tests.storage.builders import RECORDED_AT, git_blob_id, revision, snapshot
 
 REPO = "Qwen/Qwen2.5-0.5B"
 TOKENIZER_CONFIG = json.dumps(
@@ -35,8 +35,8 @@ def test_a_file_shared_by_ten_revisions_is_stored_once(database: Database) -> No
         snap = snapshot(revision(REPO, index), texts)
         with database.session() as session:
             for data in texts.values():
-                put_blob(session, git_blob_id(data), data)
-            assert record_revision(session, snap, [], None)
+                put_blob(session, git_blob_id(data), data, at=RECORDED_AT)
+            assert record_revision(session, snap, [], None, processed_at=RECORDED_AT)
     with database.read_session() as session:
         manifest_keys = set(session.scalars(select(SnapshotRow.manifest_key)))
         texts = BlobRow.content_key.not_in([k for k in manifest_keys if k is not None])
@@ -56,16 +56,16 @@ def test_a_file_shared_by_ten_revisions_is_stored_once(database: Database) -> No
 def test_putting_the_same_blob_again_reports_it_was_known(database: Database) -> None:
     key = git_blob_id(TOKENIZER_CONFIG)
     with database.session() as session:
-        assert put_blob(session, key, TOKENIZER_CONFIG) is True
+        assert put_blob(session, key, TOKENIZER_CONFIG, at=RECORDED_AT) is True
     with database.session() as session:
-        assert put_blob(session, key, TOKENIZER_CONFIG) is False
+        assert put_blob(session, key, TOKENIZER_CONFIG, at=RECORDED_AT) is False
         assert get_blob(session, key) == TOKENIZER_CONFIG
 
 
 def test_json_text_is_stored_compressed(database: Database) -> None:
     key = git_blob_id(TOKENIZER_CONFIG)
     with database.session() as session:
-        put_blob(session, key, TOKENIZER_CONFIG)
+        put_blob(session, key, TOKENIZER_CONFIG, at=RECORDED_AT)
     with database.read_session() as session:
         row = session.get(BlobRow, key)
         assert row is not None
@@ -77,7 +77,7 @@ def test_json_text_is_stored_compressed(database: Database) -> None:
 def test_incompressible_bytes_are_stored_as_they_are(database: Database) -> None:
     data = os.urandom(4096)
     with database.session() as session:
-        put_blob(session, git_blob_id(data), data)
+        put_blob(session, git_blob_id(data), data, at=RECORDED_AT)
     with database.read_session() as session:
         row = session.get(BlobRow, git_blob_id(data))
         assert row is not None and row.compression == "none"
@@ -88,7 +88,7 @@ def test_oversized_blob_is_refused_and_nothing_is_stored(database: Database) -> 
     data = b"x" * 2049
     refused = pytest.raises(BlobTooLarge, match="2,049 bytes, over the store's limit of 2,048")
     with refused, database.session() as session:
-        put_blob(session, git_blob_id(data), data, limit=2048)
+        put_blob(session, git_blob_id(data), data, limit=2048, at=RECORDED_AT)
     with database.read_session() as session:
         assert session.scalar(select(func.count()).select_from(BlobRow)) == 0
 
@@ -102,7 +102,7 @@ def test_known_content_keys_answers_for_many_keys_in_one_query(database: Databas
     stored = [f"{i}".encode() for i in range(20)]
     with database.session() as session:
         for data in stored:
-            put_blob(session, git_blob_id(data), data)
+            put_blob(session, git_blob_id(data), data, at=RECORDED_AT)
     asked = [git_blob_id(d) for d in stored[:10]] + [f"{i:040x}" for i in range(200)]
     statements: list[str] = []
     listener = lambda *args: statements.append(args[2])  # noqa: E731

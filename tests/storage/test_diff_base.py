@@ -10,7 +10,7 @@ from dataclasses import replace
 from sqlalchemy import event
 
 from storage import Database, diff_base, mark_missing_revisions, put_blob, record_revision
-from tests.storage.builders import eos_change, git_blob_id, revision, sha_of, snapshot
+from tests.storage.builders import RECORDED_AT, eos_change, git_blob_id, revision, sha_of, snapshot
 
 REPO = "Qwen/Qwen2.5-0.5B"
 CONFIG = json.dumps({"model_type": "qwen2", "hidden_size": 896}).encode()
@@ -19,8 +19,8 @@ CONFIG = json.dumps({"model_type": "qwen2", "hidden_size": 896}).encode()
 def _record(db: Database, index: int, plan: dict[str, object] | None) -> None:
     snap = snapshot(revision(REPO, index), {"config.json": CONFIG})
     with db.session() as session:
-        put_blob(session, git_blob_id(CONFIG), CONFIG)
-        record_revision(session, snap, [eos_change(1, 2)], plan)  # type: ignore[arg-type]
+        put_blob(session, git_blob_id(CONFIG), CONFIG, at=RECORDED_AT)
+        record_revision(session, snap, [eos_change(1, 2)], plan, processed_at=RECORDED_AT)  # type: ignore[arg-type]
 
 
 @contextmanager
@@ -49,7 +49,9 @@ def test_a_recorded_revision_needs_nothing_prepared(database: Database) -> None:
 def test_the_first_revision_of_a_repo_has_no_base(database: Database) -> None:
     _record(database, 0, None)
     with database.session() as session:
-        mark_missing_revisions(session, REPO, [])  # the only one left main: no newest on main
+        mark_missing_revisions(
+            session, REPO, [], at=RECORDED_AT
+        )  # the only one left main: no newest on main
     with database.read_session() as session:
         base = diff_base(session, replace(revision(REPO, 1), parents=()))
     assert (base.recorded, base.previous, base.previous_plan) == (False, None, None)

@@ -29,7 +29,7 @@ from storage import (
     untrack,
 )
 from storage.models import ChangeRow, RevisionFileRow, RevisionRow
-from tests.storage.builders import eos_change, git_blob_id, revision, snapshot
+from tests.storage.builders import RECORDED_AT, eos_change, git_blob_id, revision, snapshot
 
 REPO = "meta-llama/Llama-3.2-1B"
 CONFIG = json.dumps({"model_type": "llama", "hidden_size": 2048}).encode()
@@ -40,8 +40,10 @@ def _record(db: Database, index: int, texts: dict[str, bytes] | None = None) -> 
     snap = snapshot(revision(REPO, index), texts)
     with db.session() as session:
         for data in texts.values():
-            put_blob(session, git_blob_id(data), data)
-        return record_revision(session, snap, [eos_change(128001, 128009)], {"params": index})
+            put_blob(session, git_blob_id(data), data, at=RECORDED_AT)
+        return record_revision(
+            session, snap, [eos_change(128001, 128009)], {"params": index}, processed_at=RECORDED_AT
+        )
 
 
 def _count(db: Database, model: type) -> int:
@@ -64,8 +66,8 @@ def test_snapshot_reads_back_exactly_as_recorded(database: Database) -> None:
     changes = [eos_change(1, 2), eos_change(2, 3)]
     with database.session() as session:
         for path, key in snap.texts.items():
-            put_blob(session, key, CONFIG if path == "config.json" else b"{}")
-        record_revision(session, snap, changes, {"b": 1, "a": [1, 2]})
+            put_blob(session, key, CONFIG if path == "config.json" else b"{}", at=RECORDED_AT)
+        record_revision(session, snap, changes, {"b": 1, "a": [1, 2]}, processed_at=RECORDED_AT)
     with database.read_session() as session:
         assert snapshot_at(session, REPO, snap.revision.sha) == snap
         assert changes_of(session, REPO, snap.revision.sha) == changes
@@ -75,8 +77,8 @@ def test_snapshot_reads_back_exactly_as_recorded(database: Database) -> None:
 def test_exception_inside_the_block_leaves_nothing_half_written(database: Database) -> None:
     with pytest.raises(RuntimeError, match="crash"), database.session() as session:
         snap = snapshot(revision(REPO, 0), {"config.json": CONFIG})
-        put_blob(session, snap.texts["config.json"], CONFIG)
-        record_revision(session, snap, [eos_change(1, 2)], None)
+        put_blob(session, snap.texts["config.json"], CONFIG, at=RECORDED_AT)
+        record_revision(session, snap, [eos_change(1, 2)], None, processed_at=RECORDED_AT)
         raise RuntimeError("crash after writing, before commit")
     for model in (RevisionRow, RevisionFileRow, ChangeRow):
         assert _count(database, model) == 0
@@ -105,7 +107,7 @@ def test_hostile_strings_round_trip_through_json_and_text(database: Database) ->
     )
     snap = snapshot(revision(REPO, 0), {}, card={"license": HOSTILE[2], "tags": HOSTILE})
     with database.session() as session:
-        record_revision(session, snap, [change], {"note": HOSTILE[3]})
+        record_revision(session, snap, [change], {"note": HOSTILE[3]}, processed_at=RECORDED_AT)
     with database.read_session() as session:
         assert changes_of(session, REPO, snap.revision.sha) == [change]
         assert snapshot_at(session, REPO, snap.revision.sha).card == snap.card
@@ -125,7 +127,7 @@ def test_nul_in_a_change_is_stored_as_replacement_character_on_every_backend(
     )
     snap = snapshot(revision(REPO, 0), {})
     with database.session() as session:
-        record_revision(session, snap, [quoted], None)
+        record_revision(session, snap, [quoted], None, processed_at=RECORDED_AT)
     with database.read_session() as session:
         (stored,) = changes_of(session, REPO, snap.revision.sha)
     assert (stored.path, stored.old, stored.new, stored.message) == (
@@ -141,7 +143,7 @@ def test_nul_character_in_a_snapshot_is_recorded_as_the_replacement_character(
 ) -> None:
     bad = snapshot(revision(REPO, 0), {}, card={"license": "a\x00b"})
     with database.session() as session:
-        assert record_revision(session, bad, [], None)
+        assert record_revision(session, bad, [], None, processed_at=RECORDED_AT)
     with database.read_session() as session:
         assert snapshot_at(session, REPO, bad.revision.sha).card["license"] == "a\ufffdb"
         [finding] = changes_of(session, REPO, bad.revision.sha)
@@ -152,7 +154,7 @@ def test_nul_character_in_a_snapshot_is_recorded_as_the_replacement_character(
 def test_text_missing_from_the_blob_store_is_refused(database: Database) -> None:
     snap = snapshot(revision(REPO, 0), {"config.json": CONFIG})
     with pytest.raises(InvalidRecord, match=r"config\.json"), database.session() as session:
-        record_revision(session, snap, [], None)
+        record_revision(session, snap, [], None, processed_at=RECORDED_AT)
 
 
 def test_revisions_are_listed_newest_first(database: Database) -> None:
@@ -179,7 +181,7 @@ def test_force_push_marks_lost_revisions_off_main_and_keeps_them(database: Datab
         _record(database, index)
     kept = [revision(REPO, 0).sha]
     with database.session() as session:
-        gone = mark_missing_revisions(session, REPO, kept)
+        gone = mark_missing_revisions(session, REPO, kept, at=RECORDED_AT)
     assert gone == [revision(REPO, 2).sha, revision(REPO, 1).sha]
     with database.read_session() as session:
         assert [r.sha for r in revisions(session, REPO)] == kept
@@ -193,7 +195,7 @@ def test_force_push_marks_lost_revisions_off_main_and_keeps_them(database: Datab
 
 def test_unknown_revision_is_a_named_error(database: Database) -> None:
     with database.session() as session:
-        ensure_repo(session, REPO)
+        ensure_repo(session, REPO, now=RECORDED_AT)
     with pytest.raises(RevisionNotFound, match=REPO), database.read_session() as session:
         snapshot_at(session, REPO, "0" * 40)
 
@@ -227,8 +229,12 @@ def test_two_writers_recording_the_same_new_revision_store_it_once(database: Dat
         try:
             start.wait()
             with database.session() as session:
-                put_blob(session, git_blob_id(CONFIG), CONFIG)
-                results.append(record_revision(session, snap, [eos_change(1, 2)], {"p": 1}))
+                put_blob(session, git_blob_id(CONFIG), CONFIG, at=RECORDED_AT)
+                results.append(
+                    record_revision(
+                        session, snap, [eos_change(1, 2)], {"p": 1}, processed_at=RECORDED_AT
+                    )
+                )
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 

@@ -22,14 +22,14 @@ from storage import (
 from storage.models import BlobRow, EstimateRow, SnapshotRow
 from storage.publishing import model_page
 from storage.records import FileEntry, Snapshot
-from tests.storage.builders import eos_change, revision, snapshot
+from tests.storage.builders import RECORDED_AT, eos_change, revision, snapshot
 
 REPO = "acme/hostile"
 
 
 def _record(database: Database, snap: Snapshot, plan: dict[str, object] | None = None) -> None:
     with database.session() as session:
-        assert record_revision(session, snap, [eos_change(1, 2)], plan)
+        assert record_revision(session, snap, [eos_change(1, 2)], plan, processed_at=RECORDED_AT)
 
 
 def test_lone_surrogates_and_nul_anywhere_are_recorded_with_a_finding(database: Database) -> None:

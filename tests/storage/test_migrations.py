@@ -8,7 +8,15 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from storage import channel_key, ensure_repo, open_database, plan_at, record_revision, revisions
+from storage import (
+    channel_key,
+    ensure_repo,
+    open_database,
+    plan_at,
+    record_revision,
+    revisions,
+    subscriptions_naming,
+)
 from storage.migrations import head_revision
 from storage.models import Base
 from tests.storage.builders import BASE_DATE, revision, snapshot
@@ -182,17 +190,21 @@ def test_0008_plans_kept_as_blobs_are_written_back_inline_on_downgrade(
     try:
         db.migrate()
         with db.session() as session:
-            ensure_repo(session, "org/model")
+            ensure_repo(session, "org/model", now=BASE_DATE)
             for index, plan in enumerate(plans):
                 assert record_revision(
-                    session, snapshot(revision("org/model", index), {}), [], plan
+                    session,
+                    snapshot(revision("org/model", index), {}),
+                    [],
+                    plan,
+                    processed_at=BASE_DATE,
                 )
         with db.engine.connect() as connection:
             keys = connection.execute(
                 text("SELECT plan_key FROM estimates ORDER BY revision_pk")
             ).scalars()
             shared = list(keys)
-        db.downgrade("0006")
+        db.downgrade("0007")
         with db.engine.connect() as connection:
             inline = connection.execute(
                 text("SELECT plan FROM estimates ORDER BY revision_pk")
@@ -206,3 +218,27 @@ def test_0008_plans_kept_as_blobs_are_written_back_inline_on_downgrade(
     assert shared[0] == shared[1] != shared[2]
     assert downgraded == plans
     assert read == plans
+
+
+def test_0007_gives_subscriptions_stored_before_it_their_repo_keys(database_url: str) -> None:
+    db = open_database(database_url)
+    try:
+        db.migrate("0006")
+        with db.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO subscriptions (id, name, repo_patterns, spec, channels,"
+                    " min_severity, created_at, active, next_sequence)"
+                    " VALUES (4, 'team', :patterns, '{}', '[]', 0, :at, true, 1)"
+                ),
+                {"patterns": json.dumps(["org/*", "else/model", "*-x/*"]), "at": BASE_DATE},
+            )
+        db.migrate()
+        with db.read_session() as session:
+            found = {
+                repo: [s.name for s in subscriptions_naming(session, repo)]
+                for repo in ("org/a", "else/model", "else/other", "z-x/m")
+            }
+    finally:
+        db.close()
+    assert found == {"org/a": ["team"], "else/model": ["team"], "else/other": [], "z-x/m": ["team"]}

@@ -32,7 +32,7 @@ from storage import (
     withdraw_advisories,
 )
 from storage.publishing import advisories_for, advisory_by_id
-from tests.storage.builders import BASE_DATE, revision, snapshot
+from tests.storage.builders import BASE_DATE, RECORDED_AT, revision, snapshot
 
 REPO = "meta-llama/Llama-3.2-1B"
 NOW = BASE_DATE
@@ -110,7 +110,9 @@ def test_a_redelivered_webhook_is_stored_once_and_drained_once(database: Databas
 def _subscription_with_revisions(db: Database, count: int) -> int:
     with db.session() as session:
         for index in range(count):
-            record_revision(session, snapshot(revision(REPO, index), {}), [], None)
+            record_revision(
+                session, snapshot(revision(REPO, index), {}), [], None, processed_at=RECORDED_AT
+            )
         sub = add_subscription(
             session,
             "t4-lora",

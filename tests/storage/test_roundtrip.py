@@ -19,6 +19,7 @@ from storage import (
     record_revision,
     snapshot_at,
 )
+from tests.storage.builders import RECORDED_AT
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=40)
 HEX = st.text(alphabet="0123456789abcdef", min_size=40, max_size=40)
@@ -105,7 +106,7 @@ def test_recorded_snapshot_and_changes_read_back_equal(
         card=card,
     )
     with database.session() as session:
-        assert record_revision(session, snap, changes, None)
+        assert record_revision(session, snap, changes, None, processed_at=RECORDED_AT)
     with database.read_session() as session:
         got = snapshot_at(session, repo, sha)
         assert got == snap

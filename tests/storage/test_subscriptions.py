@@ -16,8 +16,10 @@ from storage import (
     put_subscription,
     remove_subscription,
     subscription_document,
+    subscriptions_naming,
 )
 from storage.records import Severity
+from storage.repo_patterns import lookup_keys, names_repo, repo_key
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 COLUMNS = SubscriptionColumns(
@@ -70,3 +72,64 @@ def test_adding_a_taken_name_is_a_conflict(database: Database) -> None:
         put_subscription(session, "watch", COLUMNS, now=NOW)
         with pytest.raises(IntegrityConflict, match="'watch' exists"):
             add_subscription(session, "watch", ("o/m",), {}, (), created_at=NOW)
+
+
+def test_a_repo_reads_only_the_subscriptions_whose_patterns_name_it(database: Database) -> None:
+    patterns = {
+        "exact": ("org/model",),
+        "org": ("org/*",),
+        "prefix": ("org/mod*",),
+        "anywhere": ("*/model",),
+        "other-org": ("else/*",),
+        "other-repo": ("org/other", "else/model"),
+        "near-miss": ("*/models",),
+    }
+    with database.session() as session:
+        for name, repos in patterns.items():
+            add_subscription(session, name, repos, {}, [], created_at=NOW)
+        assert remove_subscription(session, "prefix")
+    with database.read_session() as session:
+        named = [s.name for s in subscriptions_naming(session, "org/model")]
+        assert [s.name for s in subscriptions_naming(session, "else/model")] == [
+            "anywhere",
+            "other-org",
+            "other-repo",
+        ]
+        assert subscriptions_naming(session, "solo") == []
+    assert named == ["anywhere", "exact", "org"]
+
+
+def test_replacing_a_subscriptions_patterns_replaces_its_lookup_keys(database: Database) -> None:
+    with database.session() as session:
+        put_subscription(session, "watch", COLUMNS, now=NOW)
+    moved = SubscriptionColumns(("else/model",), {"method": "serve"}, (), Severity.INFO)
+    with database.session() as session:
+        put_subscription(session, "watch", moved, now=NOW)
+    with database.read_session() as session:
+        assert subscriptions_naming(session, "org/model") == []
+        assert [s.name for s in subscriptions_naming(session, "else/model")] == ["watch"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "key"),
+    [
+        ("org/model", "org/model"),
+        ("org/*", "org/"),
+        ("org/llama-?", "org/"),
+        ("*", "*"),
+        ("*/model", "*"),
+        ("o[rs]g/model", "*"),
+        ("org*", "*"),
+        ("solo", "solo"),
+    ],
+)
+def test_each_pattern_is_stored_under_the_narrowest_key_a_repo_finds(
+    pattern: str, key: str
+) -> None:
+    assert repo_key(pattern) == key
+    named = [
+        repo
+        for repo in ("org/model", "org/llama-3", "solo", "os/model")
+        if names_repo([pattern], repo)
+    ]
+    assert all(key in lookup_keys(repo) for repo in named)

@@ -1,6 +1,6 @@
 """Alerts leave the outbox for real receivers on loopback: signed, in order, once, with backoff.
 
-Every webhook receiver here checks every signature with ``tracker.alerts.signing``
+Every webhook receiver here checks every signature with the standardwebhooks library
 and answers 401 when it does not verify, as a subscriber's endpoint would. The
 clock is the test's, so backoff and leases are exact values, not sleeps. The
 receivers listen on 127.0.0.1, which alerts may reach only because every sender
@@ -10,6 +10,7 @@ internal receiver would configure ``[alerts] allow``.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import sys
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 import requests
+from standardwebhooks import Webhook, WebhookVerificationError
 
 from storage import (
     Database,
@@ -38,13 +40,13 @@ from storage import (
 )
 from storage.outbox import CANCELLED
 from tests.fixtures.receiver import Receiver, free_port
-from tracker.alerts import signing
 from tracker.alerts.channels import (
     AppriseSender,
     DeliveryFailed,
     FeedSender,
     Sender,
     WebhookSender,
+    delivery_key,
     webhook_body,
 )
 from tracker.alerts.deliver import DeliveryReport, DeliveryWorker, RetryPolicy
@@ -53,7 +55,8 @@ from tracker.alerts.spec import Channel, parse_subscription
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
-SECRET = "receiver-shared-secret-0123"
+SECRET = "whsec_bmV1cmFyY2gtdGVzdC1zZWNyZXQta2V5"
+OTHER_SECRET = "whsec_YW5vdGhlci10ZXN0LXNlY3JldC1rZXkh"
 SHA = "59187708e28f74d2a1074eae3e844f9a6d991ebd"
 LOOPBACK = Egress(AllowList.parse(["127.0.0.1"]))
 
@@ -194,10 +197,10 @@ def test_down_receiver_backs_off_then_gets_every_alert_once_in_order(
     assert {r.status for r in stored} == {DeliveryStatus.DELIVERED}
     assert [r.attempts for r in stored] == [6, 1, 1, 1, 1]
     arrival = receiver.arrivals[0]
-    assert arrival.headers["Content-Type"] == "application/json"
-    assert arrival.headers["User-Agent"].startswith("neurarch-trace/")
-    assert arrival.headers["X-Neurarch-Event"] == "alert"
-    assert arrival.body["delivery_id"] == arrival.headers["X-Neurarch-Delivery"]
+    assert arrival.headers["content-type"] == "application/json"
+    assert arrival.headers["user-agent"].startswith("neurarch-trace/")
+    assert arrival.headers["x-neurarch-event"] == "alert"
+    assert arrival.body["delivery_id"] == arrival.headers["webhook-id"]
     assert arrival.body["summary"] == alert(1)["summary"]
     assert arrival.body["subscription"] == subscription.id
 
@@ -209,7 +212,7 @@ def test_receiver_that_rejects_the_signature_dead_letters_at_once(
     http: requests.Session,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    receiver = Receiver(free_port(), "a-different-secret-456789", clock).start()
+    receiver = Receiver(free_port(), "whsec_YS1kaWZmZXJlbnQtc2VjcmV0LWtleSEh", clock).start()
     receivers.append(receiver)
     subscription = subscribe(database, [{"type": "webhook", "url": receiver.url, "secret": SECRET}])
     enqueue(database, subscription, lane_of(subscription), 2)
@@ -425,7 +428,7 @@ def test_a_hanging_receiver_delays_no_other_channel(
     while not healthy.arrivals and time.monotonic() - started < 5:
         time.sleep(0.01)
     assert len(healthy.arrivals) == 1
-    assert time.monotonic() - started < 1.0  # not behind three 2 s timeouts
+    assert time.monotonic() - started < 1.8  # not behind three 2 s timeouts
     assert deliver.run_once() == DeliveryReport(delivered=1, retried=3)
     deliver.close()
 
@@ -484,6 +487,19 @@ def test_webhook_status_decides_retry_or_dead_letter(
     assert (failure.value.message, failure.value.permanent) == (f"HTTP {status}", permanent)
 
 
+def test_a_secret_stored_before_standard_webhooks_signs_with_itself_as_the_key(
+    receivers: list[Receiver], http: requests.Session
+) -> None:
+    legacy = "receiver-shared-secret-0123"
+    derived = "whsec_" + base64.b64encode(legacy.encode()).decode()
+    receiver = Receiver(free_port(), derived).start()  # verifies with standardwebhooks
+    receivers.append(receiver)
+    WebhookSender(http, lambda: datetime.now(UTC), egress=LOOPBACK).send(
+        a_delivery(), Channel("webhook", receiver.url, legacy)
+    )
+    assert len(receiver.arrivals) == 1 and receiver.rejected == 0
+
+
 def test_redirects_are_not_followed(receivers: list[Receiver], http: requests.Session) -> None:
     receiver = Receiver(free_port(), SECRET, status=308).start()
     receivers.append(receiver)
@@ -534,33 +550,42 @@ def a_delivery() -> Delivery:
     )
 
 
-def test_signature_rejects_tampered_bodies_stale_timestamps_and_other_secrets() -> None:
-    body = json.dumps(webhook_body(a_delivery())).encode()
-    headers = signing.signature_headers(SECRET, body, T0)
-    timestamp, signature = headers[signing.TIMESTAMP_HEADER], headers[signing.SIGNATURE_HEADER]
-    assert timestamp == str(int(T0.timestamp()))
-    assert signature == signing.sign(SECRET, int(T0.timestamp()), body)
-    assert re.fullmatch(r"sha256=[0-9a-f]{64}", signature)
-    assert signing.verify(SECRET, timestamp, signature, body, T0 + timedelta(seconds=300))
-    assert not signing.verify(SECRET, timestamp, signature, body.replace(b"T4", b"T5"), T0)
-    assert not signing.verify(SECRET, timestamp, signature, body, T0 + timedelta(seconds=301))
-    assert not signing.verify(SECRET, timestamp, signature, body, T0 - timedelta(seconds=301))
-    assert not signing.verify("another-secret-0123456", timestamp, signature, body, T0)
-    later = str(int(T0.timestamp()) + 1)  # the timestamp is signed too: no replays under a new one
-    assert not signing.verify(SECRET, later, signature, body, T0)
-    assert not signing.verify(SECRET, None, signature, body, T0)
-    assert not signing.verify(SECRET, "１２３", signature, body, T0)
-    assert not signing.verify(SECRET, timestamp, None, body, T0)
-    assert not signing.verify(SECRET, timestamp, "sha256=é", body, T0)
+def test_a_delivered_alert_verifies_with_standard_webhooks_and_nothing_else_does(
+    receivers: list[Receiver], http: requests.Session
+) -> None:
+    receiver = Receiver(free_port(), SECRET).start()
+    receivers.append(receiver)
+    delivery = a_delivery()
+    WebhookSender(http, lambda: datetime.now(UTC), egress=LOOPBACK).send(
+        delivery, Channel("webhook", receiver.url, SECRET)
+    )
+    [arrival] = receiver.arrivals
+    headers, raw = arrival.headers, arrival.raw
+    assert Webhook(SECRET).verify(raw, headers) == webhook_body(delivery)
+    assert headers["webhook-id"] == delivery_key(delivery)
+    assert re.fullmatch(r"v1,[A-Za-z0-9+/]{43}=", headers["webhook-signature"])
+    stale = str(int(time.time()) - 301)
+    later = str(int(headers["webhook-timestamp"]) + 1)  # signed too: no replay under a new one
+    refused = [
+        (SECRET, raw.replace(b"T4", b"T5"), headers),
+        (OTHER_SECRET, raw, headers),
+        (SECRET, raw, {**headers, "webhook-timestamp": stale}),
+        (SECRET, raw, {**headers, "webhook-timestamp": later}),
+        (SECRET, raw, {**headers, "webhook-id": "another-delivery"}),
+        (SECRET, raw, {k: v for k, v in headers.items() if k != "webhook-signature"}),
+    ]
+    for secret, body, shown in refused:
+        with pytest.raises(WebhookVerificationError):
+            Webhook(secret).verify(body, shown)
 
 
-def readme_verifier() -> Callable[..., bool]:
+def readme_verifier() -> Callable[..., Any]:
     text = (ROOT / "README.md").read_text()
     section = text.split("## Alerts: verifying webhook signatures", 1)[1].split("\n## ", 1)[0]
     [code] = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
     namespace: dict[str, Any] = {}
     exec(compile(code, "README.md", "exec"), namespace)
-    verifier: Callable[..., bool] = namespace["verify_signature"]
+    verifier: Callable[..., Any] = namespace["verify_signature"]
     return verifier
 
 
@@ -574,8 +599,8 @@ def test_readme_verification_snippet_accepts_what_the_sender_signed(
     )
     [arrival] = receiver.arrivals
     verify_signature = readme_verifier()
-    assert verify_signature(SECRET, arrival.headers, arrival.raw) is True
-    assert verify_signature(SECRET, arrival.headers, arrival.raw + b" ") is False
-    assert verify_signature("another-secret-0123456", arrival.headers, arrival.raw) is False
-    stale = {**arrival.headers, "X-Neurarch-Timestamp": str(int(time.time()) - 301)}
-    assert verify_signature(SECRET, stale, arrival.raw) is False
+    assert verify_signature(SECRET, arrival.headers, arrival.raw) == arrival.body
+    assert verify_signature(SECRET, arrival.headers, arrival.raw + b" ") is None
+    assert verify_signature(OTHER_SECRET, arrival.headers, arrival.raw) is None
+    stale = {**arrival.headers, "webhook-timestamp": str(int(time.time()) - 301)}
+    assert verify_signature(SECRET, stale, arrival.raw) is None

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
+import estimator
 from storage import (
     Advisory,
     Database,
@@ -34,10 +36,11 @@ from storage import (
     put_blob,
     record_revision,
 )
+from storage.models import SubscriptionRow
 from storage.records import Change, JsonValue, RevisionOutcome, Snapshot, Subscription
-from tests.storage.builders import eos_change, git_blob_id, snapshot
+from tests.storage.builders import RECORDED_AT, eos_change, git_blob_id, snapshot
 from tracker.alerts.evaluate import AlertLinks, enqueue_alerts, evaluate, model_side
-from tracker.alerts.plan_cache import ModelSide, PlanCache
+from tracker.alerts.plan_cache import ModelSide, stated_context
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import SubscriptionSpec, parse_subscription
 from tracker.diff.revision import RevisionContent
@@ -51,7 +54,7 @@ LONGER = "2c19299788366b0adb608e08386b56071abf010a"  # 2048 -> 4096
 ROPE = "59187708e28f74d2a1074eae3e844f9a6d991ebd"  # 4096 -> 131072 (llama3 rope)
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 LINKS = AlertLinks(base_url="https://trace.example.org/")
-SECRET = "s3cret-for-signing-0123"
+SECRET = "whsec_bmV1cmFyY2gtdGVzdC1zZWNyZXQta2V5"
 SERVE_4_AT_MAX = {"method": "serve", "batch": 4, "seq_len": "max", "alert_on": ["fit"]}
 
 
@@ -110,8 +113,10 @@ class History:
         )
         with self.database.session() as session:
             for data in texts.values():
-                put_blob(session, git_blob_id(data), data)
-            assert record_revision(session, shot, list(changes), plan)
+                put_blob(session, git_blob_id(data), data, at=RECORDED_AT)
+            assert record_revision(
+                session, shot, list(changes), plan and plan.to_json(), processed_at=RECORDED_AT
+            )
             if advisory_id is not None:  # what the daemon's publisher writes first
                 put_advisory(session, advisory(advisory_id, revision, before))
             queued = self.enqueue(session, outcome, advisory_id)
@@ -120,7 +125,7 @@ class History:
         return queued
 
     def enqueue(
-        self, session: Any, outcome: RevisionOutcome, advisory_id: str | None
+        self, session: Any, outcome: RevisionOutcome[estimator.Plan], advisory_id: str | None
     ) -> list[Delivery]:
         return enqueue_alerts(session, outcome, advisory_id=advisory_id, links=LINKS, now=NOW)
 
@@ -137,7 +142,7 @@ def side(sha: str, config: Mapping[str, Any] | None) -> ModelSide | None:
         snapshot(Revision(REPO, sha, (), NOW, sha), {"config.json": data}), {"config.json": data}
     )
     plan, _ = estimate(content)
-    return model_side(content.snapshot, configs_of(content), plan, PlanCache())
+    return model_side(content.snapshot, configs_of(content), plan)
 
 
 def advisory(advisory_id: str, revision: Revision, previous: Revision | None) -> Advisory:
@@ -441,12 +446,32 @@ def test_fit_and_changes_are_two_alerts_of_one_revision() -> None:
     assert evaluate(spec, REPO, LONGER, UPLOAD, old, new, found) == alerts
 
 
-def test_a_stored_plan_of_an_older_schema_is_planned_again_once_for_its_context() -> None:
+def test_the_context_is_read_from_the_recorded_plan() -> None:
     current = side(UPLOAD, json.loads(demo_config(UPLOAD)))
     assert current is not None and current.context == 2048
-    plans = PlanCache()
-    older = {"schema_version": "0.1", "model": {"max_position_embeddings": 1}}
+    longer = side(LONGER, json.loads(demo_config(LONGER)))
+    assert longer is not None and longer.context == 4096
+    assert stated_context(None) is None  # no plan: the estimator refused the config
 
-    assert plans.context(current, older) == 2048  # read from a fresh plan, not the stale one
-    assert plans.context(current, older) == 2048 and len(plans) == 1
-    assert plans.context(current, None) is None  # no plan: the estimator refused the config
+
+def test_a_revision_reads_and_parses_no_subscription_to_other_repos(database: Database) -> None:
+    with database.session() as session:
+        for n in range(100):
+            repos = [f"org-{n}/model"] if n % 2 else [f"org-{n}/*"]
+            document = {"name": f"other-{n:03}", "repos": repos, **SERVE_4_AT_MAX, "cards": ["L4"]}
+            save_subscription(session, parse_subscription(document), now=NOW)
+    loaded: list[str] = []
+
+    def count(row: SubscriptionRow, _: object) -> None:
+        loaded.append(row.name)
+
+    event.listen(SubscriptionRow, "load", count)
+    try:
+        history = History(database)
+        assert history.configs(UPLOAD, LONGER) == [[], []]
+        assert loaded == []  # none of the 100 was read, so none was parsed
+        subscribe(database, **SERVE_4_AT_MAX, cards=["L4"])
+        history.configs(ROPE)
+    finally:
+        event.remove(SubscriptionRow, "load", count)
+    assert loaded == ["watch"]

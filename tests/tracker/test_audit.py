@@ -38,13 +38,16 @@ from storage.records import Advisory, Severity
 from tests.daemon.harness import DaemonProcess, free_port, write_config
 from tests.feeds.conftest import ServerThread
 from tests.feeds.populate import build_all
+from tests.storage.builders import recorded_at
 from tracker.audit import Finding, Origin, OsvServerAdvisories, Pin, PinReport, Published
 from tracker.audit.advisories import CHUNK_BYTES, MAX_ANSWER_BYTES, AdvisoryServerError
 from tracker.audit.render import to_markdown
 from tracker.cli import main
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
 from tracker.revision.backfill import backfill
+from tracker.settings import HubSettings
 
 REPOS = ("mistralai/Mistral-7B-v0.1", "meta-llama/Llama-2-7b-hf", "openai-community/gpt2")
 SARIF_SCHEMA = Path(__file__).parents[1] / "data" / "sarif" / "sarif-2.1.0.json"
@@ -82,9 +85,9 @@ def backfilled(corpus_dir: Path, data: Path, repos: Sequence[str]) -> Iterator[W
     url = f"sqlite:///{data / 'neurarch-trace.db'}"
     database = open_database(url)
     database.migrate()
-    hub = Hub(emulator.endpoint, max_retries=0)
+    hub = Hub(connect(HubSettings(emulator.endpoint)), max_retries=0)
     for repo_id in repos:
-        backfill(database, hub, repo_id)
+        backfill(database, hub, repo_id, clock=recorded_at)
     published = build_all(database)
     with database.session() as session:
         for advisory in published:

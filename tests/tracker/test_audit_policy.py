@@ -29,6 +29,7 @@ from tests.tracker.test_audit import (
     world,
 )
 from tracker.audit import Finding, Origin, Pin, PinReport, Published
+from tracker.audit.check import IgnoredFinding
 from tracker.audit.local_sources import pins_in_file
 from tracker.audit.sarif import to_sarif
 from tracker.cli import main
@@ -207,6 +208,42 @@ def test_sarif_gives_security_severity_only_to_findings_about_code_and_pickles(
     assert rules["x_NEURARCH-o-m-config"]["defaultConfiguration"]["level"] == "error"
     text = rules["x_NEURARCH-o-m-config"]["shortDescription"]["text"]
     assert text == "config changed"
+
+
+def test_sarif_keeps_an_ignored_finding_as_a_suppressed_result_and_an_unjudged_pin_as_an_error(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "app" / "model.py"
+    source.parent.mkdir()
+    source.write_text("x = 1\n" * 5, "utf-8")
+    kept = Finding("not-on-main", Severity.MODERATE, "not on main")
+    accepted = Finding("unpinned", Severity.LOW, "not pinned")
+    reports = [
+        PinReport(
+            Pin("o/m", "a" * 7, Origin("app/model.py", source, 3)),
+            "a" * 40,
+            None,
+            None,
+            (kept,),
+            ignored=(IgnoredFinding(accepted, "reviewed", "ignore file"),),
+        ),
+        PinReport(Pin("o/n", None, Origin("command line")), None, None, None, cannot_judge="gone"),
+    ]
+    log = json.loads(to_sarif(reports, tmp_path))
+    jsonschema.validate(log, json.loads(SARIF_SCHEMA.read_text("utf-8")))
+    (run,) = log["runs"]
+    first, second = run["results"]
+    assert "suppressions" not in first
+    assert second["suppressions"] == [{"kind": "external", "justification": "reviewed"}]
+    assert first["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "app/model.py", "uriBaseId": "%SRCROOT%"},
+        "region": {"startLine": 3},
+    }
+    (invocation,) = run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    assert invocation["toolExecutionNotifications"] == [
+        {"level": "error", "message": {"text": "o/n: cannot judge: gone"}}
+    ]
 
 
 def test_sources_pin_remote_code_and_tokenizers_at_their_own_revisions(tmp_path: Path) -> None:

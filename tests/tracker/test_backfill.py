@@ -13,10 +13,13 @@ import pytest
 
 from storage import Database, changes_of, ensure_repo, revisions, snapshot_at
 from storage.records import Change, Severity
+from tests.storage.builders import RECORDED_AT, recorded_at
 from tracker.diff.files import suffix
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
 from tracker.revision.backfill import backfill, record_one
+from tracker.settings import HubSettings
 
 NAMED_CHANGES = (
     "meta-llama/Llama-2-7b-hf",
@@ -42,9 +45,9 @@ def one(changes: list[Change], **fields: object) -> Change:
 
 
 def backfill_all(database: Database, emulator: HubEmulator, repos: list[str]) -> None:
-    hub = Hub(emulator.endpoint, max_retries=0)
+    hub = Hub(connect(HubSettings(emulator.endpoint)), max_retries=0)
     for repo in repos:
-        report = backfill(database, hub, repo)
+        report = backfill(database, hub, repo, clock=recorded_at)
         assert report.recorded == report.revisions == len(emulator.history(repo)), report
 
 
@@ -152,17 +155,17 @@ def assert_no_weight_body_fetched(emulator: HubEmulator, database: Database) -> 
 def test_backfill_resumes_and_records_nothing_twice(
     hub_emulator: HubEmulator, database: Database
 ) -> None:
-    hub = Hub(hub_emulator.endpoint, max_retries=0)
+    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0)
     repo = "meta-llama/Llama-2-7b-hf"
     history = hub.commits(repo)
     hub_emulator.stats.reset()
     with database.session() as session:
-        ensure_repo(session, repo)
+        ensure_repo(session, repo, now=RECORDED_AT)
     for revision in history[:3]:  # a run that stopped after three revisions
-        record_one(database, hub, revision)
-    report = backfill(database, hub, repo)
+        record_one(database, hub, revision, clock=recorded_at)
+    report = backfill(database, hub, repo, clock=recorded_at)
     assert report.recorded == len(history) - 3
-    assert backfill(database, hub, repo).recorded == 0
+    assert backfill(database, hub, repo, clock=recorded_at).recorded == 0
     with database.read_session() as session:
         assert sorted(r.sha for r in revisions(session, repo)) == sorted(r.sha for r in history)
     assert_no_unchanged_file_fetched_twice(hub_emulator, database)

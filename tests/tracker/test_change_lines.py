@@ -18,12 +18,15 @@ import pytest
 
 from storage import open_database
 from tests.fixtures.change_lines import absurd_deltas, contradicting_ranges, equal_sides
+from tests.storage.builders import recorded_at
 from tracker.commands.render import history_text
 from tracker.diff.shapes import MAX_LINE_CHARS
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
 from tracker.reads.documents import history_document
 from tracker.revision.backfill import backfill
+from tracker.settings import HubSettings
 
 EXAMPLES = (
     "IDEA-Research/grounding-dino-tiny",
@@ -43,7 +46,9 @@ def histories(corpus_dir: Path, tmp_path: Path, repos: tuple[str, ...] | None) -
         database.migrate()
         chosen = repos or tuple(emulator.repo_ids())
         for repo in chosen:
-            backfill(database, Hub(url, max_retries=0), repo)
+            backfill(
+                database, Hub(connect(HubSettings(url)), max_retries=0), repo, clock=recorded_at
+            )
         return {repo: history_text(history_document(database, repo)) for repo in chosen}
     finally:
         database.close()

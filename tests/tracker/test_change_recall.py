@@ -18,9 +18,12 @@ import pytest
 from storage import Database, open_database
 from tests.fixtures.change_recall import Recall, measure
 from tests.fixtures.json_oracle import MISSING, KeyChange, canonical, key_changes
+from tests.storage.builders import recorded_at
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator, estimator_tensor_shapes
 from tracker.revision.backfill import backfill
+from tracker.settings import HubSettings
 
 SAMPLE = {
     "meta-llama/Llama-2-7b-hf",
@@ -121,7 +124,9 @@ def sample_recall(tmp_path_factory: pytest.TempPathFactory, corpus_dir: Path) ->
     try:
         database.migrate()
         for repo in sorted(SAMPLE):
-            backfill(database, Hub(url, max_retries=0), repo)
+            backfill(
+                database, Hub(connect(HubSettings(url)), max_retries=0), repo, clock=recorded_at
+            )
         return measure(database, emulator, SAMPLE)
     finally:
         database.close()

@@ -327,11 +327,12 @@ def test_plan_delta_words_parameters_and_card_batches_with_numbers() -> None:
     config = json.loads(
         (Path(__file__).parents[1] / "data/configs/llama-3.2-1b/config.json").read_text()
     )
-    old = estimator.plan(config).to_json()
-    new = estimator.plan({**config, "num_hidden_layers": config["num_hidden_layers"] * 2}).to_json()
+    old = estimator.plan(config)
+    new = estimator.plan({**config, "num_hidden_layers": config["num_hidden_layers"] * 2})
     changes = diff_plans(old, new)
     params = next(c for c in changes if c.kind == "parameters_changed")
-    assert (params.old, params.new) == (old["parameters"]["total"], new["parameters"]["total"])
+    totals = (dict(old.parameters)["total"], dict(new.parameters)["total"])
+    assert (params.old, params.new) == totals
     assert params.new > params.old
     assert f"parameters {params.old:,} -> {params.new:,}" == params.message
     methods = [c for c in changes if c.kind != "parameters_changed"]

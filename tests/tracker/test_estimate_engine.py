@@ -32,9 +32,9 @@ def content() -> RevisionContent:
 
 
 def test_the_stored_plan_carries_vllms_verdict_on_the_workloads_card() -> None:
-    document, change = estimate(content())
-    assert change is None and document is not None
-    plan = estimator.Plan.from_json(document)
+    plan, change = estimate(content())
+    assert change is None and plan is not None
+    document = plan.to_json()
     verdict = plan.engine
     assert verdict is not None
     assert (verdict.name, verdict.card, verdict.tensor_parallel) == ("vllm", "A10G", 1)
@@ -51,6 +51,6 @@ def test_an_engine_refusal_keeps_the_plan_without_a_verdict(
         raise WorkloadError("engine: refused")
 
     monkeypatch.setitem(ENGINES, "vllm", refuses)
-    document, change = estimate(content())
-    assert change is None and document is not None and "serving" not in document
-    assert estimator.Plan.from_json(document).engine is None
+    plan, change = estimate(content())
+    assert change is None and plan is not None and "serving" not in plan.to_json()
+    assert plan.engine is None

@@ -11,10 +11,13 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 from storage import Database, changes_of, get_blob, revisions, snapshot_at
 from storage.records import Change
+from tests.storage.builders import recorded_at
 from tracker.errors import Gated, RateLimited, RepoGone
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
 from tracker.revision.backfill import backfill
+from tracker.settings import HubSettings
 
 EMPTY_HUB = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
 REPO = "hostile/model"
@@ -65,8 +68,8 @@ def test_hostile_revision_is_recorded_as_changes_and_old_data_stays(
         },
         "hostile",
     )
-    hub = Hub(hub_emulator.endpoint, max_retries=0)
-    report = backfill(database, hub, REPO)
+    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0)
+    report = backfill(database, hub, REPO, clock=recorded_at)
     assert report.recorded == report.revisions == 3
 
     kinds = {(c.kind, c.path) for c in latest_changes(database)}
@@ -114,7 +117,12 @@ def test_tokenizer_realignment_is_reported_with_changed_ids(
         },
         "align tokenizer",
     )
-    backfill(database, Hub(hub_emulator.endpoint, max_retries=0), REPO)
+    backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        REPO,
+        clock=recorded_at,
+    )
     changes = {c.kind: c for c in latest_changes(database)}
     assert changes["encoding_changed"].old["Hello, world!"] == [1, 2, 3, 4]
     assert changes["encoding_changed"].new["Hello, world!"] == [2, 3, 1, 4]
@@ -123,7 +131,7 @@ def test_tokenizer_realignment_is_reported_with_changed_ids(
 
 @EMPTY_HUB
 def test_hub_failures_arrive_as_our_error_types(hub_emulator: HubEmulator) -> None:
-    hub = Hub(hub_emulator.endpoint, max_retries=0)
+    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0)
     with pytest.raises(RepoGone, match="no-such/repo"):
         hub.commits("no-such/repo")
     publish(hub_emulator, 0, {"config.json": b"{}"}, "upload")

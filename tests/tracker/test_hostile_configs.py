@@ -20,9 +20,12 @@ import pytest
 from huggingface_hub import HfApi, hf_hub_download
 
 from storage import Database, changes_of, plan_at, revisions
+from tests.storage.builders import recorded_at
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
 from tracker.revision.backfill import backfill
+from tracker.settings import HubSettings
 
 EXE = str(Path(sys.executable).with_name("neurarch-trace"))
 EMPTY_HUB = pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)
@@ -152,7 +155,12 @@ def test_backfill_records_a_hostile_revision_with_a_finding_and_no_estimate(
         title="hostile",
         date=START + timedelta(days=1),
     )
-    report = backfill(database, Hub(hub_emulator.endpoint, max_retries=0), repo)
+    report = backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        repo,
+        clock=recorded_at,
+    )
     assert report.recorded == report.revisions >= 2
     with database.read_session() as session:
         assert bad in {r.sha for r in revisions(session, repo)}
@@ -161,7 +169,12 @@ def test_backfill_records_a_hostile_revision_with_a_finding_and_no_estimate(
     by_kind = {c.kind: c for c in findings}
     finding = by_kind.get("parse_error") or by_kind["estimate_failed"]
     assert words in finding.message
-    again = backfill(database, Hub(hub_emulator.endpoint, max_retries=0), repo)
+    again = backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        repo,
+        clock=recorded_at,
+    )
     assert again.recorded == 0  # recorded once, never retried
 
 

@@ -23,6 +23,7 @@ from storage import Database, open_database, poll_states
 from tests.fixtures.stored_state import canonical_state, differences, revision_count
 from tracker.demo import HISTORIES
 from tracker.errors import Gated, HubError, HubUnavailable, RateLimited, RepoGone
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
 from tracker.hub.retry import Retrying, RetryPolicy, is_transient
@@ -30,6 +31,7 @@ from tracker.hubsim import HubEmulator, TransientMix, estimator_tensor_shapes
 from tracker.schedule.leases import track
 from tracker.schedule.metrics import DaemonMetrics
 from tracker.schedule.worker import Worker, WorkerPolicy
+from tracker.settings import HubSettings
 
 FAST = RetryPolicy(attempts=12, base_s=0.005, cap_s=0.05, total_s=30.0)
 """Many short tries: at a 50% fault rate, twelve in a row fail once in 4,096 requests."""
@@ -42,8 +44,8 @@ def backfill(endpoint: str, database: Database, retrying: Retrying) -> None:
             track(session, repo_id, now=datetime.now(UTC))
     worker = Worker(
         database,
-        Hub(endpoint, retrying=retrying),
-        HeadProbe(endpoint, retrying=retrying),
+        Hub(connect(HubSettings(endpoint)), retrying=retrying),
+        HeadProbe(connect(HubSettings(endpoint)), retrying=retrying),
         owner="retries/0",
         policy=WorkerPolicy(),
         metrics=DaemonMetrics(),
@@ -106,11 +108,11 @@ def test_every_injected_fault_is_retried_and_the_state_equals_the_clean_run(
 
 
 def test_not_found_is_one_request(demo_hub: HubEmulator) -> None:
-    hub = Hub(demo_hub.endpoint)
+    hub = Hub(connect(HubSettings(demo_hub.endpoint)))
     with pytest.raises(RepoGone):
         hub.head_sha("nobody/nothing")
     with pytest.raises(RepoGone):
-        HeadProbe(demo_hub.endpoint).head("nobody/nothing")
+        HeadProbe(connect(HubSettings(demo_hub.endpoint))).head("nobody/nothing")
     with pytest.raises(RepoGone):
         hub.commits("nobody/nothing")
     assert demo_hub.stats.requests() == 3
@@ -118,7 +120,7 @@ def test_not_found_is_one_request(demo_hub: HubEmulator) -> None:
 
 
 def test_gated_files_are_one_request(demo_hub: HubEmulator) -> None:
-    hub = Hub(demo_hub.endpoint)
+    hub = Hub(connect(HubSettings(demo_hub.endpoint)))
     repo_id = demo_hub.repo_ids()[0]
     sha = hub.head_sha(repo_id)
     (entry,) = [f for f in hub.files(repo_id, sha).files if f.path == "config.json"]
@@ -136,7 +138,7 @@ def test_gated_files_are_one_request(demo_hub: HubEmulator) -> None:
 
 def test_bad_request_is_one_request(demo_hub: HubEmulator) -> None:
     demo_hub.faults.errors(times=None, status=400, endpoint="model_info")  # type: ignore[arg-type]
-    hub = Hub(demo_hub.endpoint)
+    hub = Hub(connect(HubSettings(demo_hub.endpoint)))
     with pytest.raises(HubError, match="HTTP 400"):
         hub.head_sha(demo_hub.repo_ids()[0])
     assert demo_hub.stats.by_status() == {400: 1}
@@ -144,7 +146,10 @@ def test_bad_request_is_one_request(demo_hub: HubEmulator) -> None:
 
 def test_a_429_waits_its_retry_after_then_succeeds(demo_hub: HubEmulator) -> None:
     slept: list[float] = []
-    hub = Hub(demo_hub.endpoint, retrying=Retrying(RetryPolicy(), sleep=slept.append))
+    hub = Hub(
+        connect(HubSettings(demo_hub.endpoint)),
+        retrying=Retrying(RetryPolicy(), sleep=slept.append),
+    )
     demo_hub.faults.rate_limit(times=2, retry_after=7, endpoint="commits")
     assert hub.commits(demo_hub.repo_ids()[0])
     assert len(slept) == 2 and all(7 <= s < 7.5 for s in slept)
@@ -156,7 +161,9 @@ def test_a_retry_after_past_the_budget_gives_up_at_once_with_the_hint(
 ) -> None:
     slept: list[float] = []
     policy = RetryPolicy(total_s=5.0)
-    hub = Hub(demo_hub.endpoint, retrying=Retrying(policy, sleep=slept.append))
+    hub = Hub(
+        connect(HubSettings(demo_hub.endpoint)), retrying=Retrying(policy, sleep=slept.append)
+    )
     demo_hub.faults.rate_limit(times=1, retry_after=60, endpoint="model_info")
     with pytest.raises(RateLimited) as caught:
         hub.head_sha(demo_hub.repo_ids()[0])
@@ -167,7 +174,9 @@ def test_a_retry_after_past_the_budget_gives_up_at_once_with_the_hint(
 def test_a_persistent_outage_stops_after_the_attempts(demo_hub: HubEmulator) -> None:
     slept: list[float] = []
     policy = RetryPolicy(attempts=4, base_s=1.0, cap_s=3.0)
-    hub = Hub(demo_hub.endpoint, retrying=Retrying(policy, sleep=slept.append))
+    hub = Hub(
+        connect(HubSettings(demo_hub.endpoint)), retrying=Retrying(policy, sleep=slept.append)
+    )
     demo_hub.faults.error_rate(1.0, status=503, endpoint="model_info")
     with pytest.raises(HubUnavailable, match="HTTP 503"):
         hub.head_sha(demo_hub.repo_ids()[0])

@@ -13,9 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage import Database, changes_of, snapshot_at
+from tests.storage.builders import recorded_at
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
 from tracker.revision.backfill import backfill
+from tracker.settings import HubSettings
 from tracker.untrusted.artifacts import ArtifactParseError, parse_json
 from tracker.untrusted.json_input import MAX_DEPTH, JsonInputError, JsonSyntaxError, read_json
 
@@ -111,7 +114,12 @@ def test_a_safetensors_header_nested_100000_deep_is_a_recorded_header_error(
         {"config.json": b"{}", "model.safetensors": shard},
         date=datetime(2026, 1, 1, tzinfo=UTC),
     )
-    report = backfill(database, Hub(hub_emulator.endpoint, max_retries=0), "hostile/header")
+    report = backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        "hostile/header",
+        clock=recorded_at,
+    )
     assert report.recorded == report.revisions
     with database.read_session() as session:
         manifest = snapshot_at(session, "hostile/header", sha).manifest
@@ -128,7 +136,12 @@ def test_a_model_card_with_front_matter_nested_100000_deep_is_a_recorded_parse_e
     sha = hub_emulator.publish(
         "hostile/card", {"README.md": readme}, date=datetime(2026, 1, 1, tzinfo=UTC)
     )
-    report = backfill(database, Hub(hub_emulator.endpoint, max_retries=0), "hostile/card")
+    report = backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        "hostile/card",
+        clock=recorded_at,
+    )
     assert report.recorded == report.revisions
     with database.read_session() as session:
         found = {(c.path, c.kind): c.message for c in changes_of(session, "hostile/card", sha)}

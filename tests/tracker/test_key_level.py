@@ -19,13 +19,16 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from feeds import EstimateDelta, build_advisory
 from storage import Database, changes_of, revisions
 from storage.records import Change, FileEntry, Revision, Severity, Snapshot, StoredRevision
+from tests.storage.builders import recorded_at
 from tracker.diff.json_diff import diff_json
 from tracker.diff.registry import ARTIFACTS
 from tracker.diff.revision import RevisionContent, diff_revisions
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
 from tracker.revision.backfill import backfill
 from tracker.revision.estimate import estimate
+from tracker.settings import HubSettings
 
 WHISPER = "openai/whisper-base"
 REFLECTION = "mattshumer/Reflection-Llama-3.1-70B"
@@ -330,7 +333,12 @@ def test_bloom_impossible_sizes_are_said_once_not_on_every_later_revision(
     hub_emulator: HubEmulator, database: Database
 ) -> None:
     repo = "bigscience/bloom"
-    backfill(database, Hub(hub_emulator.endpoint, max_retries=0), repo)
+    backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        repo,
+        clock=recorded_at,
+    )
     with database.read_session() as session:
         shas = [r.sha for r in revisions(session, repo, include_off_main=True)]
         found = [

@@ -1,4 +1,4 @@
-"""tracker.diff.plan_delta maps estimator.delta's entries onto stored changes, typed or JSON."""
+"""tracker.diff.plan_delta maps estimator.delta's entries between typed Plans onto stored changes."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ CONFIG = json.loads(
 def test_changes_word_parameters_memory_and_card_batches_with_numbers() -> None:
     old = estimator.plan(CONFIG)
     new = estimator.plan({**CONFIG, "num_hidden_layers": CONFIG["num_hidden_layers"] * 2})
-    changes = diff_plans(old.to_json(), new.to_json())
-    assert changes == diff_plans(old, new)
+    changes = diff_plans(old, new)
+    assert changes == diff_plans(stored_plan(old.to_json()), stored_plan(new.to_json()))
     entries = estimator.delta(old, new).entries
     assert [(c.kind, c.old, c.new, c.message) for c in changes] == [
         (e.kind, e.old, e.new, e.message) for e in entries
@@ -35,8 +35,8 @@ def test_changes_word_parameters_memory_and_card_batches_with_numbers() -> None:
     assert all("largest batch on A10G" in c.message for c in methods)
 
 
-def test_no_plan_or_a_document_that_is_not_a_plan_gives_no_changes() -> None:
+def test_no_plan_or_a_stored_document_that_is_not_a_plan_gives_no_changes() -> None:
     plan = estimator.plan(CONFIG)
-    assert diff_plans(None, plan) == [] and diff_plans(plan.to_json(), {}) == []
-    assert diff_plans({"schema_version": "0.1"}, plan) == []
-    assert stored_plan(plan.to_json()) == plan and stored_plan(plan) is plan
+    assert diff_plans(None, plan) == [] and diff_plans(plan, stored_plan({})) == []
+    assert diff_plans(stored_plan({"schema_version": "0.1"}), plan) == []
+    assert stored_plan(plan.to_json()) == plan

@@ -16,12 +16,15 @@ import pytest
 
 from storage import Database, changes_of, open_database, put_advisory, revision_log
 from tests.feeds.populate import build_all
+from tests.storage.builders import recorded_at
 from tracker.audit.advisories import Published
 from tracker.cli import main
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
 from tracker.revision.backfill import backfill
 from tracker.revision.remote_code import RemoteReference, cross_repo_references
+from tracker.settings import HubSettings
 
 MODEL = "acme/remote-model"
 CODE = "acme/shared-code"
@@ -66,7 +69,7 @@ def world(tmp_path: Path) -> Iterator[tuple[HubEmulator, Database, Hub]]:
         database = open_database(f"sqlite:///{tmp_path / 'db.sqlite'}")
         database.migrate()
         try:
-            yield emulator, database, Hub(emulator.endpoint, max_retries=0)
+            yield emulator, database, Hub(connect(HubSettings(emulator.endpoint)), max_retries=0)
         finally:
             database.close()
 
@@ -83,10 +86,10 @@ def test_a_push_to_the_referenced_repo_shows_in_the_models_history_advisory_and_
     referencing = emulator.publish(
         MODEL, {"config.json": config({"AutoModel": f"{CODE}--modeling.Model"})}, title="config"
     )
-    backfill(database, hub, MODEL)
+    backfill(database, hub, MODEL, clock=recorded_at)
     emulator.publish(CODE, {"modeling.py": modeling(2)}, title="change the model class")
     head = emulator.publish(MODEL, {"README.md": b"# a model, documented\n"}, title="docs")
-    backfill(database, hub, MODEL)
+    backfill(database, hub, MODEL, clock=recorded_at)
 
     with database.read_session() as session:
         added = changes_of(session, MODEL, referencing)
@@ -144,7 +147,7 @@ def test_an_unreadable_referenced_repo_is_said_once_and_nothing_else_breaks(
 ) -> None:
     emulator, database, hub = world
     emulator.publish(MODEL, {"config.json": config({"AutoModel": "ghost/code--m.M"})})
-    backfill(database, hub, MODEL)
+    backfill(database, hub, MODEL, clock=recorded_at)
     with database.read_session() as session:
         (latest, *_) = revision_log(session, MODEL)
         changes = changes_of(session, MODEL, latest.revision.sha)

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from tracker.cli import main
-from tracker.config_file import ConfigFileError
+from tracker.config_file import FILE_SETTINGS, ConfigFileError
 from tracker.hub.budget import HubBudget
-from tracker.settings import FILE_SETTINGS, Settings, SettingsError
+from tracker.settings import Settings, SettingsError
 
 TOKEN = "file-token-0123456789"
 
@@ -95,7 +95,10 @@ def test_every_command_exits_2_in_one_line_on_a_bad_configuration_file(
     monkeypatch.setenv("NEURARCH_DATA_DIR", str(tmp_path))
     assert main(["--config", str(config), "history", "org/model"]) == 2
     err = capsys.readouterr().err
-    assert err == f"neurarch-trace: {config}: daemon.workers: expected a positive integer, got 0\n"
+    assert (
+        err
+        == f"neurarch-trace: {config}: daemon.workers: Input should be greater than or equal to 1, got 0\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -198,3 +201,13 @@ def test_every_documented_file_setting_is_read_into_the_settings(tmp_path: Path)
         s: v for s, (_, v) in FILE_VALUES.items()
     }
     assert all(held(defaults, s) != v for s, (_, v) in FILE_VALUES.items() if s[:5] != "repos")
+
+
+def test_a_bad_environment_value_is_named_by_its_variable_not_the_file(tmp_path: Path) -> None:
+    config = write(tmp_path / "c.toml", f'[server]\napi_token = "{TOKEN}"\n')
+    env = {"NEURARCH_DATA_DIR": str(tmp_path), "NEURARCH_API_TOKEN": "short"}
+    with pytest.raises(SettingsError, match=r"^NEURARCH_API_TOKEN: String should have at least 16"):
+        Settings.load(config, env)
+    blank = {**env, "NEURARCH_API_TOKEN": " ", "HF_ENDPOINT": ""}
+    loaded = Settings.load(config, blank)
+    assert (loaded.daemon.api_token, loaded.hub.endpoint) == (TOKEN, "https://huggingface.co")

@@ -12,11 +12,14 @@ import tracker.revision.exact_parameters as exact_parameters
 import tracker.revision.stored_builds as stored_builds
 from storage import Database, plan_at, put_blob, revisions
 from storage.models import BlobRow
+from tests.storage.builders import RECORDED_AT, recorded_at
 from tests.tracker.test_exact_parameters import OLMO2 as OLMO2_FOUR_LAYERS
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
 from tracker.revision.backfill import backfill
 from tracker.revision.stored_builds import StoredBuilds, build_key, decode, encode
+from tracker.settings import HubSettings
 
 # OLMo 2 has no family module: only transformers can list its parameters.
 OLMO2 = {**OLMO2_FOUR_LAYERS, "num_hidden_layers": 2}
@@ -61,7 +64,7 @@ def test_a_stored_build_is_read_back_instead_of_built(
     assert builds["build"] == 1 and parameters and list(first.new) == [build_key(OLMO2)]
     with database.session() as session:
         for key, data in first.new.items():
-            put_blob(session, key, data)
+            put_blob(session, key, data, at=RECORDED_AT)
     exact_parameters._cache.clear()  # another worker, or this one restarted
     with database.read_session() as session:
         again = StoredBuilds(session)
@@ -77,7 +80,7 @@ def test_a_corrupt_stored_build_is_rebuilt_not_trusted(
         b'{"format": 1, "key": "%s", "parameters": [["w", [1]]], "modules": [], "refused": null}'
     )
     with database.session() as session:
-        put_blob(session, key, forged.replace(b"%s", key.encode()[:-1] + b"0"))
+        put_blob(session, key, forged.replace(b"%s", key.encode()[:-1] + b"0"), at=RECORDED_AT)
     with database.read_session() as session:
         parameters = StoredBuilds(session)(OLMO2)
     assert builds["build"] == 1 and parameters is not None and len(parameters) > 1
@@ -86,7 +89,12 @@ def test_a_corrupt_stored_build_is_rebuilt_not_trusted(
 def test_a_backfill_writes_each_build_once_with_its_revision(
     hub_emulator: HubEmulator, database: Database, builds: Counter[str]
 ) -> None:
-    report = backfill(database, Hub(hub_emulator.endpoint, max_retries=0), UNKNOWN_TYPE_REPO)
+    report = backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        UNKNOWN_TYPE_REPO,
+        clock=recorded_at,
+    )
     assert report.recorded == len(hub_emulator.history(UNKNOWN_TYPE_REPO))
     with database.read_session() as session:
         keys = list(

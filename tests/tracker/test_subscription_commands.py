@@ -27,7 +27,7 @@ from tracker.commands.demo import DEMO_SUBSCRIPTIONS, store_demo_subscriptions
 from tracker.config_file import ConfigFileError, load_daemon_config, parse_daemon_config
 
 ROOT = Path(__file__).resolve().parents[2]
-SECRET = "s3cret-signing-key-0123"
+SECRET = "whsec_bmV1cmFyY2gtdGVzdC1zZWNyZXQta2V5"
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
@@ -72,6 +72,7 @@ def test_subscribe_list_unsubscribe_round_trip(
         "cards": ["T4", "A10G"],
         "gpus": 2,
         "engine": None,
+        "stack": "",
         "alert_on": ["fit", "chat_template", "tokenizer"],
         "min_severity": "moderate",
         "channels": [],
@@ -112,7 +113,11 @@ def test_seq_len_max_is_stored_as_the_models_context(
         (["--repo", "no-slash"], "repos entry 'no-slash' must be ORG/NAME"),
         (["--repo", "a/b/*"], "repos entry 'a/b/*' must be ORG/NAME"),
         (["--webhook", "https://hooks.example/x"], "a webhook needs a secret"),
-        (["--webhook", "https://hooks.example/x", "--secret", "short"], "at least 16"),
+        (["--webhook", "https://hooks.example/x", "--secret", "short"], "Standard Webhooks secret"),
+        (
+            ["--webhook", "https://hooks.example/x", "--secret", "whsec_" + "A" * 20],
+            "24 to 64 random bytes",
+        ),
         (["--webhook", "ftp://hooks.example/x", "--secret", SECRET], "http:// or https://"),
         (["--secret", SECRET], "give --webhook URL"),
         (["--webhook", "https://h.example/x", "--secret-env", "NO_SUCH_VAR_X"], "NO_SUCH_VAR_X"),
@@ -293,6 +298,7 @@ def test_the_shipped_demo_subscriptions_parse_and_store(database: Database) -> N
         "cards": ["L4", "A100 80GB"],
         "gpus": 1,
         "engine": None,
+        "stack": "",
         "alert_on": ["fit", "chat_template", "tokenizer"],
         "min_severity": "moderate",
         "channels": [],

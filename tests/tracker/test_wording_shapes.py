@@ -19,6 +19,7 @@ import pytest
 from storage import open_database
 from storage.records import FileEntry, Severity
 from tests.fixtures.change_lines import absurd_deltas, contradicting_ranges, equal_sides
+from tests.storage.builders import recorded_at
 from tracker.commands.render import history_text
 from tracker.diff.chat_template import diff_chat_templates
 from tracker.diff.files import diff_files
@@ -26,10 +27,12 @@ from tracker.diff.json_diff import diff_json
 from tracker.diff.manifest import diff_manifests
 from tracker.diff.sandbox import render_prompts
 from tracker.diff.shapes import MAX_LINE_CHARS, excerpt
+from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
 from tracker.reads.documents import history_document
 from tracker.revision.backfill import backfill
+from tracker.settings import HubSettings
 
 PHI3 = "microsoft/Phi-3-mini-128k-instruct"
 START = datetime(2025, 1, 1, tzinfo=UTC)
@@ -61,7 +64,12 @@ def test_phi3_rope_scaling_edit_names_the_sub_keys_in_history(
         )
     database = open_database(f"sqlite:///{tmp_path}/db.sqlite")
     database.migrate()
-    backfill(database, Hub(hub_emulator.endpoint, max_retries=0), repo)
+    backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        repo,
+        clock=recorded_at,
+    )
     text = history_text(history_document(database, repo))
     database.close()
     assert (
@@ -311,7 +319,12 @@ def test_a_shard_index_replaced_by_an_unreadable_single_file_is_not_weights_remo
     )
     database = open_database(f"sqlite:///{tmp_path}/db.sqlite")
     database.migrate()
-    backfill(database, Hub(hub_emulator.endpoint, max_retries=0), repo)
+    backfill(
+        database,
+        Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=0),
+        repo,
+        clock=recorded_at,
+    )
     text = history_text(history_document(database, repo))
     database.close()
     assert "tensors removed" not in text and "total scalars" not in text

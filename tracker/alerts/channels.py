@@ -1,7 +1,7 @@
 """Where an alert is pushed: one ``Sender`` interface, one implementation per channel kind.
 
     Sender (protocol)       send(delivery, channel) -> None, or raises DeliveryFailed
-    ├── WebhookSender       a signed JSON POST (``tracker.alerts.signing``)
+    ├── WebhookSender       a JSON POST signed as Standard Webhooks (``standardwebhooks``)
     ├── AppriseSender       any notification URL apprise understands (discord://, json://, ...)
     └── FeedSender          the subscription's Atom feed: nothing to push
 
@@ -30,6 +30,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Final, Protocol
 
 import requests
+from standardwebhooks import Webhook
 
 from storage.records import Delivery, JsonValue
 from tracker.alerts.egress import (
@@ -41,8 +42,7 @@ from tracker.alerts.egress import (
     channel_destination,
 )
 from tracker.alerts.guard import Guard, guarded
-from tracker.alerts.signing import signature_headers
-from tracker.alerts.spec import Channel
+from tracker.alerts.spec import Channel, signing_secret
 from tracker.errors import TrackerError
 
 RETRYABLE_STATUS: Final = frozenset({408, 425, 429})
@@ -75,7 +75,12 @@ class DeliveryFailed(TrackerError):
 class Sender(Protocol):
     """Pushes one outbox row to one channel; returns on success, raises DeliveryFailed."""
 
-    def send(self, delivery: Delivery, channel: Channel | None) -> None: ...
+    def send(self, delivery: Delivery, channel: Channel | None) -> None:
+        """Push ``delivery`` to ``channel`` (None for the feed, which has no configured channel).
+
+        Returns on success; raises DeliveryFailed, whose ``permanent`` decides retry or dead letter.
+        """
+        ...
 
 
 def user_agent() -> str:
@@ -136,17 +141,25 @@ class WebhookSender:
         self.agent = user_agent()
 
     def send(self, delivery: Delivery, channel: Channel | None) -> None:
+        """POST the signed alert once, redirects not followed; network I/O to the channel's URL.
+
+        Raises DeliveryFailed: permanent for a refused host, a missing secret or a 4xx.
+        """
         if channel is None or channel.kind != "webhook":
             raise DeliveryFailed("not a webhook channel", permanent=True)
         if not channel.secret:
-            raise DeliveryFailed("the webhook channel has no secret", permanent=True)
+            raise DeliveryFailed("the webhook channel has no signing secret", permanent=True)
         body = json.dumps(webhook_body(delivery), separators=(",", ":")).encode()
+        message_id, now = delivery_key(delivery), self.clock()
         headers = {
             "Content-Type": "application/json",
             "User-Agent": self.agent,
             "X-Neurarch-Event": "alert",
-            "X-Neurarch-Delivery": delivery_key(delivery),
-            **signature_headers(channel.secret, body, self.clock()),
+            "webhook-id": message_id,
+            "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": Webhook(signing_secret(channel.secret)).sign(
+                message_id, now, body
+            ),
         }
         cleared = _clear(self.egress, channel)
         with guarded(self.egress, *cleared) as guard:
@@ -241,6 +254,10 @@ class AppriseSender:
         self.egress = egress or Egress()
 
     def send(self, delivery: Delivery, channel: Channel | None) -> None:
+        """Notify through apprise once; network I/O to whatever the notification URL names.
+
+        Raises DeliveryFailed: permanent when apprise is missing or refuses the URL.
+        """
         if channel is None or channel.kind != "apprise":
             raise DeliveryFailed("not an apprise channel", permanent=True)
         try:
@@ -279,4 +296,5 @@ class FeedSender:
     """The subscription's Atom feed is rendered from storage: nothing to push."""
 
     def send(self, delivery: Delivery, channel: Channel | None) -> None:
+        """Succeed at once: the feed is rendered from storage when it is read."""
         return None

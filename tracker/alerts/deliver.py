@@ -20,7 +20,7 @@ once (the daemon's tick); ``run_once`` also waits for them (tests, scripts).
 Rows are claimed only for free pool threads, so a claimed row is sent
 straight away, well inside its lease. A worker that dies between 1 and 3
 leaves its row to come back when the lease runs out; if it died after the
-POST, the receiver sees the same ``X-Neurarch-Delivery`` id again and can
+POST, the receiver sees the same ``webhook-id`` again and can
 drop it.
 """
 

@@ -134,6 +134,7 @@ class AllowList:
 
     @property
     def entries(self) -> tuple[str, ...]:
+        """The entries as the operator wrote them, for settings output and error messages."""
         return tuple(rule.entry for rule in self.rules)
 
     def permits_address(self, address: IPAddress, port: int) -> str | None:
@@ -167,16 +168,23 @@ class Cleared:
 class ChannelLike(Protocol):
     """A channel as the stores hold it: ``to_json()`` gives its ``type`` and ``url``."""
 
-    def to_json(self) -> Mapping[str, object]: ...
+    def to_json(self) -> Mapping[str, object]:
+        """The channel's stored JSON: its ``type`` and ``url`` are what egress reads."""
+        ...
 
 
 class SubscriptionLike(Protocol):
     """What ``Egress.vet`` reads of a subscription: its name and channels."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The subscription's name, used to say which one a refused channel belongs to."""
+        ...
+
     @property
-    def channels(self) -> Sequence[ChannelLike]: ...
+    def channels(self) -> Sequence[ChannelLike]:
+        """The channels whose destinations are checked."""
+        ...
 
 
 def system_resolver(host: str, port: int) -> Sequence[str]:

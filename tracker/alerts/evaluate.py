@@ -12,7 +12,7 @@ never queues it twice (the outbox refuses the duplicate).
 ``enqueue_alerts`` is what the daemon's alert publisher (``alert_publisher``,
 an entry of its publisher table) calls after the advisory is written. It
 reads only the revision's outcome record: the parsed configs and the context
-length in the stored plans come from processing, so nothing is read back from
+length in the typed plans come from processing, so nothing is read back from
 the blob store and no JSON is parsed again. A plan under a subscriber's
 workload is computed once per (config, workload, engine request) within the
 revision (``PlanCache``), however many subscriptions and cards ask for it.
@@ -32,8 +32,9 @@ from typing import Final, Literal
 
 from sqlalchemy.orm import Session
 
+from estimator import Plan
 from estimator.errors import EstimateError
-from storage import Delivery, channel_key, enqueue_delivery, subscriptions
+from storage import Delivery, channel_key, enqueue_delivery, subscriptions_naming
 from storage.records import (
     Change,
     JsonValue,
@@ -44,7 +45,7 @@ from storage.records import (
 )
 from tracker.alerts.deliver import FEED_CHANNEL
 from tracker.alerts.message import FitFlip, FitState, changes_summary, engine_summary, fit_summary
-from tracker.alerts.plan_cache import ModelSide, PlanCache
+from tracker.alerts.plan_cache import ModelSide, PlanCache, stated_context
 from tracker.alerts.spec import SubscriptionError, SubscriptionSpec
 from tracker.alerts.starts import engine_flips
 from tracker.diff.common import change_json
@@ -75,11 +76,13 @@ class AlertLinks:
     hub_url: str = "https://huggingface.co"
 
     def advisory_url(self, advisory_id: str | None) -> str | None:
+        """The advisory's page on this deployment; None when the revision published no advisory."""
         if advisory_id is None:
             return None
         return f"{self.base_url.rstrip('/')}/advisories/{advisory_id}"
 
     def revision_url(self, repo_id: str, sha: str) -> str:
+        """The Hub's commit page for ``sha``, linked from every alert so a subscriber sees the diff."""
         return f"{self.hub_url.rstrip('/')}/{repo_id}/commit/{sha}"
 
 
@@ -157,7 +160,7 @@ def watched_changes(spec: SubscriptionSpec, changes: Sequence[Change]) -> list[C
 
 def enqueue_alerts(
     session: Session,
-    outcome: RevisionOutcome,
+    outcome: RevisionOutcome[Plan],
     *,
     advisory_id: str | None,
     links: AlertLinks,
@@ -185,8 +188,8 @@ def enqueue_alerts(
     plans = PlanCache()
     new_side = old_side = None
     if any(spec.fit for _, spec in matching):
-        new_side = model_side(outcome.snapshot, outcome.configs, outcome.plan, plans)
-        old_side = model_side(previous, outcome.previous_configs, outcome.previous_plan, plans)
+        new_side = model_side(outcome.snapshot, outcome.configs, outcome.plan)
+        old_side = model_side(previous, outcome.previous_configs, outcome.previous_plan)
     queued: list[Delivery] = []
     for record, spec in matching:
         alerts = evaluate(
@@ -222,7 +225,7 @@ def alert_publisher(links: AlertLinks, clock: Callable[[], datetime]) -> Publish
     the entries before it wrote and adds the outbox rows it queued."""
 
     def queue_alerts(
-        session: Session, outcome: RevisionOutcome, publication: Publication
+        session: Session, outcome: RevisionOutcome[Plan], publication: Publication
     ) -> Publication:
         queued = enqueue_alerts(
             session, outcome, advisory_id=publication.advisory_id, links=links, now=clock()
@@ -235,25 +238,24 @@ def alert_publisher(links: AlertLinks, clock: Callable[[], datetime]) -> Publish
 def model_side(
     snapshot: Snapshot,
     configs: Mapping[str, JsonValue],
-    plan: Mapping[str, JsonValue] | None,
-    plans: PlanCache,
+    plan: Plan | None,
 ) -> ModelSide | None:
     """A revision's side of the transition from its outcome; None without a parsed config.json."""
     key = snapshot.texts.get(CONFIG)
     config = configs.get(CONFIG)
     if key is None or not isinstance(config, Mapping):
         return None
-    side = ModelSide(key, config, None)
-    return replace(side, context=plans.context(side, plan))
+    return ModelSide(key, config, stated_context(plan))
 
 
 def _matching_subscriptions(
     session: Session, repo_id: str
 ) -> list[tuple[Subscription, SubscriptionSpec]]:
-    """Active subscriptions naming ``repo_id``; one whose stored spec no longer parses is
-    skipped with a warning."""
+    """Active subscriptions naming ``repo_id``, parsed; one whose stored spec no longer
+    parses is skipped with a warning. Storage reads only those whose patterns name the
+    repo, so no other subscription is read or parsed inside the revision's transaction."""
     matching = []
-    for record in subscriptions(session):
+    for record in subscriptions_naming(session, repo_id):
         try:
             spec = SubscriptionSpec.from_record(record)
         except SubscriptionError as exc:
@@ -263,8 +265,7 @@ def _matching_subscriptions(
                 )
             )
             continue
-        if spec.matches(repo_id):
-            matching.append((record, spec))
+        matching.append((record, spec))
     return matching
 
 
@@ -274,7 +275,9 @@ def _fit_states(
     """Per card: the sequence length used and what the estimator said."""
     states: dict[str, tuple[int, FitState]] = {}
     for card in spec.cards:
-        workload = spec.workload_on(card, side.context if spec.follow_context else None)
+        workload = spec.workload_on(
+            card, side.context if spec.follow_context else None, side.model_type
+        )
         plan = plans.plan(side, workload)
         fit = next(c for c in plan.cards if c.card.name == card).method(workload.method)
         states[card] = (

@@ -9,7 +9,7 @@ record, which holds exactly these fields in this order.
 
 Where it lives, and why here: the table is pure data importing nothing of
 ours, so building the CLI parser (which must not load storage, the estimator
-or SQLAlchemy: ``--help`` in 0.07 s, tests/tracker/test_cli_imports.py) can
+or SQLAlchemy, so that ``--help`` answers at once; tests/tracker/test_cli_imports.py) can
 read it. Storage cannot hold it for the same reason (importing any
 ``storage`` module opens its SQLAlchemy package), and feeds, which never
 imports the tracker, receives what it needs the way it receives the
@@ -57,6 +57,7 @@ class Field:
 
     @property
     def required(self) -> bool:
+        """True when a document must give this field: it has no default and is not optional."""
         return self.default is None and not self.optional
 
     @property
@@ -199,6 +200,19 @@ FIELDS: Final[tuple[Field, ...]] = (
         "vllm|sglang|tgi|transformers",
         ("transformers", "vllm", "sglang", "tgi"),
         optional=True,
+    ),
+    Field(
+        "stack",
+        "string",
+        "",
+        "libraries and versions that run the job, as pins: 'torch==2.4 transformers==4.44 "
+        "peft==0.12' or 'vllm==0.6.4' (no file: the daemon evaluates it). Their versions set "
+        "what estimator/README.md lists under Stacks, a training library picks its recipe "
+        "beneath the fields given here, and an engine's version picks its start-up; empty: "
+        "the estimator's defaults",
+        "workload",
+        "--stack",
+        "PINS",
     ),
     Field(
         "alert_on",

@@ -36,6 +36,7 @@ class FitState:
     split_cards: int | None
 
     def to_json(self) -> dict[str, JsonValue]:
+        """The state as it appears in an alert's ``fit`` payload; bytes are raw, not GiB."""
         return {
             "device_bytes": self.device_bytes,
             "fits": self.fits,
@@ -56,6 +57,7 @@ class FitFlip:
     after: FitState
 
     def to_json(self) -> dict[str, JsonValue]:
+        """The flip as one item of an alert's ``fit`` payload list."""
         return {
             "card": self.card,
             "method": self.method,
@@ -83,6 +85,7 @@ class EngineState:
     wider_gpus: int | None = None
 
     def to_json(self) -> dict[str, JsonValue]:
+        """The state as an engine alert's ``fit`` payload holds it; unknown figures are null."""
         return {
             "starts": self.starts,
             "max_model_len": self.max_model_len,
@@ -103,6 +106,7 @@ class EngineFlip:
     after: EngineState
 
     def to_json(self) -> dict[str, JsonValue]:
+        """The flip as one item of an engine alert's ``fit`` payload list."""
         return {
             "card": self.card,
             "engine": self.engine,

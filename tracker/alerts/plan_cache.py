@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import estimator
-from estimator.errors import EstimateError, PlanJsonError
-from storage.records import JsonValue
+from estimator.errors import EstimateError
 
 Config = Mapping[str, Any]
 
@@ -27,6 +26,21 @@ class ModelSide:
     key: str
     config: Config
     context: int | None
+
+    @property
+    def model_type(self) -> str | None:
+        """The config's ``model_type``, which a stack's per-type mechanisms read."""
+        value = self.config.get("model_type")
+        return value if isinstance(value, str) else None
+
+
+def stated_context(recorded: estimator.Plan | None) -> int | None:
+    """The context length a side's recorded Plan states; None when the revision has no
+    plan (the estimator refused its config) or its config states none."""
+    if recorded is None:
+        return None
+    value = dict(recorded.model).get("max_position_embeddings")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 PlanKey = tuple[str, estimator.Workload, estimator.EngineRequest | None]
@@ -49,6 +63,10 @@ class PlanCache:
         workload: estimator.Workload,
         engine: estimator.EngineRequest | None = None,
     ) -> estimator.Plan:
+        """The estimator's plan for ``side`` under ``workload``, computed on first ask.
+
+        Raises the EstimateError the estimator raised, again on every later ask.
+        """
         key = (side.key, workload, engine)
         if key not in self._plans:
             try:
@@ -60,27 +78,8 @@ class PlanCache:
             raise found
         return found
 
-    def context(self, side: ModelSide, document: Mapping[str, JsonValue] | None) -> int | None:
-        """The context length ``document`` (the side's stored Plan JSON) states, read typed.
-
-        None when the revision has no plan (the estimator refused its config).
-        A stored plan the estimator no longer reads (written under an older
-        schema) is planned again under the default workload, once.
-        """
-        if document is None:
-            return None
-        try:
-            typed = estimator.Plan.from_json(document)
-        except PlanJsonError:
-            try:
-                typed = self.plan(side, estimator.Workload())
-            except EstimateError:
-                return None
-        value = dict(typed.model).get("max_position_embeddings")
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
     def __len__(self) -> int:
         return len(self._plans)
 
 
-__all__ = ["Config", "ModelSide", "PlanCache", "PlanKey"]
+__all__ = ["Config", "ModelSide", "PlanCache", "PlanKey", "stated_context"]

@@ -12,9 +12,10 @@ API's JSON body, and what the CLI's flags build)::
     lora_rank = 16
     cards = ["T4", "A10G"]   # at least one; gpus = N splits over N of each
     gpus = 1
+    stack = "torch==2.4 transformers==4.44 peft==0.12"   # optional: pins, no file
     alert_on = ["fit", "chat_template", "tokenizer"]
     min_severity = "moderate"
-    channels = [{type = "webhook", url = "https://...", secret = "..."},
+    channels = [{type = "webhook", url = "https://...", secret = "whsec_..."},
                 {type = "apprise", url = "discord://..."}]
 
 The workload and card names are checked by the estimator itself
@@ -29,14 +30,23 @@ checks that need the estimator and storage's severities. The job is the
 estimator's own ``Workload`` (on the first card; ``workload_on`` moves it to
 each card), so there is one workload type: what a subscription adds beside it
 is the list of cards and ``follow_context`` (``seq_len = "max"``).
+
+``stack`` is the job's libraries as pins only (``estimator.stacks.parse_stack``):
+a subscription is evaluated by the daemon, which has neither the subscriber's
+requirements file nor environment. It is applied as ``plan --stack`` applies it
+(``estimator.stacks.apply_stack``): the recipe the stack implies, then its
+versions' mechanisms, then the subscription's own fields, which win; a
+mechanism held to some model types is applied per revision, once its config
+names the type (``workload_on``).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from fnmatch import fnmatchcase
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
@@ -46,6 +56,7 @@ from estimator.engines.request import EngineName
 from estimator.errors import WorkloadError
 from storage import SubscriptionColumns, subscription_document
 from storage.records import JsonValue, Severity, Subscription
+from storage.repo_patterns import names_repo
 from storage.subscriptions import MASK
 from tracker.alerts.fields import ALERT_ON, BY_NAME, CONTEXT, NAMES, STORED_SPEC
 from tracker.errors import TrackerError
@@ -66,11 +77,15 @@ WATCHABLE: Final[Mapping[str, tuple[str, ...]]] = {
 FIT: Final = "fit"
 ChannelKind = Literal["webhook", "apprise"]
 CHANNEL_KINDS: Final = ("webhook", "apprise")
-MIN_SECRET_LENGTH: Final = 16
+SECRET_PREFIX: Final = "whsec_"
+SECRET_BYTES: Final = (24, 64)
+"""A webhook key's length in bytes, as the Standard Webhooks spec asks (spec.md, "Signature scheme")."""
 MAX_NAME_LENGTH: Final = 200
 MAX_PATTERNS: Final = 100
 MAX_CARDS: Final = 16
 MAX_CHANNELS: Final = 16
+MAX_STACK_TEXT: Final = 4096
+"""The longest ``stack`` text a subscription may give (its pins are parsed from it)."""
 STAND_IN_CONTEXT: Final = 512
 """The sequence length a "max" workload is checked at before any config states one."""
 
@@ -124,19 +139,27 @@ class SubscriptionSpec:
     artifacts: tuple[str, ...] = ()
     min_severity: Severity = Severity.INFO
     channels: tuple[Channel, ...] = ()
+    stack: str = ""
 
     @property
     def gpus(self) -> int:
         """The job is split over this many of each card."""
         return self.workload.gpus
 
-    def workload_on(self, card: str, context: int | None = None) -> estimator.Workload:
-        """The job on ``card``; ``context`` is the sequence length a "max" job runs at."""
-        if not self.follow_context:
-            return replace(self.workload, card=card)
-        if context is None:
-            raise SubscriptionError("seq_len 'max': the config states no context length")
-        return replace(self.workload, card=card, seq_len=context)
+    def workload_on(
+        self, card: str, context: int | None = None, model_type: str | None = None
+    ) -> estimator.Workload:
+        """The job on ``card``; ``context`` is the sequence length a "max" job runs at;
+        ``model_type`` (the revision's config) adds the stack's mechanisms held to it."""
+        workload = replace(self.workload, card=card)
+        if self.follow_context:
+            if context is None:
+                raise SubscriptionError("seq_len 'max': the config states no context length")
+            workload = replace(workload, seq_len=context)
+        if self.stack and model_type:
+            fields = _typed_stack_fields(self.stack, model_type)
+            workload = replace(workload, **fields)  # type: ignore[arg-type]  # table-checked values
+        return workload
 
     def engine_on(self, card: str, context: int | None = None) -> estimator.EngineRequest | None:
         """The serving engine's start-up on ``card`` at ``context`` tokens, if one is named.
@@ -155,7 +178,7 @@ class SubscriptionSpec:
 
     def matches(self, repo_id: str) -> bool:
         """True if ``repo_id`` is named by one of the patterns (shell-style, case-sensitive)."""
-        return any(fnmatchcase(repo_id, pattern) for pattern in self.repos)
+        return names_repo(self.repos, repo_id)
 
     def watches(self, artifact: str) -> bool:
         """True if a change to ``artifact`` (a Change.artifact) is something to alert on."""
@@ -173,6 +196,7 @@ class SubscriptionSpec:
             "cards": list(self.cards),
             "gpus": workload.gpus,
             "engine": self.engine,
+            "stack": self.stack,
             "alert_on": ([FIT] if self.fit else []) + list(self.artifacts),
         }
         return {name: values[name] for name in STORED_SPEC}
@@ -222,16 +246,23 @@ def parse_subscription(
     where = f"{source} {name!r}" if source == "subscription" else source
     seq_len = _seq_len(_get(document, "seq_len"), where)
     cards = _cards(_get(document, "cards"), where)
+    stack = _stack(_get(document, "stack"), where)
+    explicit: dict[str, Any] = {
+        "method": _get(document, "method"),
+        "batch": _get(document, "batch"),
+        "seq_len": STAND_IN_CONTEXT if seq_len is None else seq_len,
+        "precision": _get(document, "precision"),
+        "lora_rank": _get(document, "lora_rank"),
+        "card": cards[0],
+        "gpus": _get(document, "gpus"),
+    }
     try:  # the estimator's own checks, on the first card, a "max" at a stand-in length
-        workload = estimator.Workload(
-            method=_get(document, "method"),
-            batch=_get(document, "batch"),
-            seq_len=STAND_IN_CONTEXT if seq_len is None else seq_len,
-            precision=_get(document, "precision"),
-            lora_rank=_get(document, "lora_rank"),
-            card=cards[0],
-            gpus=_get(document, "gpus"),
-        )
+        if stack:
+            from estimator.stacks import apply_stack, parse_stack
+
+            workload = apply_stack(parse_stack(stack), None, None, **explicit)
+        else:
+            workload = estimator.Workload(**explicit)
     except WorkloadError as exc:
         raise SubscriptionError(f"{where}: {exc}".replace("workload: ", "")) from None
     engine = _engine(_get(document, "engine"), workload, where)
@@ -250,6 +281,7 @@ def parse_subscription(
             _channel(c, f"{where}: channels[{i}]")
             for i, c in enumerate(_list(_get(document, "channels"), "channels", where))
         ),
+        stack=stack,
     )
 
 
@@ -311,6 +343,36 @@ def _cards(value: Any, where: str) -> tuple[str, ...]:
     except WorkloadError as exc:
         raise SubscriptionError(f"{where}: cards: {exc}".replace("workload: ", "")) from None
     return tuple(dict.fromkeys(canonical))
+
+
+def _stack(value: Any, where: str) -> str:
+    """The pins in the form ``parse_stack`` writes back; empty for no stack."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or len(value) > MAX_STACK_TEXT:
+        raise SubscriptionError(
+            f"{where}: stack must be NAME==VERSION pins as text (torch==2.4 peft==0.12), "
+            f"at most {MAX_STACK_TEXT} characters"
+        )
+    from estimator.stacks import StackError, parse_stack
+
+    try:
+        return parse_stack(value).text()
+    except StackError as exc:
+        raise SubscriptionError(f"{where}: {exc}") from None
+
+
+def _typed_stack_fields(stack: str, model_type: str) -> dict[str, object]:
+    """The stack's fields for ``model_type`` that the subscription's own fields do not set."""
+    from estimator.stacks import known, parse_stack, stack_fields
+
+    fields = stack_fields(known(parse_stack(stack)), model_type)
+    return {k: v for k, v in fields.items() if k not in _SUBSCRIPTION_FIELDS}
+
+
+_SUBSCRIPTION_FIELDS: Final = frozenset(
+    {"method", "batch", "seq_len", "precision", "lora_rank", "card", "gpus"}
+)
 
 
 def _engine(value: Any, workload: estimator.Workload, where: str) -> EngineName | None:
@@ -376,12 +438,38 @@ def _secret(value: Mapping[str, Any], where: str) -> str:
         secret = os.environ.get(value["secret_env"])
         if secret is None:
             raise SubscriptionError(f"{where}: environment variable {value['secret_env']} is unset")
-    if not isinstance(secret, str) or len(secret) < MIN_SECRET_LENGTH or not secret.isascii():
+    if not isinstance(secret, str) or not is_standard_secret(secret):
         raise SubscriptionError(
-            f"{where}: a webhook needs a secret (or secret_env) of at least "
-            f"{MIN_SECRET_LENGTH} ASCII characters, to sign every delivery"
+            f"{where}: a webhook needs a secret (or secret_env) to sign every delivery: a "
+            f"Standard Webhooks secret, {SECRET_PREFIX} and the base64 of {SECRET_BYTES[0]} to "
+            f"{SECRET_BYTES[1]} random bytes"
         )
     return secret
+
+
+def is_standard_secret(secret: str) -> bool:
+    """True if ``secret`` is ``whsec_`` and the base64 of a key of ``SECRET_BYTES`` bytes."""
+    if not secret.startswith(SECRET_PREFIX) or not secret.isascii():
+        return False
+    try:
+        key = base64.b64decode(secret.removeprefix(SECRET_PREFIX), validate=True)
+    except binascii.Error:
+        return False
+    return SECRET_BYTES[0] <= len(key) <= SECRET_BYTES[1]
+
+
+def signing_secret(secret: str) -> str:
+    """The Standard Webhooks secret a delivery is signed with.
+
+    A subscription stored before alerts were Standard Webhooks holds a plain
+    shared secret; its deliveries are signed with ``whsec_`` + the base64 of
+    that secret's UTF-8 bytes (the key is the secret itself), so its receiver
+    keeps working by verifying with that, rather than the subscription going
+    silent. New subscriptions must give a standard secret.
+    """
+    if is_standard_secret(secret):
+        return secret
+    return SECRET_PREFIX + base64.b64encode(secret.encode()).decode("ascii")
 
 
 __all__ = [
@@ -389,10 +477,14 @@ __all__ = [
     "CONTEXT",
     "FIT",
     "MASK",
+    "SECRET_BYTES",
+    "SECRET_PREFIX",
     "WATCHABLE",
     "Channel",
     "SubscriptionError",
     "SubscriptionSpec",
     "describe_job",
+    "is_standard_secret",
     "parse_subscription",
+    "signing_secret",
 ]

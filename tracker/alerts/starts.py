@@ -54,7 +54,7 @@ def _engine_state(
 ) -> EngineState:
     """The engine's start-up on ``card`` at the job's max_model_len (``gpus`` per card)."""
     context = side.context if spec.follow_context else None
-    workload = spec.workload_on(card, context)
+    workload = spec.workload_on(card, context, side.model_type)
     request = spec.engine_on(card, context)
     if request is None:
         raise SubscriptionError(f"subscription {spec.name!r} names no engine")

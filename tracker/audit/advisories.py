@@ -80,7 +80,12 @@ class Published:
 class AdvisorySource(Protocol):
     """Advisories per repo id, from wherever they are kept, and what they cannot speak for."""
 
-    def for_repos(self, repo_ids: Iterable[str]) -> dict[str, list[Published]]: ...
+    def for_repos(self, repo_ids: Iterable[str]) -> dict[str, list[Published]]:
+        """The unwithdrawn advisories of each repo id, every id a key (an empty list: none).
+
+        Raises AdvisoryServerError when a remote source cannot be read.
+        """
+        ...
 
     def gap(self, repo_id: str, after: Sequence[str]) -> str | None:
         """Why no advisory list from here can judge the revisions ``after`` a pin (main's,
@@ -127,6 +132,7 @@ class DatabaseAdvisories:
         )
 
     def for_repos(self, repo_ids: Iterable[str]) -> dict[str, list[Published]]:
+        """The advisories this database published per repo, withdrawn ones left out."""
         found: dict[str, list[Published]] = {}
         with self._database.read_session() as session:
             for repo_id in dict.fromkeys(repo_ids):
@@ -152,6 +158,10 @@ class OsvServerAdvisories:
         return None
 
     def for_repos(self, repo_ids: Iterable[str]) -> dict[str, list[Published]]:
+        """One querybatch per 1,000 repos, then one GET per advisory id: network I/O to the server.
+
+        Raises AdvisoryServerError for an unreachable server, a non-OSV answer or endless pages.
+        """
         wanted = list(dict.fromkeys(repo_ids))
         ids: dict[str, list[str]] = {repo_id: [] for repo_id in wanted}
         for start in range(0, len(wanted), MAX_BATCH):

@@ -85,9 +85,11 @@ class PinReport:
     """Why the audit could not judge this pin (its findings may then be incomplete)."""
 
     def worst(self) -> Severity | None:
+        """The most severe finding's severity; None when the pin has no findings."""
         return max((f.severity for f in self.findings), default=None)
 
     def at_least(self, severity: Severity) -> tuple[Finding, ...]:
+        """The findings at or above ``severity``, the ones that make ``audit`` exit 1."""
         return tuple(f for f in self.findings if f.severity >= severity)
 
 
@@ -108,6 +110,10 @@ class Auditor:
         self._plans: dict[tuple[str, str, Workload], Plan | str] = {}
 
     def audit(self, pins: Sequence[Pin]) -> list[PinReport]:
+        """One report per pin, in order; reads each repo's advisories once, then main and plans.
+
+        A pin the Hub cannot answer for is reported with ``cannot_judge``, not raised.
+        """
         published = self._advisories.for_repos(p.repo_id for p in pins)
         return [self._one(pin, published.get(pin.repo_id, [])) for pin in pins]
 

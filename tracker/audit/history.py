@@ -20,7 +20,12 @@ FULL_SHA_LENGTH = 40
 class MainHistory(Protocol):
     """Main's commit shas of a repo, oldest first; None when this source does not know the repo."""
 
-    def shas(self, repo_id: str) -> list[str] | None: ...
+    def shas(self, repo_id: str) -> list[str] | None:
+        """None or empty when this source lacks the repo (``FirstKnown`` then asks the next).
+
+        May raise HubError (a TrackerError) when the source cannot be read.
+        """
+        ...
 
 
 class HubHistory:
@@ -30,6 +35,7 @@ class HubHistory:
         self._hub = hub
 
     def shas(self, repo_id: str) -> list[str] | None:
+        """One paged commit listing of main from the Hub (network); raises HubError on failure."""
         return [r.sha for r in self._hub.commits(repo_id)]
 
 
@@ -41,6 +47,10 @@ class FirstKnown:
         self._known: dict[str, list[str]] = {}
 
     def shas(self, repo_id: str) -> list[str] | None:
+        """The first source's non-empty history, cached per repo.
+
+        Raises HubError when no source knows the repo: an empty main is never read as clean.
+        """
         if repo_id not in self._known:
             for source in self._sources:
                 found = source.shas(repo_id)

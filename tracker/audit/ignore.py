@@ -59,6 +59,7 @@ class IgnoreRule:
         return self.kind is None or _of_kind(finding, self.kind)
 
     def expired(self, today: date) -> bool:
+        """True from the day after ``until``: an expired rule no longer hides its finding."""
         return self.until is not None and today > self.until
 
 

@@ -62,6 +62,7 @@ class Pin:
 
     @property
     def label(self) -> str:
+        """``ORG/NAME@REV``, or the bare repo id when unpinned, as reports name the pin."""
         return f"{self.repo_id}@{self.revision}" if self.revision else self.repo_id
 
 

@@ -18,10 +18,12 @@ SHORT = 12
 
 
 def to_json(reports: Sequence[PinReport]) -> str:
+    """The reports as JSON for scripts (``{"pins": [...]}``); its field names are stable."""
     return json.dumps({"pins": [_report_json(r) for r in reports]}, indent=2) + "\n"
 
 
 def to_table(reports: Sequence[PinReport]) -> str:
+    """The reports for a terminal: a block per pin, most severe finding first, then a total."""
     lines = []
     for report in reports:
         lines.append(f"{report.pin.label}  ({report.pin.origin})")
@@ -47,6 +49,7 @@ def to_table(reports: Sequence[PinReport]) -> str:
 
 
 def to_markdown(reports: Sequence[PinReport]) -> str:
+    """The reports as one Markdown table, a row per finding (one saying so for a clean pin)."""
     rows = [
         "| Model | Pinned | Newest | Behind | Severity | Finding |",
         "| --- | --- | --- | --- | --- | --- |",

@@ -41,6 +41,7 @@ RATING = {
 
 
 def to_vex(reports: Sequence[PinReport]) -> str:
+    """The reports as CycloneDX 1.6 VEX JSON; findings that are not advisories are left out."""
     bom = Bom()
     vulnerabilities: dict[str, Vulnerability] = {}
     for number, report in enumerate(reports, start=1):

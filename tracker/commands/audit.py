@@ -40,6 +40,7 @@ SEVERITIES = ("info", "low", "moderate", "high", "critical")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where pins come from, where advisories come from, the report and the fit check."""
     parser.add_argument("pins", metavar="REPO[@REV]", nargs="*", help="models to audit")
     parser.add_argument(
         "--lock",
@@ -121,6 +122,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0 clean, 1 a finding reaches --min-severity, 3 the audit could not complete.
+
+    Reads the Hub (and --server) over the network; --fix rewrites the lock files.
+    """
     from storage.records import Severity
     from tracker.audit.advisories import AdvisoryServerError
     from tracker.audit.check import INCOMPLETE, exit_code
@@ -234,6 +239,7 @@ def ignore_rules_of(args: argparse.Namespace) -> list[IgnoreRule]:
 
 
 def render(reports: list[PinReport], args: argparse.Namespace) -> str:
+    """The report in ``--format``; SARIF and VEX import their libraries only when asked."""
     from tracker.audit import render as plain
 
     if args.format == "sarif":

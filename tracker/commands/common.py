@@ -35,6 +35,7 @@ def open_storage(settings: Settings) -> Iterator[Database]:
 
 
 def print_json(value: Any) -> None:
+    """Indented JSON on stdout, non-ASCII kept; values JSON lacks (dates) as their ``str``."""
     print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 

@@ -37,6 +37,7 @@ DEMO_SUBSCRIPTIONS = Path(__file__).resolve().parent.parent / "demo" / "subscrip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The HTTP port and an optional corpus; the demo's Hub and database are its own."""
     parser.add_argument("--port", type=int, default=8080, help="HTTP port (default 8080; 0: any)")
     parser.add_argument(
         "--corpus", type=Path, help="replay this corpus directory instead of the shipped histories"
@@ -72,11 +73,15 @@ def store_demo_subscriptions(database: Database, path: Path = DEMO_SUBSCRIPTIONS
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.config_file import DaemonConfig, RepoConfig
+    """Serve until stopped (exit 0); exit 1 if a serving process dies, 2 if the port is taken.
+
+    Recreates ``demo.db`` in the data directory and binds loopback ports only.
+    """
+    from tracker.commands.backfill_progress import backfill_bar, watch_backfill
     from tracker.daemon import Daemon
     from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
-    from tracker.revision.progress import Progress, watch_backfill
     from tracker.roles import CannotListen, Role, ServeFailed, serve
+    from tracker.settings import DaemonConfig, RepoConfig
 
     revisions_sample = "neurarch_revisions_recorded_total"  # tracker.schedule.metrics
 
@@ -123,7 +128,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 daemon.health,
                 lambda: daemon.metrics.registry.get_sample_value(revisions_sample) or 0.0,
                 daemon.stop_event,
-                Progress(sys.stderr, repos_total=len(repos)),
+                backfill_bar(sys.stderr, repos_total=len(repos)),
+                len(repos),
             )
 
         serve(daemon, Role.ALL, announce)

@@ -18,6 +18,7 @@ HELP = "changes between two recorded revisions (OLD must not be newer than NEW)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """REPO, OLD and NEW (each a sha, a unique prefix or main), resolved only in ``run``."""
     parser.add_argument(
         "repo",
         metavar="REPO",
@@ -33,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 1 when the revisions differ, 0 when they do not, as diff(1) does.
+
+    Asks a daemon on this host, else reads storage; the Hub only to resolve a legacy id.
+    """
     from tracker.commands.render import diff_text, json_text
     from tracker.commands.repo_arg import repo_argument
     from tracker.reads.local_daemon import ask

@@ -20,6 +20,7 @@ QUANTIZATIONS = ("auto", "none", "fp8", "awq", "gptq", "bnb-4bit", "mxfp4")
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """The engine options, grouped; none is checked here (``engine_request_from`` does)."""
     g = parser.add_argument_group("serving engine (start-up verdict under serving.engine)")
     g.add_argument("--engine", choices=ENGINES, help="model this engine's start-up decision")
     g.add_argument(

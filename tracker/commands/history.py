@@ -11,6 +11,7 @@ HELP = "list a repo's recorded revisions, newest first, and their changes"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """REPO (any form ``repo_argument`` reads) and ``--json``, resolved only in ``run``."""
     parser.add_argument(
         "repo",
         metavar="REPO",
@@ -20,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0; asks a daemon on this host, else reads storage (the Hub only for a legacy id)."""
     from tracker.commands.render import history_text, json_text
     from tracker.commands.repo_arg import repo_argument
     from tracker.reads.local_daemon import ask

@@ -13,6 +13,7 @@ HELP = "serve a recorded corpus as a local Hub for huggingface_hub clients"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The corpus, the address, and the faults, latency, aliases and synthetic repos to serve."""
     parser.add_argument("--corpus", type=Path, required=True, help="directory with MANIFEST.json")
     parser.add_argument("--port", type=int, required=True, help="TCP port (0 picks a free one)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -52,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve until interrupted; bad options or a port that cannot be bound exit 2."""
     from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
     from tracker.hubsim.synthetic import SyntheticStore
 

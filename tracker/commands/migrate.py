@@ -15,10 +15,12 @@ HELP = "upgrade the database schema (every command also does this on start)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """No options: the database comes from the settings (``--config``, ``NEURARCH_*``)."""
     del parser  # no options: the database comes from the settings
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Migrate the configured database (schema changes are committed) and print its revision."""
     from tracker.commands.common import open_storage, user_errors
 
     del args

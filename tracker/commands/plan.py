@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import struct
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from tracker.commands.engine_flags import add_engine_arguments, engine_request_from
 from tracker.commands.plan_stack import add_stack_argument, stack_from
-from tracker.errors import UsageError
+from tracker.errors import ArtifactError, UsageError
 from tracker.hub.source_shape import could_be_hub_ref
 from tracker.untrusted.json_input import JsonInputError, JsonSyntaxError, read_json
+from tracker.untrusted.safetensors_header import MAX_HEADER_BYTES, read_header
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -46,10 +46,10 @@ RECIPE_CHOICES: Final = (
 NAME = "plan"
 HELP = "estimate memory per method, card fits and cost from a config.json"
 MAX_CONFIG_BYTES: Final = 16 * 2**20
-MAX_HEADER_BYTES: Final = 100 * 2**20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """SOURCE, the output form, the workload, the cards, the stack and the engine options."""
     parser.add_argument(
         "source", metavar="SOURCE", help="config.json, a directory, or ORG/NAME[@REV] on the Hub"
     )
@@ -221,6 +221,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(a transformer-layer wrap policy with use_orig_params, not peft's "
         "fsdp_auto_wrap_policy), so every layer's flat parameter takes a whole gradient",
     )
+    parser.add_argument(
+        "--load-dtype-auto",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="from_pretrained loads config.json's dtype (transformers 5): a full fine-tune of "
+        "a checkpoint declared bf16 (fp16) trains in pure bf16 (fp16), no fp32 master weights",
+    )
+    parser.add_argument(
+        "--fsdp-frozen-reshard",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="FSDP1 with LoRA: a layer unit of frozen weights is resharded once backward has "
+        "passed it (torch 2.1 on); --no-fsdp-frozen-reshard keeps every such unit gathered "
+        "until backward ends (torch 2.0 and earlier)",
+    )
     add_engine_arguments(parser)
 
 
@@ -241,17 +256,15 @@ def _read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> Any:
 
 def _safetensors_header(path: Path) -> Any:
     with path.open("rb") as handle:
-        prefix = handle.read(8)
-        if len(prefix) != 8:
-            raise UsageError(f"{path}: too short for a safetensors header")
-        (length,) = struct.unpack("<Q", prefix)
-        if length > MAX_HEADER_BYTES:
-            raise UsageError(f"{path}: safetensors header of {length} bytes is implausible")
-        raw = handle.read(length)
-    try:
-        return read_json(raw)
-    except JsonInputError as exc:
-        raise UsageError(f"{path}: safetensors header is not JSON ({exc})") from exc
+
+        def read(offset: int, length: int) -> bytes:
+            handle.seek(offset)
+            return handle.read(length)
+
+        try:
+            return read_header(read, str(path), size=path.stat().st_size)
+        except ArtifactError as exc:
+            raise UsageError(str(exc)) from exc
 
 
 def load_source(source: Path) -> tuple[Any, WeightManifest | None]:
@@ -305,6 +318,8 @@ def workload_from(args: argparse.Namespace, config: Any = None) -> Workload:
             ("quant_group_size", args.quant_group_size),
             ("attention", args.attention),
             ("fsdp_mixed_units", args.fsdp_mixed_units),
+            ("fsdp_frozen_reshard", args.fsdp_frozen_reshard),
+            ("load_dtype_auto", args.load_dtype_auto),
         )
         if value is not None
     }
@@ -346,6 +361,7 @@ def placement_of(args: argparse.Namespace) -> dict[str, object]:
 
 
 def render(result: Plan, args: argparse.Namespace, planned: PlanInputs | None = None) -> str:
+    """The plan as ``--json`` (naming the Hub revision planned), ``--markdown`` or text."""
     from estimator.report import render_markdown, render_terminal
 
     if args.json:
@@ -406,6 +422,10 @@ def reads_settings(args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace, settings: Settings | None) -> int:
+    """Print the plan (exit 0); an estimate the estimator refuses is a UsageError (exit 2).
+
+    A Hub SOURCE comes from the database, the HF cache or the Hub; ``--share`` POSTs the plan.
+    """
     from estimator import EstimateError, plan
 
     config, manifest, planned = inputs_of(args.source, settings)

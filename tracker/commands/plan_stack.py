@@ -23,6 +23,7 @@ ENVIRONMENT: Final = "env"
 
 
 def add_stack_argument(parser: argparse.ArgumentParser) -> None:
+    """``--stack``; the pins, file or environment it names are read in ``stack_from``."""
     parser.add_argument(
         "--stack",
         metavar="PINS|FILE|env",

@@ -28,6 +28,7 @@ ROLES = ("all", "web", "worker")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Overrides of the ``[server]`` settings, extra repos and the role."""
     parser.add_argument("--host", help="address to bind (default from [server], else 127.0.0.1)")
     parser.add_argument("--port", type=int, help="TCP port (default from [server], else 8080)")
     parser.add_argument("--workers", type=int, help="check worker threads (default 4)")
@@ -46,12 +47,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Run until SIGTERM (exit 0); exit 1 when a serving process dies, 2 when it cannot start.
+
+    Tracks the configured repos first (commits) unless the role is ``web``.
+    """
     from storage import StorageError
-    from tracker.config_file import RepoConfig
     from tracker.daemon import Daemon
     from tracker.errors import RepoIdError, TrackerError
     from tracker.hub.repo_id import validate_repo_id
     from tracker.roles import CannotListen, Role, ServeFailed, serve
+    from tracker.settings import RepoConfig
 
     config = settings.daemon
     try:

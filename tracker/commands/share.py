@@ -23,6 +23,7 @@ TIMEOUT_S: Final = 30.0
 
 
 def server_url(settings: Settings) -> str:
+    """The base URL plans are shared to: ``[server] public_url``, else host and port."""
     daemon = settings.daemon
     return (daemon.public_url or f"http://{daemon.host}:{daemon.port}").rstrip("/")
 

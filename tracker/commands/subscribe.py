@@ -32,7 +32,7 @@ from tracker.settings import Settings
 
 if TYPE_CHECKING:
     from tracker.alerts.spec import SubscriptionSpec
-    from tracker.config_file import DaemonConfig
+    from tracker.settings import DaemonConfig
 
 NAME = "subscribe"
 HELP = "get alerts when a revision of matching repos no longer fits or changes what you watch"
@@ -72,7 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     secret = channels.add_mutually_exclusive_group()
     secret.add_argument(
-        "--secret", metavar="S", help="the webhook's signing secret, 16+ ASCII characters"
+        "--secret",
+        metavar="S",
+        help="the webhook's Standard Webhooks signing secret: whsec_ + base64 of 24-64 bytes",
     )
     secret.add_argument(
         "--secret-env",
@@ -189,6 +191,10 @@ def describe(spec: SubscriptionSpec) -> list[str]:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Store the subscription (commits), refusing an existing name without ``--replace``.
+
+    A channel whose host alerts may not reach is refused before anything is stored.
+    """
     from tracker.alerts.egress import Egress
     from tracker.alerts.registry import find, save_subscription
     from tracker.alerts.spec import parse_subscription

@@ -26,6 +26,7 @@ _SUMMARY_KEYS = ("summary", "title", "message")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--json``, and ``--deliveries NAME`` / ``--dead`` for the outbox instead of the list."""
     parser.add_argument("--json", action="store_true", help="print JSON (secrets redacted)")
     parser.add_argument(
         "--deliveries",
@@ -154,6 +155,7 @@ def print_outbox(rows: list[dict[str, Any]]) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0; reads storage only, secrets masked in every form."""
     from tracker.commands.common import open_storage, print_json, user_errors
 
     with user_errors(), open_storage(settings) as database, database.read_session() as session:

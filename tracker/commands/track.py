@@ -13,6 +13,7 @@ HELP = "follow a repo (and record its history with --backfill)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """REPO (any form ``repo_argument`` reads) and ``--backfill``."""
     parser.add_argument(
         "repo",
         metavar="REPO",
@@ -26,14 +27,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Record and publish the head (or all of main) against the Hub, committing each revision.
+
+    Exit 0; a repo the Hub does not have, or bad input, exits 2.
+    """
+    from tracker.commands.backfill_progress import backfill_bar, repos
     from tracker.commands.common import open_storage, user_errors
     from tracker.commands.repo_arg import repo_argument
-    from tracker.daemon import revision_publishers
+    from tracker.daemon import revision_publishers, utc_now
     from tracker.hub.client import Hub
     from tracker.hub.repo_id import validate_repo_id
     from tracker.hub.retry import INTERACTIVE, Retrying
     from tracker.revision.backfill import backfill
-    from tracker.revision.progress import Progress
 
     with user_errors():
         repo_id = validate_repo_id(repo_argument(args.repo, settings)[0])
@@ -41,7 +46,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             hub = Hub.from_settings(settings.hub, Retrying(INTERACTIVE))
             # Without --backfill only the head is recorded (against its parent, read from the
             # Hub); the daemon's first check records the history before it.
-            progress = Progress(sys.stderr, repos_total=1) if args.backfill else None
+            progress = backfill_bar(sys.stderr, repos_total=1) if args.backfill else None
             try:
                 report = backfill(
                     database,
@@ -49,8 +54,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                     repo_id,
                     progress=progress,
                     newest_only=not args.backfill,
-                    publish=revision_publishers(settings),
+                    publish=revision_publishers(settings, utc_now),
+                    clock=utc_now,
                 )
+                if progress is not None:
+                    progress.set_description_str(repos(1, 1), refresh=False)
             finally:
                 if progress is not None:
                     progress.close()

@@ -12,10 +12,12 @@ HELP = "stop a subscription (its delivery history is kept)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """NAME of an active subscription (``neurarch-trace subscriptions`` lists them)."""
     parser.add_argument("name", metavar="NAME", help="the subscription's name")
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Deactivate the subscription (commits); exit 2 when no active one has that name."""
     from tracker.alerts.registry import remove
     from tracker.commands.common import open_storage, user_errors
 

@@ -11,10 +11,12 @@ HELP = "stop following a repo (history is kept)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """REPO, in any form ``repo_argument`` reads, resolved only in ``run``."""
     parser.add_argument("repo", metavar="REPO", help="model repo id, ORG/NAME")
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Mark the repo untracked (commits), keeping its history; exit 2 when it was not tracked."""
     from storage import untrack
     from tracker.commands.common import open_storage, user_errors
     from tracker.commands.repo_arg import repo_argument

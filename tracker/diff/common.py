@@ -49,6 +49,10 @@ class DiffContext:
     """The old revision's names: a token that is no longer used is named as it was."""
 
     def token(self, token_id: object, *, old: bool = False) -> str:
+        """The text a message quotes for a token id, looked up on the new side first.
+
+        ``old`` looks on the old side first; ``token N`` when neither side names it.
+        """
         first, second = (
             (self.old_token_names, self.token_names)
             if old

@@ -38,14 +38,17 @@ def is_unsafe_path(path: str) -> bool:
 
 
 def suffix(path: str) -> str:
+    """The path's last suffix, lower-cased (``.BIN`` counts as ``.bin``); empty if it has none."""
     return PurePosixPath(path).suffix.lower()
 
 
 def is_pickle(path: str) -> bool:
+    """Whether loading the file would unpickle it, so it can run arbitrary code."""
     return suffix(path) in PICKLE_SUFFIXES
 
 
 def is_code(path: str) -> bool:
+    """Whether the file is Python that ``trust_remote_code`` could run."""
     return suffix(path) in CODE_SUFFIXES
 
 

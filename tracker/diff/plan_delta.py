@@ -2,18 +2,15 @@
 
 A thin adapter: ``estimator.delta`` decides what moved, how it is worded
 (one label table, GiB) and how severe it is; this module only maps its typed
-entries onto ``storage.records.Change`` rows. Plans may come typed or as the
-stored Plan JSON; a stored document that is not a Plan counts as no plan.
+entries onto ``storage.records.Change`` rows, from the revision's typed Plans.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 import estimator
 from estimator import DeltaEntry, Plan
-from estimator.deltas import stored_plan
 from storage.records import Change, Severity
 
 ARTIFACT: Final = "estimate"
@@ -26,11 +23,9 @@ SEVERITIES: Final = {
 }
 
 
-def diff_plans(
-    old: Plan | Mapping[str, Any] | None, new: Plan | Mapping[str, Any] | None
-) -> list[Change]:
+def diff_plans(old: Plan | None, new: Plan | None) -> list[Change]:
     """Changes between two plans; nothing when either side has no plan."""
-    moved = estimator.delta(stored_plan(old), stored_plan(new))
+    moved = estimator.delta(old, new)
     return [change_of(entry) for entry in moved.entries]
 
 

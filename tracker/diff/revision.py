@@ -50,10 +50,12 @@ class RevisionContent:
         return self.cache[cache_key]
 
     def value(self, path: str) -> Any:
+        """The parsed value at ``path``; None when the text is absent or does not parse."""
         parsed = self.parsed(path)
         return None if parsed is None or parsed.error else parsed.value
 
     def paths_of(self, kind: str) -> list[str]:
+        """The revision's text paths the artifact table gives to ``kind`` (worked out once)."""
         if self._kinds is None:
             self._kinds = {p: getattr(artifact_for(p), "name", None) for p in self.snapshot.texts}
         return [path for path, name in self._kinds.items() if name == kind]

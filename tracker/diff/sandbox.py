@@ -183,6 +183,7 @@ class GenerationTag(jinja2.ext.Extension):
     tags = {"generation"}  # noqa: RUF012 (jinja reads this class attribute)
 
     def parse(self, parser: jinja2.parser.Parser) -> jinja2.nodes.Node:
+        """Called by jinja2 on ``{% generation %}``: a CallBlock that renders the body as is."""
         lineno = next(parser.stream).lineno
         body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
         call = self.call_method("_generation_support")

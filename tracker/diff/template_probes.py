@@ -52,6 +52,7 @@ class Probe:
 
     @property
     def label(self) -> str:
+        """``name (add_generation_prompt=on|off)``: how results and messages name the probe."""
         return (
             f"{self.name} (add_generation_prompt={'on' if self.add_generation_prompt else 'off'})"
         )

@@ -38,10 +38,15 @@ class AddedToken:
 
     @property
     def special(self) -> bool:
+        """The ``special`` flag; when unset, true only in tokenizer.json (it lists only those)."""
         return self.flags.get("special", self.source == "tokenizer.json")
 
 
 def tokens_in(source: str, value: Any) -> list[AddedToken]:
+    """The added tokens ``value`` (the file's parsed value) lists, by ``source``'s own format.
+
+    Anything shaped otherwise lists none: upstream content never raises here.
+    """
     if source == "tokenizer_config.json":
         decoder = value.get(DECODER) if isinstance(value, dict) else None
         if not isinstance(decoder, dict):
@@ -113,6 +118,7 @@ def relisted(old: Side, new: Side, sources: tuple[str, ...], said: list[Change])
 
 
 def entries(listed: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A listing's entries by key: the decoder's ids when it is all the listing holds."""
     decoder = listed.get(DECODER)
     return decoder if isinstance(decoder, dict) and len(listed) == 1 else listed
 
@@ -179,6 +185,7 @@ def _content(entry: Any, key: str) -> str:
 
 
 def listings(tokens: Iterable[AddedToken]) -> dict[str, Any]:
+    """The tokens' listings merged into one mapping: one side of a change to several tokens."""
     out: dict[str, Any] = {}
     for token in tokens:
         merge_listing(out, listing(token))

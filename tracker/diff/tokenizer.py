@@ -47,6 +47,7 @@ class TokenizerFacts:
 
 @cache
 def probe_texts() -> tuple[str, ...]:
+    """The texts every tokenizer encodes (``data/probe_texts.json``), read on each call."""
     raw = resources.files("tracker").joinpath("data/probe_texts.json").read_text("utf-8")
     return tuple(json.loads(raw)["texts"])
 

@@ -23,6 +23,8 @@ SHOWN = 5
 
 @dataclass(frozen=True)
 class Wording:
+    """What a wording rule says of one field change: its severity, the reason, the values' text."""
+
     severity: Severity
     why: str
     what: str | None = None

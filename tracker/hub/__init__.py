@@ -1,1 +1,1 @@
-"""The Hub, reached one way: the huggingface_hub client, repo ids, retries, pacing, discovery."""
+"""The Hub, reached one way: one client, one error translator, retries, pacing, discovery."""

@@ -56,6 +56,7 @@ class HubBudget:
 
     @property
     def burst(self) -> int:
+        """Tokens the bucket holds at most: a tenth of the window's requests, 1 to MAX_BURST."""
         return max(1, min(MAX_BURST, self.requests // 10))
 
     @property

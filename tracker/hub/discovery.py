@@ -14,22 +14,15 @@ to the new id) or a gating change shows up in the same answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-import httpx2
 from huggingface_hub import HfApi
-from huggingface_hub.errors import (
-    DisabledRepoError,
-    GatedRepoError,
-    HfHubHTTPError,
-    RepositoryNotFoundError,
-)
 
-from tracker.errors import Gated, HubError, HubUnavailable, RateLimited, RepoGone
+from tracker.errors import HubError
 from tracker.hub.retry import Retrying
+from tracker.hub.translate import translate_hub_errors
 
 EXPAND = ["lastModified", "sha"]
 
@@ -60,8 +53,9 @@ class HeadInfo:
 class Discovery:
     """Bulk change discovery over ``list_models`` (one walk per cycle)."""
 
-    def __init__(self, endpoint: str, token: str | None = None) -> None:
-        self._api = HfApi(endpoint=endpoint, token=token)
+    def __init__(self, api: HfApi) -> None:
+        """``api`` from ``tracker.hub.api.connect``."""
+        self._api = api
 
     def walk(self, watermark: datetime | None, known: Mapping[str, str | None]) -> DiscoveryResult:
         """Walk newest first down to ``watermark``; ``known`` maps tracked repos to their last sha.
@@ -73,7 +67,7 @@ class Discovery:
         stamps: dict[str, datetime] = {}
         newest: datetime | None = None
         scanned = 0
-        with _translated("list_models"):
+        with translate_hub_errors("list_models"):
             for model in self._api.list_models(sort="last_modified", expand=EXPAND):  # type: ignore[arg-type]
                 scanned += 1
                 stamp = _aware(model.last_modified)
@@ -101,15 +95,15 @@ class Discovery:
 class HeadProbe:
     """The one-request check of a single repo."""
 
-    def __init__(
-        self, endpoint: str, token: str | None = None, *, retrying: Retrying | None = None
-    ) -> None:
-        self._api = HfApi(endpoint=endpoint, token=token)
+    def __init__(self, api: HfApi, *, retrying: Retrying | None = None) -> None:
+        """``api`` from ``tracker.hub.api.connect``."""
+        self._api = api
         self.retrying = retrying or Retrying()
         """A transient failure of the probe costs a retry, not the check (tracker.hub.retry)."""
 
     def head(self, repo_id: str) -> HeadInfo:
-        with _translated(repo_id):
+        """One ``model_info`` of main's sha, gating and privacy; Hub errors are ``tracker.errors``."""
+        with translate_hub_errors(repo_id):
             info = self.retrying.call(
                 lambda: self._api.model_info(repo_id, expand=["sha", "gated", "private"])
             )
@@ -127,26 +121,6 @@ def _aware(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-@contextmanager
-def _translated(where: str) -> Iterator[None]:
-    try:
-        yield
-    except GatedRepoError as exc:
-        raise Gated(f"{where}: repo is gated") from exc
-    except (RepositoryNotFoundError, DisabledRepoError) as exc:
-        raise RepoGone(f"{where}: repo not found (deleted, renamed, or private)") from exc
-    except HfHubHTTPError as exc:
-        status = exc.response.status_code if exc.response is not None else None
-        if status == 429:
-            hint = exc.response.headers.get("Retry-After") if exc.response is not None else None
-            retry = float(hint) if hint and hint.replace(".", "", 1).isdigit() else None
-            raise RateLimited(f"{where}: rate limited by the Hub (HTTP 429)", retry) from exc
-        raise HubUnavailable(f"{where}: the Hub answered HTTP {status}") from exc
-    except (httpx2.HTTPError, ValueError) as exc:
-        # ValueError: a truncated JSON body.
-        raise HubUnavailable(f"{where}: {type(exc).__name__}: {exc}") from exc
 
 
 __all__ = ["EXPAND", "Discovery", "DiscoveryResult", "HeadInfo", "HeadProbe"]

@@ -3,8 +3,8 @@
 Users name a model the way the estimators they already know do (accelerate's
 ``estimate-memory`` and hf-mem take a repo id). A plan needs config.json and
 the weight manifest, never a weight body, so a Hub source costs these
-requests, all through huggingface_hub (``HF_ENDPOINT``, ``HF_TOKEN`` and the
-HF cache honoured as the library does):
+requests, all through the one ``HfApi`` of the ``Hub`` it is given
+(``HF_ENDPOINT``, ``HF_TOKEN`` and the HF cache honoured as the library does):
 
 1. config.json: first its metadata (``get_hf_file_metadata``, a HEAD that
    resolves REV to its commit, says the file's size, and is where a gated or
@@ -18,16 +18,17 @@ HF cache honoured as the library does):
    the cache as "no such file at this commit" (``_CACHED_NO_EXIST``, read
    with ``try_to_load_from_cache``), so it is asked once per commit.
 3. Only when there is no index: the header of model.safetensors, by one range
-   request, as ``HfApi.get_safetensors_metadata`` reads it (huggingface_hub
-   2.4.0, hf_api.py ``parse_safetensors_file_metadata``: the first 100,000
-   bytes, a second request only for a larger header). The cache does not
+   request of the first 100,000 bytes, as ``HfApi.get_safetensors_metadata``
+   asks (huggingface_hub 2.5.0, hf_api.py ``parse_safetensors_file_metadata``),
+   a second request only for a larger header; the framing and the caps are
+   the daemon's (``tracker.untrusted.safetensors_header``). The cache does not
    hold headers, so this one is made again on a repeated plan.
 
 A legacy one-part id (``gpt2``) costs one ``model_info`` first, whose ``id``
-is the ORG/NAME the Hub moved it to (tracker.hub.client.resolve_legacy).
+is the ORG/NAME the Hub moved it to (``tracker.hub.client.Hub.canonical``).
 
 Retries are ``tracker.hub.retry``'s alone: the metadata HEAD and the header read
-go through one ``Retrying`` whose policy bounds the total time, and the HEAD
+go through the Hub's ``Retrying``, whose policy bounds the total time, and the HEAD
 is made without huggingface_hub's own backoff (``retry_on_errors=False``), so
 an unreachable Hub costs a few seconds and one line, not two stacked layers.
 When the Hub cannot be reached (or ``HF_HUB_OFFLINE`` is set) the HF cache
@@ -49,25 +50,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import (
-    _CACHED_NO_EXIST,
-    HfApi,
-    constants,
-    get_hf_file_metadata,
-    hf_hub_download,
-    hf_hub_url,
-    try_to_load_from_cache,
-)
+from huggingface_hub import _CACHED_NO_EXIST, constants, hf_hub_url, try_to_load_from_cache
 from huggingface_hub.errors import LocalEntryNotFoundError, RemoteEntryNotFoundError
 
 from estimator import WeightManifest
 from estimator.errors import EstimateError
 from storage import Database, get_blob, has_revision, snapshot_at
 from tracker.errors import FileGone, HubError
-from tracker.hub.client import resolve_legacy, translate_hub_errors
+from tracker.hub.client import Hub
 from tracker.hub.repo_id import RepoRef, parse_repo_ref
-from tracker.hub.retry import INTERACTIVE, Retrying, is_transient
+from tracker.hub.retry import is_transient
 from tracker.hub.source_shape import could_be_hub_ref
+from tracker.hub.translate import translate_hub_errors
 from tracker.untrusted.artifacts import TEXT_LIMIT
 from tracker.untrusted.json_input import JsonInputError, read_json
 
@@ -80,6 +74,9 @@ MAX_INPUT_BYTES = TEXT_LIMIT
 The corpus's largest config.json is 30 kB and its largest index 1.7 MB.
 """
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
+FIRST_HEADER_READ = 100_000
+"""Bytes of model.safetensors asked for at once: huggingface_hub 2.5.0, hf_api.py,
+``parse_safetensors_file_metadata`` (its first range request)."""
 
 
 HubRef = RepoRef
@@ -111,29 +108,17 @@ def parse_hub_ref(text: str, endpoint: str | None = None) -> HubRef | None:
 class HubPlanSource:
     """Reads a revision's config.json and weight manifest from the Hub (see the module text)."""
 
-    def __init__(
-        self,
-        endpoint: str,
-        token: str | None = None,
-        *,
-        cache_dir: Path | None = None,
-        timeout: float = 30.0,
-        retrying: Retrying | None = None,
-    ) -> None:
-        """``token`` None: huggingface_hub finds HF_TOKEN, HF_TOKEN_PATH or $HF_HOME/token."""
-        self._endpoint = endpoint.rstrip("/")
-        self._token = token
+    def __init__(self, hub: Hub, *, cache_dir: Path | None = None) -> None:
+        """Requests go through ``hub``'s client, retries and timeout (a person waits on a plan:
+        ``tracker.hub.retry.INTERACTIVE`` fits)."""
+        self._hub = hub
         self._cache_dir = cache_dir
-        self._timeout = timeout
-        self._retrying = retrying or Retrying(INTERACTIVE)
         self._cache_only = False
         """Set for the rest of a fetch once the cache had to answer (offline, or the Hub down)."""
-        self._api = HfApi(endpoint=self._endpoint, token=self._token)
 
     def fetch(self, ref: HubRef) -> PlanInputs:
         """config.json and the manifest at ``ref``; HubError subclasses on every Hub refusal."""
-        if ref.legacy:
-            ref = resolve_legacy(self._api, ref, self._retrying, self._timeout)
+        ref = self._hub.canonical(ref)
         self._cache_only = bool(constants.HF_HUB_OFFLINE)
         config_path = self._download(ref, ref.revision, CONFIG)
         sha = config_path.parent.name  # hf_hub_download's snapshots/<commit>/<file> layout
@@ -152,22 +137,11 @@ class HubPlanSource:
             except FileGone:
                 pass
         try:
-            with translate_hub_errors(f"{where}:{SINGLE_FILE}"):
-                metadata = self._retrying.call(
-                    partial(
-                        self._api.parse_safetensors_file_metadata,
-                        ref.repo_id,
-                        SINGLE_FILE,
-                        revision=sha,
-                        timeout=self._timeout,
-                    )
-                )
+            header = self._hub.header_at(
+                ref.repo_id, sha, SINGLE_FILE, first_read=FIRST_HEADER_READ
+            )
         except FileGone:
             return None
-        header = {
-            name: {"dtype": info.dtype, "shape": list(info.shape)}
-            for name, info in metadata.tensors.items()
-        }
         return _checked(lambda: WeightManifest.from_headers([header]), f"{where}:{SINGLE_FILE}")
 
     def _cached(self, ref: HubRef, sha: str, filename: str) -> object:
@@ -184,16 +158,17 @@ class HubPlanSource:
             cached = self._cached(ref, revision, filename)
             if isinstance(cached, str):  # a commit's file never changes: no request
                 return _sized(Path(cached), where)
+        hub = self._hub
         with translate_hub_errors(where):
             if self._cache_only:
-                return _sized(Path(hf_hub_download(**args, local_files_only=True)), where)
-            url = hf_hub_url(ref.repo_id, filename, revision=revision, endpoint=self._endpoint)
+                return _sized(self._download_file(args, local_files_only=True), where)
+            url = hf_hub_url(ref.repo_id, filename, revision=revision, endpoint=hub.endpoint)
             try:
-                metadata = self._retrying.call(
-                    partial(get_hf_file_metadata, url, token=self._token, timeout=self._timeout)
+                metadata = hub.retrying.call(
+                    partial(hub.api.get_hf_file_metadata, url=url, timeout=hub.timeout)
                 )
             except RemoteEntryNotFoundError:
-                hf_hub_download(**args)  # raises it again, and the cache keeps the 404 for this sha
+                self._download_file(args)  # raises it again; the cache keeps the 404 for this sha
                 raise
             except Exception as exc:
                 if not is_transient(exc):
@@ -203,13 +178,16 @@ class HubPlanSource:
                 return _sized(path, where)
             if metadata.size is not None and metadata.size > MAX_INPUT_BYTES:
                 raise HubError(_too_large(where, metadata.size))
-            return _sized(Path(hf_hub_download(**args)), where)
+            return _sized(self._download_file(args), where)
 
-    @staticmethod
-    def _from_cache(args: dict[str, Any], failure: Exception) -> Path:
+    def _download_file(self, args: dict[str, Any], *, local_files_only: bool = False) -> Path:
+        """``hf_hub_download`` through the Hub's client: the file's path in the HF cache."""
+        return Path(self._hub.api.hf_hub_download(**args, local_files_only=local_files_only))
+
+    def _from_cache(self, args: dict[str, Any], failure: Exception) -> Path:
         """The cache's copy (``refs/REV``, then the snapshot), or the Hub's failure if none."""
         try:
-            return Path(hf_hub_download(**args, local_files_only=True))
+            return self._download_file(args, local_files_only=True)
         except LocalEntryNotFoundError:
             failure.add_note("the HF cache does not hold it")
             raise failure from None
@@ -219,10 +197,8 @@ class HubPlanSource:
             "repo_id": ref.repo_id,
             "filename": filename,
             "revision": revision,
-            "endpoint": self._endpoint,
-            "token": self._token,
             "cache_dir": self._cache_dir,
-            "etag_timeout": self._timeout,
+            "etag_timeout": self._hub.timeout,
         }
 
 

@@ -37,6 +37,11 @@ def pause_from_headers(status: int, headers: Mapping[str, str]) -> float | None:
     info = parse_ratelimit_headers(headers)
     if info is not None and info.remaining == 0:
         return float(min(info.reset_in_seconds, MAX_PAUSE_S))
+    return retry_after_header(headers)
+
+
+def retry_after_header(headers: Mapping[str, str]) -> float | None:
+    """The seconds of a ``Retry-After`` header, at most ``MAX_PAUSE_S``; None without one."""
     retry_after = headers.get("retry-after") or headers.get("Retry-After")
     if retry_after is not None:
         try:
@@ -53,9 +58,13 @@ class SharedGate(Protocol):
         """0.0 when a request may go now, else the seconds to wait before asking again."""
         ...
 
-    def pause(self, seconds: float) -> None: ...
+    def pause(self, seconds: float) -> None:
+        """Hold every request back for ``seconds`` (a 429's Retry-After), across instances."""
+        ...
 
-    def follow_policy(self, requests: int, window_s: int) -> None: ...
+    def follow_policy(self, requests: int, window_s: int) -> None:
+        """Lower the budget to what the Hub's RateLimit-Policy header announces."""
+        ...
 
 
 class RateLimiter:
@@ -179,4 +188,11 @@ def install(
     set_client_factory(factory)
 
 
-__all__ = ["MAX_PAUSE_S", "RateLimiter", "SharedGate", "install", "pause_from_headers"]
+__all__ = [
+    "MAX_PAUSE_S",
+    "RateLimiter",
+    "SharedGate",
+    "install",
+    "pause_from_headers",
+    "retry_after_header",
+]

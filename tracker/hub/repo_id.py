@@ -44,6 +44,7 @@ class RepoRef:
 
     @property
     def label(self) -> str:
+        """``ORG/NAME@REV`` as a person typed it, or the repo id alone when no revision was given."""
         return f"{self.repo_id}@{self.revision}" if self.revision else self.repo_id
 
 

@@ -7,18 +7,33 @@ exponential backoff with full jitter (a uniform draw in ``[0, min(cap, base *
 2**n))``), waits at least what a 429's ``Retry-After`` or ``RateLimit`` header
 asks, and stops after ``attempts`` tries or when the next wait would pass the
 request's ``total_s`` budget. Then the last error goes up, carrying a note
-("gave up after 4 tries in 1.9 s") that ``tracker.hub.client.translate_hub_errors``
+("gave up after 4 tries in 1.9 s") that ``tracker.hub.translate.translate_hub_errors``
 puts in its one-line message, and the worker's own per-repo backoff takes over.
 
 This is the only retry layer over the Hub: ``tracker.hub.client`` sends its requests
 through huggingface_hub's session without the library's ``http_backoff``, and
-``tracker.hub.plan_source`` asks for file metadata with ``retry_on_errors=False``.
-A command a person waits on (``plan``, ``track``, ``audit``) uses
-``INTERACTIVE``, 15 s at most; the daemon the default, a minute per request.
+``tracker.hub.plan_source`` asks for file metadata with ``retry_on_errors=False``
+(the library's default there). Discovery's ``list_models`` walk is the exception:
+huggingface_hub pages it through its own ``http_backoff`` (``utils/_pagination.py``)
+with no way around it, so no ``Retrying`` is stacked on it. A command a person waits
+on (``plan``, ``track``, ``audit``) uses ``INTERACTIVE``, 15 s at most; the daemon the
+default, a minute per request.
 
-Transient means what huggingface_hub's own ``http_backoff`` retries
-(huggingface_hub 2.4.0, ``utils/_http.py``: ``_DEFAULT_RETRY_ON_STATUS_CODES`` and
-``_DEFAULT_RETRY_ON_EXCEPTIONS``), plus our ``HubUnavailable`` raised for a body
+huggingface_hub's own ``http_backoff`` (2.5.0, ``utils/_http.py``) cannot stand in
+for this, because it
+
+- retries one raw ``(method, url)`` request it sends itself: ``HfApi.model_info``
+  and ``list_models`` (the probe, the file list, discovery) do not go through it,
+  and a body read or checked after it returns (a streamed text, its content key)
+  is outside it, so a body cut short or corrupted is never tried again;
+- waits a fixed ``1, 2, 4, 8`` s with no jitter, so workers that failed together
+  retry together, and has no bound on a request's total time;
+- sleeps with ``time.sleep`` and reads no clock we pass in, so tests cannot run
+  its waits on a fake clock;
+- adds no note saying how many tries were made before it gave up.
+
+What counts as transient is the library's: its ``_DEFAULT_RETRY_ON_STATUS_CODES``
+and ``_DEFAULT_RETRY_ON_EXCEPTIONS``, plus our ``HubUnavailable`` raised for a body
 that came back short or not matching its content key. A 4xx other than 408 and
 429 (not found, gated, disabled, bad request) is an answer, never retried.
 
@@ -36,23 +51,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-import httpx2
 from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub.utils._http import (
+    _DEFAULT_RETRY_ON_EXCEPTIONS,
+    _DEFAULT_RETRY_ON_STATUS_CODES,
+)
 
 from tracker.errors import HubUnavailable
-from tracker.hub.ratelimit import MAX_PAUSE_S, pause_from_headers
+from tracker.hub.ratelimit import pause_from_headers, retry_after_header
 
 T = TypeVar("T")
 
-RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
-"""huggingface_hub 2.4.0, utils/_http.py, ``_DEFAULT_RETRY_ON_STATUS_CODES``."""
-RETRY_EXCEPTIONS: tuple[type[Exception], ...] = (
-    httpx2.TimeoutException,
-    httpx2.NetworkError,
-    httpx2.RemoteProtocolError,
-)
-"""huggingface_hub 2.4.0, utils/_http.py, ``_DEFAULT_RETRY_ON_EXCEPTIONS`` (a reset is a
-NetworkError, a body cut short a RemoteProtocolError)."""
+RETRY_STATUSES = frozenset(_DEFAULT_RETRY_ON_STATUS_CODES)
+"""408, 429 and the 5xx a gateway answers with (huggingface_hub 2.5.0, utils/_http.py)."""
+RETRY_EXCEPTIONS: tuple[type[Exception], ...] = _DEFAULT_RETRY_ON_EXCEPTIONS
+"""Timeouts, network errors (a reset) and protocol errors (a body cut short), as the
+library retries them (huggingface_hub 2.5.0, utils/_http.py)."""
 
 
 @dataclass(frozen=True)
@@ -87,8 +101,7 @@ def retry_after(exc: BaseException) -> float | None:
         return None
     if response.status_code == 429:
         return pause_from_headers(429, response.headers)
-    hint = response.headers.get("Retry-After", "").strip()
-    return min(float(hint), MAX_PAUSE_S) if hint.isdigit() else None
+    return retry_after_header(response.headers)
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -40,6 +40,7 @@ class SharedBudget:
             return take_token(session, self.key, self._clock())
 
     def pause(self, seconds: float) -> None:
+        """Pause the shared budget for every instance until ``seconds`` from now (commits)."""
         with self.database.session() as session:
             pause_budget(session, self.key, self._clock() + seconds)
 
@@ -62,6 +63,7 @@ class SharedBudget:
             )
 
     def state(self) -> BudgetState | None:
+        """The budget row as stored now, None before any instance took a token."""
         with self.database.read_session() as session:
             return budget_state(session, self.key, self._clock())
 

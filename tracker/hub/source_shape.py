@@ -1,8 +1,8 @@
 """Whether a command-line SOURCE could name a Hub repo, decided without importing anything heavy.
 
 ``plan`` takes a file, a directory or a Hub reference in the same argument;
-a path that does not exist must fail as fast as it did before Hub sources
-existed (no huggingface_hub, no storage import), so the shape is checked here
+a path that does not exist must fail fast (no huggingface_hub, no storage
+import), so the shape is checked here
 first and only a plausible ``ORG/NAME[@REV]``, legacy ``NAME[@REV]`` or URL
 goes on to the Hub. A one-part name with a dot (``config.json``) is a missing
 file, not a legacy id: the Hub's legacy ids (``gpt2``, ``bert-base-uncased``)

@@ -56,7 +56,9 @@ class Body(Protocol):
     """Bytes of one file, readable by slice, produced on demand."""
 
     @property
-    def size(self) -> int: ...
+    def size(self) -> int:
+        """The file's full size in bytes, what the Hub reports and Content-Length counts."""
+        ...
 
     def chunks(self, start: int, end: int) -> Iterator[bytes]:
         """Bytes ``[start, end)`` in pieces of at most ``CHUNK``."""
@@ -71,9 +73,11 @@ class InlineBody:
 
     @property
     def size(self) -> int:
+        """The length of the bytes held."""
         return len(self.content)
 
     def chunks(self, start: int, end: int) -> Iterator[bytes]:
+        """Slices of the held bytes, each at most ``CHUNK`` long."""
         for offset in range(start, end, CHUNK):
             yield self.content[offset : min(offset + CHUNK, end)]
 
@@ -90,6 +94,7 @@ class HeaderThenZeros:
     size: int
 
     def chunks(self, start: int, end: int) -> Iterator[bytes]:
+        """The prefix's bytes, then zeros generated per chunk, so no body is ever held."""
         offset = start
         while offset < end:
             if offset < len(self.prefix):
@@ -120,6 +125,7 @@ class Blob:
 
     @property
     def size(self) -> int:
+        """The real file size (of the LFS object, not of its pointer)."""
         return self.body.size
 
     @property

@@ -33,6 +33,7 @@ def changed(old: Mapping[str, Blob], new: Mapping[str, Blob]) -> list[tuple[str,
 
 
 def raw_diff(old: Mapping[str, Blob], new: Mapping[str, Blob]) -> str:
+    """The ``raw=true`` answer: a line per changed path, laid out as hf-hub's Rust client parses."""
     lines = []
     for status, path in changed(old, new):
         before, after = old.get(path), new.get(path)
@@ -47,6 +48,7 @@ def raw_diff(old: Mapping[str, Blob], new: Mapping[str, Blob]) -> str:
 
 
 def unified_diff(old: Mapping[str, Blob], new: Mapping[str, Blob]) -> str:
+    """git's unified diff of every changed path; LFS or binary files say only that they differ."""
     parts = []
     for status, path in changed(old, new):
         before, after = old.get(path), new.get(path)

@@ -63,12 +63,14 @@ class HubEmulator:
 
     @property
     def endpoint(self) -> str:
+        """The URL to give ``HF_ENDPOINT``; ScriptError when the emulator is not serving."""
         if self._server is None:
             raise ScriptError("the emulator is not serving")
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
     def stop(self) -> None:
+        """Stop serving and cut open keep-alive connections; does nothing when not serving."""
         if self._server is None:
             return
         self._server.stopping.set()
@@ -96,6 +98,7 @@ class HubEmulator:
             return repo.history(repo.branches[branch])
 
     def head(self, repo_id: str, branch: str = MAIN) -> str:
+        """The sha ``branch`` points at now."""
         return self.history(repo_id, branch)[0].sha
 
     def tree(self, repo_id: str, revision: str = MAIN) -> dict[str, Blob]:
@@ -107,6 +110,7 @@ class HubEmulator:
             return self.store.tree(commit)
 
     def pull_requests(self, repo_id: str) -> dict[int, str]:
+        """The repo's pull requests: number -> the sha ``refs/pr/N`` serves."""
         with self.store.lock:
             return dict(self.store.repo(repo_id).pull_requests)
 
@@ -142,6 +146,7 @@ class HubEmulator:
         return self.store.create_ref(repo_id, "tag", tag, revision).sha
 
     def delete_repo(self, repo_id: str) -> None:
+        """Remove the repo: every later request for it answers RepoNotFound."""
         self.store.delete_repo(repo_id)
 
     def set_gated(self, repo_id: str, gated: GatedMode, *, approved: Sequence[str] = ()) -> None:
@@ -155,10 +160,13 @@ class HubEmulator:
         self.store.set_access(repo_id, private=private, tokens=tokens)
 
     def set_disabled(self, repo_id: str, disabled: bool = True) -> None:
+        """A disabled repo answers 403 "Access to this resource is disabled." to everyone."""
         self.store.set_access(repo_id, disabled=disabled)
 
     def move_repo(self, old: str, new: str) -> None:
+        """Rename the repo: requests under ``old`` answer 307 to ``new``, as the Hub does."""
         self.store.move_repo(old, new)
 
     def alias_repo(self, legacy: str, repo_id: str) -> None:
+        """Answer the legacy id ``legacy`` (``gpt2``) with a 307 to ``repo_id``."""
         self.store.alias_repo(legacy, repo_id)

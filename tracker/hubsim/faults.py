@@ -39,6 +39,11 @@ API_KINDS = frozenset(
 
 @dataclass
 class Fault:
+    """One scripted fault: what it does, which requests it hits, how often and how many times.
+
+    ``hits`` counts the requests it was applied to; fields not used by ``action`` are ignored.
+    """
+
     action: Action
     endpoint: str | None = None
     path_contains: str | None = None
@@ -59,6 +64,7 @@ class Fault:
         return self.keep_bytes
 
     def matches(self, kind: str, path: str, method: str = "GET") -> bool:
+        """Whether the fault hits this request now: ``times`` not used up, kind and path match."""
         if self.times is not None and self.hits >= self.times:
             return False
         if self.action == "truncate" and method == "HEAD":
@@ -137,11 +143,13 @@ class FaultPlan:
         self._mixes: list[TransientMix] = []
 
     def add(self, fault: Fault) -> Fault:
+        """Put ``fault`` in force at once, even while serving; returns it, to read its ``hits``."""
         with self._lock:
             self._faults.append(fault)
         return fault
 
     def clear(self, seed: int | None = None) -> None:
+        """Lift every fault and mix; ``seed`` restarts the plan's random draws."""
         with self._lock:
             self._faults.clear()
             self._mixes.clear()
@@ -149,26 +157,33 @@ class FaultPlan:
                 self._rng.seed(seed)
 
     def error_rate(self, rate: float, status: int = 500, endpoint: str | None = None) -> Fault:
+        """Answer ``status`` to a ``rate`` share of requests (of ``endpoint``), for ever."""
         return self.add(Fault("status", endpoint, rate=rate, status=status))
 
     def errors(self, times: int, status: int = 503, endpoint: str | None = None) -> Fault:
+        """Answer ``status`` to the next ``times`` requests (of ``endpoint``)."""
         return self.add(Fault("status", endpoint, times=times, status=status))
 
     def rate_limit(self, times: int, retry_after: int = 1, endpoint: str | None = None) -> Fault:
+        """Answer 429 with ``Retry-After: retry_after`` to the next ``times`` requests."""
         return self.add(
             Fault("rate_limit", endpoint, times=times, status=429, retry_after=retry_after)
         )
 
     def latency(self, seconds: float, endpoint: str | None = None) -> Fault:
+        """Delay every request (of ``endpoint``) by ``seconds``, then answer normally."""
         return self.add(Fault("latency", endpoint, seconds=seconds))
 
     def reset(self, times: int = 1, endpoint: str | None = None) -> Fault:
+        """Close the next ``times`` connections with a TCP reset before answering."""
         return self.add(Fault("reset", endpoint, times=times))
 
     def truncate(self, times: int = 1, keep_bytes: int = 0, endpoint: str | None = None) -> Fault:
+        """Send the full Content-Length, then only ``keep_bytes`` of the body, ``times`` times."""
         return self.add(Fault("truncate", endpoint, times=times, keep_bytes=keep_bytes))
 
     def hang(self, seconds: float, times: int = 1, endpoint: str | None = None) -> Fault:
+        """Wait ``seconds`` (past a client's timeout), then close unanswered, ``times`` times."""
         return self.add(Fault("hang", endpoint, times=times, seconds=seconds))
 
     def transient_mix(

@@ -58,6 +58,7 @@ class Repo:
 
     @property
     def author(self) -> str:
+        """The namespace part of the repo id, as the Hub's ``author`` field gives it."""
         return self.repo_id.split("/")[0]
 
     def history(self, head: str) -> list[Commit]:
@@ -71,6 +72,7 @@ class Repo:
         return chain
 
     def main(self) -> list[Commit]:
+        """The default branch's first-parent history, newest first."""
         return self.history(self.branches[MAIN])
 
     def resolve(self, revision: str) -> Commit | None:
@@ -135,6 +137,10 @@ def make_commit(
     message: str = "",
     sha: str | None = None,
 ) -> Commit:
+    """A commit of ``files`` and ``deletions`` on top of ``parent`` (None: a first commit).
+
+    ``sha`` keeps a recorded commit's real sha; without it one is derived from the content.
+    """
     tree = apply_changes(parent.files if parent else {}, files, deletions)
     parent_sha = parent.sha if parent else None
     return Commit(

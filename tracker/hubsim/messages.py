@@ -19,6 +19,8 @@ from tracker.hubsim.errors import HubSimError
 
 @dataclass
 class Request:
+    """One request as routes read it: method, raw path, parsed query, headers and body."""
+
     method: str
     raw_path: str
     query: dict[str, list[str]]
@@ -28,17 +30,21 @@ class Request:
 
     @property
     def token(self) -> str | None:
+        """The bearer token of ``Authorization``; None for an anonymous request."""
         auth = self.headers.get("Authorization") or self.headers.get("authorization") or ""
         return auth.removeprefix("Bearer ").strip() or None
 
     def header(self, name: str) -> str | None:
+        """The header ``name``, matched case-insensitively; None when absent."""
         lowered = name.lower()
         return next((v for k, v in self.headers.items() if k.lower() == lowered), None)
 
     def flag(self, name: str) -> bool:
+        """Whether query parameter ``name`` is ``1`` or ``true`` (any case)."""
         return any(v.lower() in ("1", "true") for v in self.query.get(name, []))
 
     def values(self, name: str) -> list[str]:
+        """Every value of query parameter ``name``, ``name[]`` too (as JS clients send lists)."""
         return self.query.get(name, []) + self.query.get(name + "[]", [])
 
     def number(self, name: str, default: int) -> int:
@@ -76,6 +82,8 @@ class Request:
 
 @dataclass
 class Response:
+    """What a route answers; the server adds Content-Length and applies faults and ranges."""
+
     status: int
     headers: dict[str, str]
     body: Body
@@ -84,6 +92,7 @@ class Response:
     def json(
         cls, data: Any, status: int = 200, headers: Mapping[str, str] | None = None
     ) -> Response:
+        """A JSON answer, ``Content-Type: application/json; charset=utf-8``."""
         payload = json.dumps(data).encode()
         return cls(
             status,
@@ -93,6 +102,7 @@ class Response:
 
     @classmethod
     def text(cls, text: str, headers: Mapping[str, str] | None = None) -> Response:
+        """A 200 plain-text answer (the compare route's diffs)."""
         return cls(
             200, {"Content-Type": "text/plain; charset=utf-8", **(headers or {})},
             InlineBody(text.encode()),

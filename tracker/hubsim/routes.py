@@ -47,6 +47,8 @@ def classify(raw_path: str) -> tuple[str, list[str]]:
 
 
 class Router:
+    """Dispatches each endpoint kind (``classify``) to its route, under the store's lock."""
+
     def __init__(self, store: HubStore, page_size: int | None) -> None:
         self.store = store
         self.page_size = page_size
@@ -64,6 +66,7 @@ class Router:
         }
 
     def handle(self, kind: str, parts: list[str], request: Request) -> Response:
+        """The answer to ``request``: a route's, an ErrorAnswer's, a legacy-id 307, or a 404."""
         route = self._routes.get(kind)
         if route is None and (legacy := self._legacy_redirect(request.raw_path)) is not None:
             return legacy

@@ -37,6 +37,8 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
 
 
 class HubServer(ThreadingHTTPServer):
+    """One thread per connection; keeps the router, fault plan, stats and open sockets."""
+
     daemon_threads = True
     allow_reuse_address = True
 
@@ -53,6 +55,7 @@ class HubServer(ThreadingHTTPServer):
         self.sockets_lock = threading.Lock()
 
     def close_open_connections(self) -> None:
+        """Shut down every open keep-alive socket, so ``stop`` does not wait on idle clients."""
         with self.sockets_lock:
             for sock in list(self.open_sockets):
                 with contextlib.suppress(OSError):
@@ -60,6 +63,8 @@ class HubServer(ThreadingHTTPServer):
 
 
 class HubHandler(BaseHTTPRequestHandler):
+    """Answers one connection's requests through the router, applying faults on the wire."""
+
     protocol_version = "HTTP/1.1"
     # Headers and body go out as separate writes; with Nagle on, each keep-alive
     # response waits for the client's delayed ACK (~40 ms).
@@ -67,11 +72,13 @@ class HubHandler(BaseHTTPRequestHandler):
     server: HubServer
 
     def setup(self) -> None:
+        """Register the connection so ``close_open_connections`` can cut it."""
         super().setup()
         with self.server.sockets_lock:
             self.server.open_sockets.add(self.connection)
 
     def finish(self) -> None:
+        """Unregister the connection; a client that already went away is not an error."""
         with self.server.sockets_lock:
             self.server.open_sockets.discard(self.connection)
         with contextlib.suppress(OSError):
@@ -85,12 +92,15 @@ class HubHandler(BaseHTTPRequestHandler):
         """Quiet: the stats are the log."""
 
     def do_GET(self) -> None:
+        """Route and answer a GET, with any fault drawn for it; file downloads honour Range."""
         self._serve()
 
     def do_HEAD(self) -> None:
+        """Route and answer a HEAD: the GET's headers, no body."""
         self._serve()
 
     def do_POST(self) -> None:
+        """Route and answer a POST (paths-info), its body read up to ``MAX_BODY``."""
         self._serve()
 
     def _serve(self) -> None:

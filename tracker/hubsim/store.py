@@ -147,6 +147,7 @@ class HubStore:
         return rows
 
     def repo(self, repo_id: str) -> Repo:
+        """The repo ``repo_id``; ScriptError when the emulator has none of that id."""
         with self.lock:
             if repo_id not in self.repos:
                 raise ScriptError(f"no repo {repo_id!r} in the emulator")
@@ -218,6 +219,7 @@ class HubStore:
             return commit
 
     def delete_repo(self, repo_id: str) -> None:
+        """Remove the repo; ScriptError when there is none."""
         with self.lock:
             self.repo(repo_id)
             del self.repos[repo_id]
@@ -231,6 +233,7 @@ class HubStore:
         disabled: bool | None = None,
         tokens: Sequence[str] | None = None,
     ) -> None:
+        """Change what is given (gated, private, disabled, the tokens let in); None leaves it."""
         with self.lock:
             repo = self.repo(repo_id)
             if gated is not None:

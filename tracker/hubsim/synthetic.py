@@ -136,9 +136,14 @@ class SyntheticStore(HubStore):
 
     # -- repos -----------------------------------------------------------------------
     def index_of(self, repo_id: str) -> int | None:
+        """The generator index of ``repo_id``; None when it is not a synthetic repo."""
         return self._by_id.get(repo_id)
 
     def entry(self, repo_id: str) -> _Entry:
+        """The repo's commit graph, built on first use and kept in a bounded cache.
+
+        Raises KeyError for an id the generator never made.
+        """
         with self.lock:
             if repo_id in self._pinned:
                 return self._pinned[repo_id]
@@ -176,6 +181,7 @@ class SyntheticStore(HubStore):
         return _Entry(schedule, repo)
 
     def committed_files(self, repo_id: str, step: int) -> Mapping[str, Blob]:
+        """The files committed at ``step`` of the repo's main, generated on demand."""
         return self._materialize(self.entry(repo_id)).trees[step]
 
     def _materialize(self, entry: _Entry) -> _Materialized:
@@ -218,6 +224,7 @@ class SyntheticStore(HubStore):
 
     # -- reading (the router's calls) --------------------------------------------------
     def tree(self, commit: Commit) -> dict[str, Blob]:
+        """Every file at ``commit``, derived weights included; generated on demand."""
         with self.lock:
             repo_id = self._owner(commit)
             materialized = self._materialize(self.entry(repo_id))
@@ -312,14 +319,17 @@ class SyntheticStore(HubStore):
             entry.materialized.store._register(inner, commit)
 
     def set_access(self, repo_id: str, **changes: Any) -> None:
+        """As ``HubStore.set_access``; the repo is then pinned in memory for good."""
         with self.lock:
             self._pin(repo_id)
             super().set_access(repo_id, **changes)
 
     def delete_repo(self, repo_id: str) -> None:
+        """Always raises ScriptError: generated repos cannot be deleted."""
         raise ScriptError("a synthetic Hub cannot delete repos")
 
     def move_repo(self, old: str, new: str) -> None:
+        """Always raises ScriptError: generated repos cannot be moved."""
         raise ScriptError("a synthetic Hub cannot move repos")
 
 

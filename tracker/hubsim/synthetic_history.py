@@ -96,6 +96,7 @@ class Schedule:
 
     @property
     def head(self) -> Step:
+        """The newest step: main's head."""
         return self.steps[-1]
 
 
@@ -127,6 +128,7 @@ class HistoryGenerator:
         return random.Random(":".join(str(p) for p in (self.seed, *parts)))
 
     def repo_id(self, index: int) -> str:
+        """The id of repo ``index``: ``synth-NNN/<template name>-NNNNNN``, the same for a seed."""
         template = self.templates[self._template_of(index)]
         name = template.source.split("/")[1][:60]
         return f"synth-{index % 1000:03d}/{name}-{index:06d}"
@@ -140,6 +142,10 @@ class HistoryGenerator:
         return max(1, min(MAX_REVISIONS - 1, int(PARETO_SCALE * draw + 0.999)))
 
     def schedule(self, index: int) -> Schedule:
+        """Repo ``index``'s commits (shas, dates, kinds), without file contents.
+
+        Deterministic in the seed and index; a long history is squeezed to end by ``LAST_DAY``.
+        """
         repo_id = self.repo_id(index)
         rng = self._random("dates", index)
         created = FIRST_DAY + timedelta(seconds=rng.randrange(SPAN_DAYS * 86400))

@@ -66,6 +66,7 @@ def _config_summary(tree: Mapping[str, Blob]) -> dict[str, Any] | None:
 
 
 def sibling(path: str, blob: Blob, blobs: bool) -> dict[str, Any]:
+    """One ``siblings`` item of model info; sizes, blob ids and LFS facts only with ``blobs``."""
     item: dict[str, Any] = {"rfilename": path}
     if blobs:
         item.update(size=blob.size, blobId=blob.oid)
@@ -156,6 +157,7 @@ def _tags(card: Mapping[str, Any] | None, config: Mapping[str, Any] | None) -> l
 
 
 def commit_item(commit: Commit, formatted: bool) -> dict[str, Any]:
+    """One commit of the commits listing; ``formatted`` adds the HTML-escaped title and message."""
     item: dict[str, Any] = {
         "id": commit.sha,
         "title": commit.title,
@@ -172,10 +174,12 @@ def commit_item(commit: Commit, formatted: bool) -> dict[str, Any]:
 
 
 def last_commit(commit: Commit) -> dict[str, str]:
+    """The ``lastCommit`` object of a tree entry."""
     return {"id": commit.sha, "title": commit.title, "date": iso(commit.date)}
 
 
 def file_entry(path: str, blob: Blob, last: Commit | None) -> dict[str, Any]:
+    """A file of a tree listing; ``last`` (with expand) adds its last commit and security status."""
     item: dict[str, Any] = {"type": "file", "oid": blob.oid, "size": blob.size, "path": path}
     if blob.lfs:
         item["lfs"] = {
@@ -191,6 +195,7 @@ def file_entry(path: str, blob: Blob, last: Commit | None) -> dict[str, Any]:
 
 
 def folder_entry(path: str, oid: str, last: Commit | None) -> dict[str, Any]:
+    """A directory of a tree listing; ``last`` (with expand) adds its last commit."""
     item: dict[str, Any] = {"type": "directory", "oid": oid, "size": 0, "path": path}
     if last is not None:
         item["lastCommit"] = last_commit(last)
@@ -198,6 +203,7 @@ def folder_entry(path: str, oid: str, last: Commit | None) -> dict[str, Any]:
 
 
 def refs(repo: Repo, include_prs: bool) -> dict[str, Any]:
+    """The refs answer: branches, tags and, with ``include_prs``, pull requests."""
     body: dict[str, Any] = {
         "branches": [
             {"name": name, "ref": f"refs/heads/{name}", "targetCommit": sha}
@@ -225,6 +231,7 @@ def list_item(
     full: bool,
     expand: list[str],
 ) -> dict[str, Any]:
+    """One row of the models listing: a few keys, more with ``full``, all ``expand`` asks for."""
     info = model_info(repo, head, tree, blobs=False, expand=expand)
     if expand:
         return info

@@ -92,6 +92,7 @@ def _refuse_reversed(repo_id: str, old: Revision, new: Revision) -> None:
 
 def _recomputed(session: Session, repo_id: str, old_sha: str, new_sha: str) -> list[Change]:
     """The differs and the plan delta run again over two stored snapshots."""
+    from estimator.deltas import stored_plan
     from storage import plan_at
     from tracker.diff.common import by_severity
     from tracker.diff.plan_delta import diff_plans
@@ -99,7 +100,8 @@ def _recomputed(session: Session, repo_id: str, old_sha: str, new_sha: str) -> l
     from tracker.revision.backfill import stored_content
 
     old, new = stored_content(session, repo_id, old_sha), stored_content(session, repo_id, new_sha)
-    plans = diff_plans(plan_at(session, repo_id, old_sha), plan_at(session, repo_id, new_sha))
+    old_plan, new_plan = (stored_plan(plan_at(session, repo_id, sha)) for sha in (old_sha, new_sha))
+    plans = diff_plans(old_plan, new_plan)
     return list(by_severity(diff_revisions(old, new) + plans))
 
 

@@ -7,7 +7,9 @@ database never saw) is read from the Hub by ``HubPlanSource``.
 
 from __future__ import annotations
 
+from tracker.hub.client import Hub
 from tracker.hub.plan_source import FULL_SHA, HubPlanSource, HubRef, PlanInputs, recorded_inputs
+from tracker.hub.retry import INTERACTIVE, Retrying
 from tracker.reads.local_database import existing_database
 from tracker.settings import Settings
 
@@ -21,7 +23,7 @@ def fetch_inputs(
             recorded = recorded_inputs(database, ref) if database is not None else None
         if recorded is not None:
             return recorded
-    hub = source or HubPlanSource(settings.hub.endpoint, settings.hub.token)
+    hub = source or HubPlanSource(Hub.from_settings(settings.hub, Retrying(INTERACTIVE)))
     return hub.fetch(ref)
 
 

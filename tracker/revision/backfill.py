@@ -14,10 +14,13 @@ SQLite write lock.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Never
 
 from sqlalchemy.orm import Session
+from tqdm import tqdm
 
 from storage import (
     Database,
@@ -40,7 +43,6 @@ from tracker.revision.process import (
     prepare,
     remember,
 )
-from tracker.revision.progress import Progress
 from tracker.revision.walk import Walk
 
 
@@ -62,9 +64,10 @@ def backfill(
     hub: Hub,
     repo_id: str,
     *,
-    progress: Progress | None = None,
+    progress: tqdm[Never] | None = None,
     newest_only: bool = False,
     publish: Publishers | None = None,
+    clock: Callable[[], datetime],
 ) -> BackfillReport:
     """Record (and publish, with ``publish``) every revision of main that is not stored yet.
 
@@ -73,38 +76,37 @@ def backfill(
     older history is left to the daemon's first check. ``publish`` is the
     daemon's table (``tracker.daemon.revision_publishers``); without it
     nothing is published, which only tests that fill a database use.
-    ``progress`` (the caller's, it closes it) counts this repo's revisions
-    into its total and each one as it is done, then the repo.
+    ``clock`` stamps what is stored. ``progress`` (the caller's bar, which it closes) gets
+    this repo's revisions added to its total and counts each one as it is done.
     """
     validate_repo_id(repo_id)
     started = time.monotonic()
     history = hub.commits(repo_id)
     off_main: list[str] = []
     with database.session() as session:
-        ensure_repo(session, repo_id)
+        ensure_repo(session, repo_id, now=clock())
         todo = [r for r in history if not has_revision(session, repo_id, r.sha)]
         if latest_revision(session, repo_id) is not None:
-            off_main = mark_missing_revisions(session, repo_id, [r.sha for r in history])
+            shas = [r.sha for r in history]
+            off_main = mark_missing_revisions(session, repo_id, shas, at=clock())
     if newest_only:
         todo = [r for r in todo if r.sha == history[-1].sha]
     walk = Walk()
     listed = {r.sha: r for r in history}
     recorded = changes = published = 0
     if progress is not None:
-        progress.revisions_total = (progress.revisions_total or 0) + len(todo)
+        progress.total = (progress.total or 0) + len(todo)
     for revision in todo:
-        found = _record(database, hub, revision, walk, listed, publish)
+        found = _record(database, hub, revision, walk, listed, publish, clock)
         if found is not None:
             recorded += 1
             changes += len(found.changes)
             published += found.advisory is not None
         if progress is not None:
-            progress.revision_done()
+            progress.update()
     if recorded:
         with database.session() as session:
             place_on_main(session, repo_id, [r.sha for r in history])
-    if progress is not None:
-        progress.repo_done()
     return BackfillReport(
         repo_id,
         len(history),
@@ -121,6 +123,8 @@ def record_one(
     hub: Hub,
     revision: Revision,
     cache: dict[tuple[str, str], Parsed] | None = None,
+    *,
+    clock: Callable[[], datetime],
 ) -> list[Change] | None:
     """Snapshot, diff, estimate and record one revision; its changes, or None if already stored.
 
@@ -130,7 +134,9 @@ def record_one(
     tests use it to fill a database; ``backfill`` with ``publish`` is what
     commands call.
     """
-    found = _record(database, hub, revision, Walk({} if cache is None else cache), None, None)
+    found = _record(
+        database, hub, revision, Walk({} if cache is None else cache), None, None, clock
+    )
     return None if found is None else list(found.changes)
 
 
@@ -147,11 +153,12 @@ def _record(
     walk: Walk,
     listed: Mapping[str, Revision] | None,
     publish: Publishers | None,
+    clock: Callable[[], datetime],
 ) -> _Recorded | None:
     prepared = prepare(database, hub, revision, walk, listed)
     if prepared is None:
         return None
-    publication = commit(database, prepared, fence=_no_fence, publish=publish)
+    publication = commit(database, prepared, fence=_no_fence, publish=publish, clock=clock)
     if publication is None:  # another process recorded (and published) it first
         return None
     remember(walk, prepared)

@@ -1,4 +1,4 @@
-"""The estimate of one revision: ``estimator.plan`` over its config.json, as Plan JSON.
+"""The estimate of one revision: ``estimator.plan`` over its config.json, as a typed Plan.
 
 The estimator is pure; this adapter feeds it the revision's parsed config
 and turns its refusals into a recorded change (a config the estimator cannot
@@ -15,14 +15,21 @@ Every published figure (page headline, badge, chart, history and advisory
 estimate lines, Markdown twin) reads this stored plan, so they all share its
 workload: ``estimator.STATED_WORKLOAD``, one sequence of 512 tokens on an A10G,
 the one place to change it. Pages print it beside every figure.
+
+The Plan stays typed from here to every publisher; it becomes JSON only when
+the revision is recorded, and the parent's stored plan is read back once per
+revision (``parent_plan``).
 """
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Mapping
 from typing import Any, Final
 
 import estimator
-from estimator.errors import EstimateError
+from estimator.errors import EstimateError, PlanJsonError
 from estimator.families import ExactParameters
 from storage.records import Change, Severity
 from tracker.diff.revision import RevisionContent
@@ -31,13 +38,15 @@ from tracker.revision.exact_parameters import builder
 SERVING_ENGINE: Final = estimator.EngineRequest(engine="vllm")
 STATED_WORKLOAD: Final = estimator.STATED_WORKLOAD
 
+log = logging.getLogger("neurarch.worker")
+
 
 def estimate(
     content: RevisionContent,
     previous: RevisionContent | None = None,
     exact: ExactParameters | None = None,
-) -> tuple[dict[str, Any] | None, Change | None]:
-    """(plan JSON or None, a change saying why there is no plan, if that is news).
+) -> tuple[estimator.Plan | None, Change | None]:
+    """(the Plan or None, a change saying why there is no plan, if that is news).
 
     ``exact`` builds the parameters of a type no family knows; by default the
     process's own meta-device builds, when the ``[exact]`` extra is installed.
@@ -76,8 +85,31 @@ def estimate(
             Severity.LOW,
             f"no estimate for this revision: {exc}",
         )
-    document: dict[str, Any] = result.to_json()
-    return document, None
+    return result, None
+
+
+def parent_plan(
+    document: Mapping[str, Any] | None,
+    parent: RevisionContent,
+    exact: ExactParameters | None = None,
+) -> estimator.Plan | None:
+    """The recorded parent's stored Plan JSON (None: the estimator refused it) as a typed Plan.
+
+    A stored document the estimator no longer reads (written under another
+    schema_version, or damaged) is logged as ``stored_plan_unreadable`` and the
+    parent is estimated again from its files, here, before the recording
+    transaction, as for a parent that is not recorded; the stored row is left
+    as it is.
+    """
+    if document is None:
+        return None
+    try:
+        return estimator.Plan.from_json(document)
+    except PlanJsonError as exc:
+        revision = parent.snapshot.revision
+        event = {"event": "stored_plan_unreadable", "repo": revision.repo_id, "sha": revision.sha}
+        log.warning(json.dumps(event | {"error": str(exc)}))
+        return estimate(parent, None, exact)[0]
 
 
 def _same_config(previous: RevisionContent, content: RevisionContent) -> bool:
@@ -87,12 +119,13 @@ def _same_config(previous: RevisionContent, content: RevisionContent) -> bool:
 
 def _manifest(content: RevisionContent) -> estimator.WeightManifest | None:
     """The weights' tensors, when every safetensors header of the revision was read."""
-    manifest = content.snapshot.manifest
-    if not manifest or not manifest.get("tensors"):
+    manifest = content.snapshot.manifest or {}
+    tensors, headers = manifest.get("tensors"), manifest.get("headers", {})
+    if not isinstance(tensors, Mapping) or not tensors or not isinstance(headers, Mapping):
         return None
-    if any(h.get("error") for h in manifest.get("headers", {}).values()):
+    if any(isinstance(h, Mapping) and h.get("error") for h in headers.values()):
         return None
-    return estimator.WeightManifest.from_headers([manifest["tensors"]])
+    return estimator.WeightManifest.from_headers([tensors])
 
 
-__all__ = ["STATED_WORKLOAD", "estimate"]
+__all__ = ["STATED_WORKLOAD", "estimate", "parent_plan"]

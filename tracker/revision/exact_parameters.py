@@ -13,7 +13,8 @@ number of repos it meets. ``tracker.revision.stored_builds`` keeps them in the b
 for every process of a deployment.
 
 The config is upstream content: transformers builds every module it asks for, so a
-config asking for 20,000 layers took 29 s and 1.1 GiB in the calling process. Builds
+config asking for tens of thousands of layers would cost the calling process tens of
+seconds and gigabytes. Builds
 therefore run in a worker process of ``tracker.untrusted.isolation`` under ``BUILD_LIMITS``,
 and a build stopped by a limit is a refusal like any other (kept, so the same config
 is not tried again): the plan falls back to the generic estimate.
@@ -85,6 +86,7 @@ def available() -> bool:
 
 
 def config_hash(config: Mapping[str, object]) -> str:
+    """The sha256 of the config's canonical JSON: the key a meta-device build is stored under."""
     text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -21,42 +21,41 @@ One revision from claim to alert, and what each step reads:
    back; the texts the differs need from the store through ``SessionBlobs``,
    which reads each content key at most once per revision; parsing through
    the artifact table, cached by (kind, content key); ``estimator.plan`` once
-   on config.json; the previous plan from the estimates table. Walking a repo's
-   history, the caller passes what it kept of the revision it recorded before
-   (``tracker.revision.walk.Walk``): those texts are not read again, the repo is
-   looked up once, and the parent's plan is the revision's own when config.json
-   and the manifest are unchanged (no plan, no plan delta). The parsed
+    on config.json; the previous plan from the estimates table, read into a
+    typed Plan once (``estimate.parent_plan``). Walking a repo's history, the
+    caller passes what it kept of the revision it recorded before
+    (``tracker.revision.walk.Walk``): those texts are not read again, the repo is
+    looked up once, and the parent's Plan is the revision's own when config.json
+    and the manifest are unchanged (no plan, no plan delta). Plan JSON is written
+    once, into the estimates table. The parsed
    configs (``CONFIG_PATHS``) go into the record, the previous side's taken
    from the new one where the file is unchanged, else from what the differ
    parsed, so building the record reads nothing more.
 3. ``commit``, in one write transaction: the lease fence, the fetched blobs,
    the revision, then the publishers in order, each reading only the record:
-   ``advisories`` (feeds.publish.write_advisory: changes and both plans) and
+   ``advisories`` (feeds.publish.advisory_writer: changes and both plans) and
    ``alerts`` (tracker.alerts.evaluate.alert_publisher: the subscriptions
    table, then, for fit subscriptions, the configs and the context length of
    the record's typed plans, and one plan per distinct (config, workload),
    none when config.json did not change). No publisher reads a blob.
 
-Measured on the walk in tests/daemon/test_revision_walk.py (SQLite and
-PostgreSQL; Llama-2-7B files, three subscriptions of which two share a
-workload): 3 to 4 blob reads per revision, each key once (before the record
-existed: 4 to 6, the same config.json up to 3 times); 7 plan calls when
-config.json changed and 1 when it did not (before: 15, the same (config,
-workload) up to 5 times); 0 blob reads by the publishers. A backfill
-(``record_one``) of the same history makes the same blob reads per revision
-and one plan each.
+So each content key is read from the store at most once per revision, each
+distinct (config, workload) is planned once, and the publishers read no blob;
+tests/daemon/test_revision_walk.py counts both on SQLite and PostgreSQL. A
+backfill (``record_one``) makes the same blob reads per revision and one plan
+each.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Final
+from datetime import datetime
+from typing import Final
 
 from sqlalchemy.orm import Session
 
+from estimator import Plan
 from storage import (
     Database,
     diff_base,
@@ -71,7 +70,7 @@ from tracker.diff.plan_delta import diff_plans
 from tracker.diff.revision import Parsed, RevisionContent, diff_revisions
 from tracker.errors import RevisionGone
 from tracker.hub.client import Hub
-from tracker.revision.estimate import estimate
+from tracker.revision.estimate import estimate, parent_plan
 from tracker.revision.exact_parameters import available as exact_available
 from tracker.revision.snapshot import LazyBlobs, take_snapshot
 from tracker.revision.stored_builds import StoredBuilds
@@ -109,6 +108,7 @@ class SessionBlobs:
         return view
 
     def known(self, keys: Iterable[str]) -> set[str]:
+        """The keys among ``keys`` already fetched in this revision or stored in the blob table."""
         wanted = list(keys)
         in_hand = [k for k in wanted if k in self.fetched or k in self._kept]
         return set(in_hand) | known_content_keys(
@@ -130,7 +130,10 @@ class SessionBlobs:
         return {**self._kept, **self._read, **self.fetched}
 
 
-Publisher = Callable[[Session, RevisionOutcome, Publication], Publication]
+Outcome = RevisionOutcome[Plan]
+"""The outcome record as the tracker builds it: both plans typed."""
+
+Publisher = Callable[[Session, Outcome, Publication], Publication]
 """One publisher: reads the outcome, writes its rows in the caller's transaction, and returns
 the publication so far extended with what it wrote (an advisory id, outbox rows)."""
 
@@ -151,9 +154,10 @@ class Publishers:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The publishers' names in the order they run."""
         return tuple(name for name, _ in self.entries)
 
-    def run(self, session: Session, outcome: RevisionOutcome) -> Publication:
+    def run(self, session: Session, outcome: Outcome) -> Publication:
         """Every publisher over ``outcome`` in ``session``; what they wrote, together."""
         publication = Publication()
         for _, publisher in self.entries:
@@ -171,7 +175,7 @@ class Prepared:
     to write with it (texts fetched from the Hub, meta-device builds made for it), and
     what the walk keeps once it is recorded (``remember``)."""
 
-    outcome: RevisionOutcome
+    outcome: Outcome
     fetched: dict[str, bytes]
     in_hand: Mapping[str, bytes] = field(default_factory=dict)
     """The bytes of the revision's texts that were read or fetched, by content key."""
@@ -211,7 +215,7 @@ def prepare(
             return None
         blobs = SessionBlobs(session, kept=walk.texts)
         builds = StoredBuilds(session) if exact_available() else None
-        previous, old_plan = base.previous, base.previous_plan
+        previous, old_plan = base.previous, None
         old: RevisionContent | None = None
         carried = walk.planned if previous is not None else None
         if base.unrecorded_parent is not None:
@@ -219,13 +223,14 @@ def prepare(
             result = take_snapshot(hub, parent, None, blobs, parse_cache=cache, deadline=deadline)
             blobs = blobs.with_fetched(result.fetched)
             previous, old = result.snapshot, result.content(blobs)
-            old_plan = _as_stored(estimate(old, None, builds)[0])
+            old_plan = estimate(old, None, builds)[0]
         elif previous is not None:
             old = content_of(previous, blobs, cache)
+            old_plan = parent_plan(base.previous_plan, old, builds)
         result = take_snapshot(hub, revision, previous, blobs, parse_cache=cache, deadline=deadline)
         new = result.content(blobs)
         found = diff_revisions(old, new) + list(result.problems)
-        plan: dict[str, Any] | None
+        plan: Plan | None
         if _plan_holds(carried, previous, new) and old_plan is not None:
             plan, problem = old_plan, None
         else:
@@ -238,7 +243,7 @@ def prepare(
         configs = configs_of(new)
         previous_configs = _previous_configs(old, new, configs) if old else {}
         in_hand = blobs.in_hand()
-    outcome = RevisionOutcome(
+    outcome: Outcome = RevisionOutcome(
         snapshot=result.snapshot,
         previous=previous,
         changes=tuple(found),
@@ -274,7 +279,7 @@ def _plan_holds(carried: Planned | None, previous: Snapshot | None, new: Revisio
     )
 
 
-def _planned(snapshot: Snapshot, plan: Mapping[str, Any] | None) -> Planned | None:
+def _planned(snapshot: Snapshot, plan: Plan | None) -> Planned | None:
     config_key = snapshot.texts.get("config.json")
     if plan is None or config_key is None:
         return None
@@ -293,35 +298,34 @@ def _parent_revision(
     raise RevisionGone(f"{revision.repo_id}@{sha}: the parent of {revision.sha} is not on main")
 
 
-def _as_stored(plan: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A plan as storage hands it back (through JSON), so a parent estimated here compares
-    with the revision's plan exactly as a recorded parent's stored plan would."""
-    return None if plan is None else dict(json.loads(json.dumps(plan)))
-
-
 def commit(
     database: Database,
     prepared: Prepared,
     *,
     fence: InTransaction,
     publish: Publishers | None,
+    clock: Callable[[], datetime],
 ) -> Publication | None:
     """Write the revision, its blobs and its published rows in one transaction.
+
+    ``clock`` (the daemon's, or a test's fake) is read once: every time the
+    transaction stores is that reading.
 
     What the publishers wrote (empty without publishers), or None when
     (repo, sha) was already recorded and nothing was written.
     """
     outcome = prepared.outcome
+    now = clock()
     with database.session() as session:
         fence(session)
         for key, data in prepared.fetched.items():
-            put_blob(session, key, data)
+            put_blob(session, key, data, at=now)
         if not record_revision(
             session,
             outcome.snapshot,
             list(outcome.changes),
-            None if outcome.plan is None else dict(outcome.plan),
-            processed_at=datetime.now(UTC),
+            None if outcome.plan is None else outcome.plan.to_json(),
+            processed_at=now,
             repo_pk=prepared.repo_pk,
         ):
             return None

@@ -46,7 +46,9 @@ class RemoteReference:
 class CodeLister(Protocol):
     """What reading a referenced repo needs of the Hub: one listing of main (its sha and files)."""
 
-    def files(self, repo_id: str, sha: str) -> RepoFiles: ...
+    def files(self, repo_id: str, sha: str) -> RepoFiles:
+        """The referenced repo's listing at ``sha``; Hub errors are ``tracker.errors``."""
+        ...
 
 
 def cross_repo_references(

@@ -27,12 +27,13 @@ from tracker.diff.files import is_unsafe_path
 from tracker.diff.registry import artifact_for, rule_for
 from tracker.diff.revision import RevisionContent
 from tracker.errors import FileGone, OversizedFile
-from tracker.hub.client import MAX_HEADER_BYTES, Hub
+from tracker.hub.client import Hub
 from tracker.revision.remote_code import CARD_KEY as REMOTE_CODE
 from tracker.revision.remote_code import SOURCES as REMOTE_SOURCES
 from tracker.revision.remote_code import cross_repo_references, read_referenced_code
 from tracker.revision.weights_manifest import DEFAULT_CAPS, HeaderCaps, build_manifest
 from tracker.untrusted.artifacts import ArtifactParseError, Parsed
+from tracker.untrusted.safetensors_header import MAX_HEADER_BYTES
 
 MAX_FILE_SIZE = 2**63 - 1
 """The largest size a database BIGINT holds; no real file comes near it."""
@@ -41,9 +42,13 @@ MAX_FILE_SIZE = 2**63 - 1
 class BlobSource(Protocol):
     """What a snapshot needs of the blob store: which keys it has, and their bytes."""
 
-    def known(self, keys: Iterable[str]) -> set[str]: ...
+    def known(self, keys: Iterable[str]) -> set[str]:
+        """The keys among ``keys`` whose bytes the store holds."""
+        ...
 
-    def read(self, key: str) -> bytes: ...
+    def read(self, key: str) -> bytes:
+        """The bytes stored under ``key``; KeyError when it holds none."""
+        ...
 
 
 class LazyBlobs(Mapping[str, bytes]):

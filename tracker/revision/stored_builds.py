@@ -1,8 +1,8 @@
 """Meta-device builds kept in the blob store, so a deployment builds each config once.
 
-A build of a type no family knows costs about a quarter of a second and, until
-now, was kept only in the process that made it: every worker, and every restart,
-built the same configs again. Here the build of one (config, transformers
+A build of a type no family knows costs a noticeable fraction of a second; kept
+only in the process that made it, it would be made again by every worker and after
+every restart. Here the build of one (config, transformers
 version) is a blob under a key of its own, read back in the revision's read
 session and written in the revision's own transaction (``tracker.revision.process``), so
 a crash between the two loses nothing but the build.
@@ -119,9 +119,11 @@ class StoredBuilds:
         self.new: dict[str, bytes] = {}
 
     def __call__(self, config: Mapping[str, object]) -> ParameterList | None:
+        """The exact parameter list of ``config``, None when the build has none (the estimator's hook)."""
         return self.build(config).parameters or None
 
     def build(self, config: Mapping[str, object]) -> MetaBuild:
+        """The meta-device build of ``config``: this process's copy, the stored one, else made and kept."""
         # A build this process holds was read from the store or made and written by it: a
         # repo's every revision of one config reads the store once per process, not each time.
         digest = config_hash(config)

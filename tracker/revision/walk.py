@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from estimator import Plan
 from tracker.untrusted.artifacts import Parsed
 
 
@@ -24,7 +25,7 @@ class Planned:
     sha: str
     config_key: str
     manifest: Mapping[str, Any] | None
-    plan: Mapping[str, Any]
+    plan: Plan
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """A revision's weight manifest from its safetensors headers and index files, within caps.
 
-A header is upstream data: a 96 MB one (1.7M tiny tensors, under the reader's
-100 MiB limit) made the check process peak near 2 GB and every later revision
-carry and rewrite the whole manifest. Caps bound what one file and one
+A header is upstream data: one just under the reader's 100 MiB limit can list
+millions of tiny tensors, and uncapped it would take the check process to
+gigabytes and make every later revision carry and rewrite the whole manifest.
+Caps bound what one file and one
 revision may add: header bytes per file (refused before a byte of the header
 is read), tensors per file, and header bytes and tensors per revision. A file
 over a cap is listed in ``headers`` with the reason as its error and
@@ -23,8 +24,9 @@ from storage.records import FileEntry, Revision, Snapshot
 from tracker.diff.files import is_unsafe_path, suffix
 from tracker.diff.registry import artifact_for
 from tracker.errors import ArtifactError, HeaderTooLarge
-from tracker.hub.client import MAX_HEADER_BYTES, Hub
+from tracker.hub.client import Hub
 from tracker.untrusted.artifacts import ArtifactParseError, parse_json
+from tracker.untrusted.safetensors_header import MAX_HEADER_BYTES
 
 HEADER_BYTES_PER_FILE: Final = 8 * 1024 * 1024
 """A real shard's header is kilobytes (DeepSeek-V3's largest, ~1,000 tensors, is under 200 kB)."""
@@ -74,7 +76,8 @@ def build_manifest(
     shards = [f for f in files if suffix(f.path) == ".safetensors" and not is_unsafe_path(f.path)]
     if not weight_map and not shards:
         return None, []
-    old = dict(previous.manifest) if previous is not None and previous.manifest else {}
+    # The manifest this module wrote for the previous revision (see its shape above).
+    old: Mapping[str, Any] = previous.manifest if previous is not None and previous.manifest else {}
     old_headers: Mapping[str, Any] = old.get("headers", {})
     old_by_file: dict[str, dict[str, Any]] = {}
     for name, tensor in old.get("tensors", {}).items():

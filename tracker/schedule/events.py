@@ -31,6 +31,8 @@ log = logging.getLogger("neurarch.events")
 
 
 class EventKind(enum.StrEnum):
+    """What happened to a repo besides new commits; the value is the log's and metric's label."""
+
     FORCE_PUSH = "force_push"
     GONE = "gone"
     RENAMED = "renamed"
@@ -50,6 +52,8 @@ _STATUS_EVENT = {
 
 @dataclass(frozen=True)
 class RepoEvent:
+    """One transition of a repo, logged and counted; ``shas``: those a force-push took off main."""
+
     kind: EventKind
     repo_id: str
     at: datetime

@@ -1,10 +1,10 @@
 """A lease kept alive while a revision is prepared, for as long as its time budget allows.
 
-The lease was renewed only when a revision committed, so one that took longer
-to prepare than the lease (2,000 small files at 5 Hub requests/s: ~420 s
-against a 300 s lease) lost it every time: another worker claimed the repo,
-started over, lost it too, and the revision was never recorded. A heartbeat
-renews the lease every third of its length while the work goes on. Renewal
+A lease renewed only when a revision commits is lost by any revision that takes
+longer to prepare than the lease (thousands of small files at a few Hub requests
+a second): another worker claims the repo, starts over, loses it too, and the
+revision is never recorded. A heartbeat renews the lease every third of its
+length while the work goes on. Renewal
 is bounded: it stops at ``until`` (the revision's budget plus one lease), so a
 prepare that hangs past its budget lets the lease expire and another worker
 take the repo, rather than holding it forever.

@@ -27,6 +27,9 @@ from storage import (
 
 @dataclass(frozen=True)
 class Drained:
+    """What one drain did: deliveries marked processed (dropped ones too), checks made due, and
+    deliveries left in the inbox because their repo's check was running."""
+
     deliveries: int
     checks_requested: int
     deferred: int

@@ -77,7 +77,7 @@ def claim_due(
                     last_seen_sha=state.last_seen_sha,
                     last_modified=state.last_modified,
                     failures=state.failures,
-                    interval_s=None if interval is None else float(interval),
+                    interval_s=float(interval) if isinstance(interval, int | float) else None,
                     repo_pk=state.repo_pk,
                 )
             )

@@ -4,9 +4,9 @@ Counters are bumped where things happen (checks, Hub responses, failures,
 events); queue depth and lag are read from storage at scrape time by a
 collector, so every instance on a shared database reports the same queue and
 no gauge goes stale. Per-repo lag names only the ``LAGGING_REPOS_SHOWN`` most
-overdue repos: a series per tracked repo was 100,000 series at 100,000 repos,
-each scrape reading every poll state, where Prometheus's guidance is to keep
-label values bounded.
+overdue repos: a series per tracked repo would be 100,000 series at 100,000
+repos, each scrape reading every poll state, where Prometheus's guidance is to
+keep label values bounded.
 
 On PostgreSQL the same collector reads the database's own health
 (``storage.health``): dead tuples per table, the WAL position, and WAL bytes
@@ -76,6 +76,7 @@ class DaemonMetrics:
         )
 
     def observe_response(self, response: httpx2.Response) -> None:
+        """Count one Hub response by status code; the paced Hub transport calls it on each."""
         self.hub_requests.labels(status=str(response.status_code)).inc()
 
     def watch_storage(self, database: Database, clock: Callable[[], datetime]) -> None:
@@ -118,6 +119,7 @@ class BudgetReport:
     """How late one round of every tracked repo's check runs at this rate (0: in time)."""
 
     def to_json(self) -> dict[str, object]:
+        """Every field by name, for the /healthz ``hub_budget`` block and the start-up warning."""
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
@@ -133,6 +135,8 @@ class BudgetWatch:
     wall_clock: Callable[[], float]
 
     def report(self) -> BudgetReport | None:
+        """The budget as the schedule meets it now (one database read); None before the
+        shared bucket's row exists."""
         state = self.shared.state()
         if state is None:
             return None
@@ -252,6 +256,7 @@ class _StorageCollector(Collector):
 
 
 def utc_now() -> datetime:
+    """The wall clock, timezone-aware in UTC: the clock the daemon passes to what it wires."""
     return datetime.now(UTC)
 
 

@@ -91,6 +91,7 @@ class Ticker:
         )
 
     def start(self) -> None:
+        """Start the scheduler thread and run every job once now, not one period from now."""
         self._scheduler.start()
         for job in self._scheduler.get_jobs():
             job.modify(next_run_time=datetime.now(self._scheduler.timezone))

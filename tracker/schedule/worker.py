@@ -62,6 +62,7 @@ class WorkerPolicy:
 
     @property
     def budget_s(self) -> float:
+        """Seconds one revision may spend fetching: ``revision_budget_s``, else four leases."""
         return 4 * self.lease_s if self.revision_budget_s is None else self.revision_budget_s
 
 
@@ -120,6 +121,11 @@ class Worker:
         return bool(claims)
 
     def check(self, claim: Claim) -> None:
+        """Check one claimed repo: record its new revisions (each committed), then reschedule it.
+
+        A failed check is stored with backoff, not raised; a stop releases the claim. LeaseLost
+        (the lease taken over as the check ends) and StorageError reach the caller.
+        """
         started = time.monotonic()
         interval = claim.interval_s or self.policy.interval_s
         try:
@@ -216,7 +222,9 @@ class Worker:
         def fence(session: Session) -> None:
             renew(session, claim, now=self.clock(), lease_s=self.policy.lease_s)
 
-        published = commit(self.database, prepared, fence=fence, publish=self.publish)
+        published = commit(
+            self.database, prepared, fence=fence, publish=self.publish, clock=self.clock
+        )
         if published is not None:
             remember(walk, prepared)
             self.metrics.revisions.inc()

@@ -46,7 +46,9 @@ class Side(Protocol):
     """One revision as a differ reads it: the snapshot and its parsed text files."""
 
     @property
-    def snapshot(self) -> Snapshot: ...
+    def snapshot(self) -> Snapshot:
+        """The revision's snapshot: its file list with content keys, and its texts."""
+        ...
 
     def parsed(self, path: str) -> Parsed | None:
         """The parsed file at ``path``, or None if the revision has no such text."""
@@ -77,6 +79,7 @@ class FileRule:
     limit: int = TEXT_LIMIT
 
     def matches(self, path: str) -> bool:
+        """Whether ``path`` is this rule's file: case-sensitive, and ``*`` also crosses ``/``."""
         return fnmatchcase(path, self.pattern)
 
 
@@ -89,9 +92,11 @@ class ArtifactKind:
     files: tuple[FileRule, ...] = ()
 
     def rule_for(self, path: str) -> FileRule | None:
+        """The first of the kind's rules matching ``path``; None if the kind does not read it."""
         return next((rule for rule in self.files if rule.matches(path)), None)
 
     def matches(self, path: str) -> bool:
+        """Whether the kind reads ``path`` with one of its file rules."""
         return self.rule_for(path) is not None
 
 
@@ -105,6 +110,7 @@ def parse_json(data: bytes) -> Any:
 
 
 def parse_text(data: bytes) -> str:
+    """The bytes as UTF-8 text, a leading BOM dropped; ArtifactParseError names the bad byte."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

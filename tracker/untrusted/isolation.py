@@ -18,7 +18,7 @@ check can interrupt it. So the evaluation itself runs in a worker process:
   threads) and, since nobody else holds their pipe, they exit when the
   parent does.
 
-Workers are reused (start-up, with imports, costs ~100 ms; a call ~1 ms).
+Workers are reused: a start-up costs the imports, a call only its function.
 Each call owns one worker for its duration, so threads may call at once.
 Functions and arguments cross by pickle: module-level functions, plain data.
 

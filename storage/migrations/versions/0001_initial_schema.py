@@ -21,6 +21,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    """Create every table of the first schema, constraints named by ``NAMING_CONVENTION``."""
     op.create_table(
         "blobs",
         sa.Column("content_key", sa.String(length=64), nullable=False),
@@ -262,6 +263,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop every table, children before the tables their foreign keys name."""
     op.drop_table("snapshots")
     op.drop_table("revision_files")
     op.drop_table("estimates")

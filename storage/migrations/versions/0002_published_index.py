@@ -23,6 +23,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    """Add the published-time index and, on PostgreSQL, the repo id prefix index."""
     op.create_index("ix_advisories_published", "advisories", ["published"])
     op.create_index(
         "ix_repos_repo_id_pattern",
@@ -33,5 +34,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop both indexes."""
     op.drop_index("ix_repos_repo_id_pattern", table_name="repos")
     op.drop_index("ix_advisories_published", table_name="advisories")

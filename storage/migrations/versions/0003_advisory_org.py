@@ -1,13 +1,12 @@
 """Advisories carry their repo's org, indexed with the publication time, for org feeds.
 
-An org feed is "this org's newest K advisories". Filtering through the repos
-join (``repo_id LIKE 'org/%'``, served by 0002's pattern index) left the plan
-to the planner's guess of the prefix's selectivity: at 1M advisories (100-repo
-orgs) PostgreSQL 15 chose once the repos-first plan (1.6 ms) and once a
-backward walk of the whole log's ``published`` index, joining every row to
-filter it (351 ms). ``org`` on the advisory row with ``(org, published)``
-makes it one backward walk of the org's own entries that stops after K rows,
-whatever the guess; the pattern index had no other reader and goes.
+An org feed is "this org's newest K advisories". Filtered through the repos
+join (``repo_id LIKE 'org/%'``, served by 0002's pattern index), the plan
+rests on the planner's guess of the prefix's selectivity, and a wrong guess
+walks the whole log's ``published`` index backward, joining every row to
+filter it. ``org`` on the advisory row with ``(org, published)`` makes it one
+backward walk of the org's own entries that stops after K rows, whatever the
+guess; the pattern index has no other reader and goes.
 
 Revision ID: 0003
 Revises: 0002
@@ -32,6 +31,8 @@ _ORG_OF_REPO = {
 
 
 def upgrade() -> None:
+    """Fill ``org`` from each advisory's repo, index it with ``published`` and drop the prefix
+    index."""
     with op.batch_alter_table("advisories") as batch:
         batch.add_column(sa.Column("org", sa.String(length=200), nullable=True))
     org_of_repo = _ORG_OF_REPO[op.get_bind().dialect.name]
@@ -46,6 +47,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Restore the prefix index and drop ``org`` with its index."""
     op.create_index(
         "ix_repos_repo_id_pattern",
         "repos",

@@ -1,16 +1,16 @@
 """History that holds anything upstream can commit: long paths, chain order, shared manifests.
 
 - ``revision_files.path``, ``changes.path`` and ``revisions.author`` become unbounded text:
-  git sets no length on a path, and a 1,025-character one failed the revision's write on
+  git sets no length on a path, and one over 1,024 characters fails the revision's write on
   PostgreSQL (VARCHAR(1024)) on every retry, holding back every later revision of the repo.
   A btree cannot key text of any length, so ``revision_files`` keeps (revision, ordinal)
   unique instead of (revision, path); storage keeps a revision's paths distinct itself.
-- ``revisions.position``: the place on main's parent chain. "Newest" was ``date``, which
-  the pusher's clock writes: a commit dated 9999-12-31 stayed the headline forever.
+- ``revisions.position``: the place on main's parent chain. Ordered by ``date``, which
+  the pusher's clock writes, a commit dated 9999-12-31 would stay the headline forever.
   Existing rows are numbered in the order they were recorded (workers record oldest
   first along the chain); the next history check renumbers them from main's list.
 - ``snapshots.manifest_key``: the weight manifest as a blob stored once per content,
-  instead of a copy in every revision's row (123 MB per row for a 1.7M-tensor header).
+  instead of a copy in every revision's row (the largest thing a snapshot holds).
   Rows from before keep their inline ``manifest``, which readers still accept; a
   downgrade drops the key, so manifests written since are no longer read (their blobs stay).
 
@@ -31,6 +31,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    """Unbound paths and authors; number existing revisions in recorded order; add manifest keys."""
     with op.batch_alter_table("revision_files") as batch:
         batch.drop_constraint("uq_revision_files_revision_pk_path", type_="unique")
         batch.alter_column(
@@ -59,6 +60,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop positions and manifest keys; fails where a stored path or author exceeds the old
+    lengths."""
     op.drop_index("ix_snapshots_manifest_key", table_name="snapshots")
     with op.batch_alter_table("snapshots") as batch:
         batch.drop_column("manifest_key")

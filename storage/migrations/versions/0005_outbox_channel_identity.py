@@ -46,6 +46,7 @@ def _is_text(channel: dict[str, Any]) -> bool:
 
 
 def upgrade() -> None:
+    """Rewrite each positional label to the key of the channel that sat at that index."""
     bind = op.get_bind()
     channels = {
         row.id: _channels(row.channels)
@@ -74,6 +75,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Turn each channel key back into ``kind:index`` of the subscription's current channel list."""
     bind = op.get_bind()
     channels = {
         row.id: _channels(row.channels)

@@ -48,6 +48,7 @@ HOT_TABLES = {
 
 
 def upgrade() -> None:
+    """Create ``hub_budget``; on PostgreSQL, tune the hot tables' fillfactor and autovacuum."""
     op.create_table(
         "hub_budget",
         sa.Column("key", sa.String(length=200), nullable=False),
@@ -66,6 +67,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Reset the lease table's storage options on PostgreSQL and drop ``hub_budget``."""
     if op.get_bind().dialect.name == "postgresql":
         op.execute(f"ALTER TABLE poll_state RESET ({', '.join(HOT_TABLES['poll_state'])})")
     op.drop_table("hub_budget")

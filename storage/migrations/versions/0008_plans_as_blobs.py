@@ -7,7 +7,7 @@ plan's JSON, the blob holds the JSON once (``storage/plans.py``), and
 and read as before).
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007
 Create Date: 2026-12-07 16:00:00.000000
 """
 
@@ -19,12 +19,13 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008"
-down_revision = "0006"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
+    """Add ``estimates.plan_key``; rows already stored keep their plan inline."""
     with op.batch_alter_table("estimates") as batch:
         batch.add_column(sa.Column("plan_key", sa.String(length=64), nullable=True))
         batch.alter_column("plan", existing_type=sa.JSON(), nullable=True)

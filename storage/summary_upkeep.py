@@ -1,0 +1,93 @@
+"""Keeping ``repo_summaries`` current: a write marks its repo, the commit refreshes it.
+
+Every storage function that can change what a repo's summary shows (a
+revision recorded, main renumbered or force-pushed, an advisory appended)
+marks the repo in the session; just before the transaction commits, each
+marked repo's row is recomputed from three indexed lookups. A backfill that
+records 50 revisions of one repo in one transaction refreshes it once, and
+the summary can never disagree with the rows it summarises, because both are
+written in the same transaction.
+
+The family and parameter total are the only fields read from inside a stored
+plan: siblings are "the other tracked repos of this family", a lookup that
+must not parse every repo's plan.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from storage.dialect import upsert
+from storage.models import AdvisoryRow, RepoRow, RepoSummaryRow, RevisionRow
+from storage.models.summary import FAMILY_LENGTH
+from storage.plans import estimate_of
+
+_STALE = "neurarch_stale_summaries"
+NEWEST_ON_MAIN = (RevisionRow.position.desc(), RevisionRow.id.desc())
+
+
+def mark_summary_stale(session: Session, repo_pk: int) -> None:
+    """Have ``repo_pk``'s summary recomputed when this transaction commits."""
+    session.info.setdefault(_STALE, set()).add(repo_pk)
+
+
+def refresh_stale_summaries(session: Session) -> None:
+    """The ``before_commit`` hook: recompute every summary marked in this transaction."""
+    stale: set[int] = session.info.pop(_STALE, set())
+    for repo_pk in sorted(stale):  # one order for every writer: no deadlock between two
+        refresh_summary(session, repo_pk)
+
+
+def refresh_summary(session: Session, repo_pk: int) -> None:
+    """Recompute one repo's summary row from its revisions, plan and advisories."""
+    if session.get(RepoRow, repo_pk) is None:
+        return  # purged in this transaction: the cascade removed its summary too
+    latest = session.scalars(
+        select(RevisionRow.id)
+        .where(RevisionRow.repo_pk == repo_pk, RevisionRow.on_main)
+        .order_by(*NEWEST_ON_MAIN)
+        .limit(1)
+    ).one_or_none()
+    count = session.scalars(
+        select(func.count()).select_from(AdvisoryRow).where(AdvisoryRow.repo_pk == repo_pk)
+    ).one()
+    plan = None if latest is None else estimate_of(session, latest)
+    family, total = family_and_total(plan)
+    upsert(
+        session,
+        RepoSummaryRow,
+        {
+            "repo_pk": repo_pk,
+            "latest_revision_pk": latest,
+            "advisories": int(count),
+            "family": family,
+            "total_parameters": total,
+        },
+        ["repo_pk"],
+    )
+
+
+def refresh_all_summaries(session: Session) -> int:
+    """Recompute every repo's summary (after a bulk load that bypassed the write functions);
+    returns how many."""
+    pks = session.scalars(select(RepoRow.id).order_by(RepoRow.id)).all()
+    for repo_pk in pks:
+        refresh_summary(session, repo_pk)
+    return len(pks)
+
+
+def family_and_total(plan: Any) -> tuple[str | None, int | None]:
+    """The plan's ``model.family`` and ``parameters.total``, None where absent or implausible."""
+    if not isinstance(plan, dict):
+        return None, None
+    model, parameters = plan.get("model"), plan.get("parameters")
+    family = model.get("family") if isinstance(model, dict) else None
+    total = parameters.get("total") if isinstance(parameters, dict) else None
+    if not isinstance(family, str) or not family or len(family) > FAMILY_LENGTH:
+        family = None
+    if isinstance(total, bool) or not isinstance(total, int) or not 0 <= total < 2**63:
+        total = None
+    return family, total
