@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import cache
-from typing import Any, Final, TypeVar, cast, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, get_args, get_origin
 
 from cattrs import BaseValidationError, Converter, transform_error
 from cattrs.errors import CattrsError
@@ -35,8 +35,6 @@ from cattrs.gen import make_dict_unstructure_fn, override
 
 from estimator.cards import Card, all_cards
 from estimator.cost import Cost
-from estimator.engine_cards import CardEngineVerdict
-from estimator.engines import EngineVerdict
 from estimator.errors import EstimateError, PlanJsonError
 from estimator.fit import CardFit, MethodFit
 from estimator.manifest import ManifestComparison
@@ -45,6 +43,10 @@ from estimator.plan import SCHEMA_VERSION, Plan
 from estimator.structure import Node, NodeKind, Structure
 from estimator.verifier import Finding
 from estimator.workload import Workload
+
+if TYPE_CHECKING:
+    from estimator.engine_cards import CardEngineVerdict
+    from estimator.engines.verdict import EngineVerdict
 
 T = TypeVar("T")
 JsonObject = dict[str, Any]
@@ -95,7 +97,7 @@ def _converter() -> Converter:
     converter.register_structure_hook_factory(_is_scalars, _scalars_structure)
     converter.register_unstructure_hook_factory(_is_pairs, _pairs_unstructure)
     converter.register_structure_hook_factory(_is_pairs, _pairs_structure)
-    for part in (Workload, Cost, ManifestComparison, Finding, EngineVerdict, CardEngineVerdict):
+    for part in (Workload, Cost, ManifestComparison, Finding):
         converter.register_unstructure_hook(part, make_dict_unstructure_fn(part, converter))
     converter.register_unstructure_hook(
         MemoryEstimate,
@@ -105,6 +107,19 @@ def _converter() -> Converter:
     _register_structure(converter)
     _register_plan(converter)
     return converter
+
+
+@cache
+def _engine_parts() -> tuple[type[EngineVerdict], type[CardEngineVerdict]]:
+    """The serving section's classes, imported and registered on first use: a plan
+    without an engine (``plan CONFIG``) does not load the engines' modules."""
+    from estimator.engine_cards import CardEngineVerdict
+    from estimator.engines.verdict import EngineVerdict
+
+    converter = _converter()
+    for part in (EngineVerdict, CardEngineVerdict):
+        converter.register_unstructure_hook(part, make_dict_unstructure_fn(part, converter))
+    return EngineVerdict, CardEngineVerdict
 
 
 def _as_stored(kind: type[T]) -> Callable[[object, object], T]:
@@ -295,9 +310,10 @@ def _register_plan(converter: Converter) -> None:
             "assumptions": list(p.assumptions),
         }
         if p.engine is not None:
-            serving = {"engine": u(p.engine, EngineVerdict)}
+            verdict, card_verdict = _engine_parts()
+            serving = {"engine": u(p.engine, verdict)}
             if p.engine_cards:
-                serving["cards"] = u(p.engine_cards, tuple[CardEngineVerdict, ...])
+                serving["cards"] = u(p.engine_cards, tuple[card_verdict, ...])  # type: ignore[valid-type]
             document["serving"] = serving
         return document
 
@@ -310,6 +326,11 @@ def _register_plan(converter: Converter) -> None:
         parameters = s(d["parameters"], dict[str, Any])
         memory = {k: v for k, v in s(d["memory"], dict[str, Any]).items() if k != "selected"}
         serving = s(d.get("serving", {}), dict[str, Any])
+        engine, engine_cards = None, ()
+        if serving.get("engine") is not None:
+            verdict, card_verdict = _engine_parts()
+            engine = s(serving["engine"], verdict)
+            engine_cards = s(serving.get("cards", []), tuple[card_verdict, ...])  # type: ignore[valid-type]
         return Plan(
             schema_version=d["schema_version"],
             model=s(d["model"], tuple[tuple[str, Any], ...]),
@@ -323,8 +344,8 @@ def _register_plan(converter: Converter) -> None:
             costs=s(d.get("costs", []), tuple[Cost, ...]),
             findings=s(d["findings"], tuple[Finding, ...]),
             assumptions=s(d["assumptions"], tuple[str, ...]),
-            engine=s(serving.get("engine"), EngineVerdict | None),
-            engine_cards=s(serving.get("cards", []), tuple[CardEngineVerdict, ...]),
+            engine=engine,
+            engine_cards=engine_cards,
         )
 
     converter.register_unstructure_hook(Plan, unstructure)

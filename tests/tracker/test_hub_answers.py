@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import huggingface_hub
 import pytest
 
 from tracker.demo import HISTORIES
@@ -99,6 +100,9 @@ def test_the_client_names_the_tracker_and_leaves_the_token_to_huggingface_hub(
     assert api.endpoint == "http://127.0.0.1:9"
     assert api.token is None  # None: huggingface_hub looks up HF_TOKEN and the token file
     monkeypatch.setenv("HF_TOKEN", "hf_from_the_environment")
+    # the emulator suites' conftests turn the library's implicit token off for the session;
+    # a user's machine has it on, and that lookup is what this test is about
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_IMPLICIT_TOKEN", False)
     headers = request_headers(api, {"Range": "bytes=0-7"})
     assert headers["authorization"] == "Bearer hf_from_the_environment"
     assert headers["user-agent"].startswith(f"{LIBRARY}/")
