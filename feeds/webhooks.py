@@ -14,7 +14,7 @@ Nothing hostile reaches the inbox: the body is read no further than
 ``max_body_bytes`` (413), parsed with ``feeds.limits.parse_json`` (400 for
 JSON nested past ``max_json_depth``, NaN/Infinity, bad UTF-8), and the repo
 names it carries (``repo.name``, ``movedTo.name``) must pass the Hub's own
-naming rule, ``storage.check_repo_id`` (400), and every string must be
+naming rule, ``storage.repo_id`` (400), and every string must be
 text (no NUL, no lone surrogate). The app's
 ``BodyLimits`` middleware applies the same caps before this router runs;
 the router keeps them so it is safe mounted on its own.
@@ -40,7 +40,7 @@ from feeds.limits import (
     parse_json,
     read_body,
 )
-from storage import Database, InvalidRecord, InvalidRepoId, check_repo_id, record_webhook_event
+from storage import Database, InvalidRecord, InvalidRepoId, record_webhook_event, repo_id
 
 PATH = "/webhooks/huggingface"
 
@@ -102,7 +102,7 @@ class WebhookPayload(BaseModel):
             named.append(("movedTo.name", self.moved_to.name))
         for field, name in named:
             try:
-                check_repo_id(name)
+                repo_id(name)
             except InvalidRepoId as exc:
                 raise InvalidRepoId(f"{field}: {exc}") from None
 
