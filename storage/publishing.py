@@ -32,6 +32,7 @@ from storage.models import (
     SnapshotRow,
 )
 from storage.records import Advisory, Change, Severity, StoredRevision, TrackedRepo
+from storage.repo_ids import RepoId
 from storage.repos import repo_row, to_tracked_repo
 from storage.values import require_aware
 
@@ -103,7 +104,7 @@ def advisory_by_id(session: Session, advisory_id: str) -> Advisory | None:
 def advisories_for(
     session: Session,
     *,
-    repo_id: str | None = None,
+    repo_id: RepoId | None = None,
     org: str | None = None,
     commit: str | None = None,
     artifact: str | None = None,
@@ -207,7 +208,7 @@ def family_siblings(
     return tuple(_to_summary(*row) for row in found)
 
 
-def model_page(session: Session, repo_id: str) -> ModelPageData:
+def model_page(session: Session, repo_id: RepoId) -> ModelPageData:
     """The model page of ``repo_id``: summary, history with changes and plans, card, and
     the tracked repos of its family nearest in size."""
     row = repo_row(session, repo_id)
@@ -272,7 +273,7 @@ def _to_summary(
         None
         if latest is None
         else StoredRevision(
-            revision=to_revision(repo.repo_id, latest),
+            revision=to_revision(RepoId(repo.repo_id), latest),
             processed_at=latest.processed_at,
             on_main=latest.on_main,
             off_main_since=latest.off_main_since,
@@ -286,7 +287,7 @@ def _to_summary(
     )
 
 
-def card_at(session: Session, repo_id: str, sha: str) -> dict[str, Any] | None:
+def card_at(session: Session, repo_id: RepoId, sha: str) -> dict[str, Any] | None:
     """The card recorded with ``repo_id``'s revision ``sha``, None when that revision is not
     recorded; the card column alone (the snapshot row also holds the weight manifest)."""
     try:

@@ -13,12 +13,13 @@ from storage.errors import InvalidRecord, RepoNotFound
 from storage.models import PollStateRow, RepoRow
 from storage.models.history import REPO_ID_LENGTH
 from storage.records import JsonValue, RepoStatus, TrackedRepo
+from storage.repo_ids import RepoId
 from storage.values import require_aware, require_text
 
 
 def ensure_repo(
     session: Session,
-    repo_id: str,
+    repo_id: RepoId,
     *,
     now: datetime,
     options: Mapping[str, JsonValue] | None = None,
@@ -63,7 +64,7 @@ def ensure_repo(
     return to_tracked_repo(row)
 
 
-def get_repo(session: Session, repo_id: str) -> TrackedRepo:
+def get_repo(session: Session, repo_id: RepoId) -> TrackedRepo:
     """The stored repo, tracked or not."""
     return to_tracked_repo(repo_row(session, repo_id))
 
@@ -74,7 +75,7 @@ def tracked_repos(session: Session) -> list[TrackedRepo]:
     return [to_tracked_repo(row) for row in rows]
 
 
-def untrack(session: Session, repo_id: str, *, purge: bool = False) -> bool:
+def untrack(session: Session, repo_id: RepoId, *, purge: bool = False) -> bool:
     """Stop following ``repo_id``; True if it was followed.
 
     Its history stays (feeds and advisories keep pointing at it) unless
@@ -95,7 +96,7 @@ def untrack(session: Session, repo_id: str, *, purge: bool = False) -> bool:
 
 
 def set_repo_status(
-    session: Session, repo_id: str, status: RepoStatus, *, renamed_to: str | None = None
+    session: Session, repo_id: RepoId, status: RepoStatus, *, renamed_to: str | None = None
 ) -> RepoStatus:
     """Record what the Hub says about the repo now; returns the status it had before.
 
@@ -113,7 +114,7 @@ _ROWS = "storage.repo_rows"
 """``Session.info`` key of the repo rows this transaction has looked up."""
 
 
-def repo_row(session: Session, repo_id: str) -> RepoRow:
+def repo_row(session: Session, repo_id: RepoId) -> RepoRow:
     """The row of ``repo_id``, for queries inside storage.
 
     Kept for the rest of the transaction: recording one revision asks for it from
@@ -134,7 +135,7 @@ def repo_row(session: Session, repo_id: str) -> RepoRow:
 def to_tracked_repo(row: RepoRow) -> TrackedRepo:
     """The typed TrackedRepo of a stored row; raises ValueError for a status outside RepoStatus."""
     return TrackedRepo(
-        repo_id=row.repo_id,
+        repo_id=RepoId(row.repo_id),
         added_at=row.added_at,
         status=RepoStatus(row.status),
         renamed_to=row.renamed_to,

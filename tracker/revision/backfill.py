@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from storage import (
     Database,
+    RepoId,
     ensure_repo,
     has_revision,
     latest_revision,
@@ -42,7 +43,7 @@ from tracker.revision.process import Publishers, SessionBlobs, commit, content_o
 class BackfillReport:
     """What one backfill did."""
 
-    repo_id: str
+    repo_id: RepoId
     revisions: int
     recorded: int
     changes: int
@@ -54,7 +55,7 @@ class BackfillReport:
 def backfill(
     database: Database,
     hub: Hub,
-    repo_id: str,
+    repo_id: RepoId,
     *,
     progress: tqdm[Never] | None = None,
     newest_only: bool = False,
@@ -158,7 +159,7 @@ def _no_fence(session: Session) -> None:
     """A command-line backfill holds no lease, so there is nothing to check before writing."""
 
 
-def stored_content(session: Session, repo_id: str, sha: str) -> RevisionContent:
+def stored_content(session: Session, repo_id: RepoId, sha: str) -> RevisionContent:
     """A recorded revision as the differs see it, read from storage alone (no Hub)."""
     return content_of(snapshot_at(session, repo_id, sha), SessionBlobs(session), {})
 
