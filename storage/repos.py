@@ -9,9 +9,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from storage.dialect import insert_ignoring_duplicates
-from storage.errors import InvalidRecord, RepoNotFound
+from storage.errors import RepoNotFound
 from storage.models import PollStateRow, RepoRow
-from storage.models.history import REPO_ID_LENGTH
 from storage.records import JsonValue, RepoStatus, TrackedRepo
 from storage.repo_ids import RepoId
 from storage.values import require_aware, require_text
@@ -30,9 +29,6 @@ def ensure_repo(
     """
     moment = now
     require_aware(moment, "ensure_repo now")
-    if not repo_id or len(repo_id) > REPO_ID_LENGTH:
-        raise InvalidRecord(f"repo id {repo_id!r} must be 1 to {REPO_ID_LENGTH} characters")
-    require_text(repo_id, "repo id")
     if options is not None:
         require_text(options, "repo options")
     # Insert-or-ignore, so two instances tracking the same new repo at once both succeed.
