@@ -12,9 +12,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 
 from feeds.http import conditional, entity_tag
+from feeds.model_paths import path_repo_id
 from feeds.state import AppState
 from feeds.syndication import MEDIA_TYPES, FeedFilter, FeedFilterError, Format, render
-from storage import RepoNotFound, get_repo
+from storage import RepoId, RepoNotFound, get_repo
 from storage.publishing import advisories_for
 
 ArtifactParam = Annotated[str | None, Query(description="keep advisories that changed it")]
@@ -37,7 +38,7 @@ def router(state: AppState) -> APIRouter:
         artifact: str | None,
         min_severity: str | None,
         *,
-        repo_id: str | None = None,
+        repo_id: RepoId | None = None,
         org: str | None = None,
     ) -> Response:
         try:
@@ -88,7 +89,7 @@ def router(state: AppState) -> APIRouter:
         min_severity: SeverityParam = None,
     ) -> Response:
         """Advisories of one model."""
-        repo_id = f"{org}/{name}"
+        repo_id = path_repo_id(org, name)
         title = f"{repo_id} · {state.settings.title}"
         return serve(
             request, kind, title, f"/models/{repo_id}", artifact, min_severity, repo_id=repo_id

@@ -18,6 +18,7 @@ from estimator import Accuracy, Plan, Workload
 from estimator.cost import Cost
 from estimator.deltas import METHOD_LABELS, gib, method_label
 from estimator.verifier import Finding
+from storage import RepoId
 from storage.publishing import ModelPageData
 
 NOT_ESTIMATED: Final = "could not estimate"
@@ -76,7 +77,7 @@ def method_figures(plan: Plan) -> list[MethodFigure]:
     return figures
 
 
-def headline(repo_id: str, plan: Plan | None) -> str:
+def headline(repo_id: RepoId, plan: Plan | None) -> str:
     """One sentence: serving and a LoRA fine-tune at the stated workload, card and verdict."""
     if plan is None:
         return (
@@ -188,7 +189,7 @@ def accuracy_sentence(measured: Accuracy | None) -> str:
 class Sibling:
     """Another checkpoint of the family: its parameters and delta against this one, worded."""
 
-    repo_id: str
+    repo_id: RepoId
     parameters: str
     delta: str
 

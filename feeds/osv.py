@@ -40,6 +40,7 @@ from typing import Any
 from packageurl import PackageURL
 
 from feeds.delta import EstimateDelta
+from storage import RepoId
 from storage.records import Advisory, Change, Severity, StoredRevision
 
 SCHEMA_VERSION = "1.7.5"
@@ -67,7 +68,7 @@ def noteworthy(changes: Sequence[Change]) -> list[Change]:
     return sorted(kept, key=lambda c: (-int(c.severity), c.artifact, c.path, c.kind, c.message))
 
 
-def advisory_id(repo_id: str, old_sha: str | None, new_sha: str) -> str:
+def advisory_id(repo_id: RepoId, old_sha: str | None, new_sha: str) -> str:
     """The deterministic id of the transition ``old_sha -> new_sha`` of ``repo_id``."""
     digest = hashlib.sha256(f"{repo_id}|{old_sha or ''}|{new_sha}".encode()).hexdigest()[:12]
     readable = repo_id.replace("/", "-")
@@ -75,12 +76,12 @@ def advisory_id(repo_id: str, old_sha: str | None, new_sha: str) -> str:
     return f"{ID_PREFIX}-{readable[:room]}-{digest}"
 
 
-def repo_url(repo_id: str) -> str:
+def repo_url(repo_id: RepoId) -> str:
     """The repo's page on the Hub, which advisories link to."""
     return f"{HUB}/{repo_id}"
 
 
-def purl(repo_id: str, sha: str | None = None) -> str | None:
+def purl(repo_id: RepoId, sha: str | None = None) -> str | None:
     """The package URL of ``repo_id`` (at ``sha``), per the purl spec's ``huggingface`` type.
 
     The type requires a namespace (the user or organisation) and, for a version,
@@ -99,7 +100,7 @@ def affected_events(new_sha: str) -> list[dict[str, str]]:
     return [{"introduced": new_sha}, {"last_affected": new_sha}]
 
 
-def _package(repo_id: str) -> dict[str, str]:
+def _package(repo_id: RepoId) -> dict[str, str]:
     package = {"ecosystem": "GIT", "name": repo_url(repo_id)}
     identifier = purl(repo_id)
     if identifier is not None:
@@ -113,7 +114,7 @@ def timestamp(moment: datetime) -> str:
 
 
 def build_advisory(
-    repo_id: str,
+    repo_id: RepoId,
     old: StoredRevision | None,
     new: StoredRevision,
     changes: Sequence[Change],
@@ -218,7 +219,7 @@ def summary_line(kept: Sequence[Change], delta: EstimateDelta) -> str:
 
 
 def details(
-    repo_id: str,
+    repo_id: RepoId,
     old_sha: str | None,
     new: StoredRevision,
     kept: Sequence[Change],
@@ -247,7 +248,7 @@ def details(
     return "\n".join(lines).rstrip() + "\n"
 
 
-def references(repo_id: str, old_sha: str | None, new_sha: str) -> list[dict[str, str]]:
+def references(repo_id: RepoId, old_sha: str | None, new_sha: str) -> list[dict[str, str]]:
     """The commit page (the Hub shows its diff to the parent), the old commit, the repo."""
     base = repo_url(repo_id)
     refs = [{"type": "INTRODUCED", "url": f"{base}/commit/{new_sha}"}]

@@ -32,6 +32,7 @@ from feeds.zipstream import stream_zip
 from storage.advisory_refs import AdvisoryRefPage, RefQuery, advisory_refs_for_many
 from storage.dumps import advisories_by_id, modified_batches
 from storage.publishing import InvalidCursor, advisories_for, advisory_by_id
+from storage.repo_ids import InvalidRepoId, RepoId, repo_id
 
 QUERY_PATHS = frozenset({"/v1/query", "/v1/querybatch"})
 JSON_TYPE = (b"content-type", b"application/json")
@@ -174,16 +175,25 @@ def _json(encoded: bytes) -> Response:
     return Response(encoded, media_type="application/json")
 
 
-def _target(query: Query) -> tuple[str | None, str | None] | None:
-    """(repo id, commit) a query asks for, None for a package that is not ours; OsvError if bad."""
-    repo_id, version = _package(query)
+def _target(query: Query) -> tuple[RepoId | None, str | None] | None:
+    """(repo id, commit) a query asks for, None for a package that is not ours; OsvError if bad.
+
+    A name the Hub would refuse is no repo of ours either: it answers as a package
+    that is not ours (the same empty result a lookup of it would give).
+    """
+    name, version = _package(query)
     if query.commit is not None and version is not None:
         raise OsvError("invalid query")
     commit = query.commit if query.commit is not None else version
     commit = commit.lower() if commit else commit
-    if repo_id is None and commit is None:
+    if name is None and commit is None:
         raise OsvError("invalid query")
-    return None if repo_id == "" else (repo_id, commit)
+    if name is None:
+        return None, commit
+    try:
+        return repo_id(name), commit
+    except InvalidRepoId:
+        return None
 
 
 def _run(state: AppState, query: Query, *, size: int) -> bytes:

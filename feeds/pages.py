@@ -24,6 +24,7 @@ from markupsafe import Markup
 from feeds import figures, view
 from feeds.chart import batch_svg, breakdown_svg, history_chart, history_svg
 from feeds.http import conditional
+from feeds.model_paths import path_repo_id
 from feeds.osv import osv_document, timestamp
 from feeds.state import AppState
 from storage import RepoNotFound
@@ -88,7 +89,7 @@ def router(state: AppState) -> APIRouter:
     api = APIRouter()
 
     def load(org: str, name: str) -> tuple[ModelPageData, list[Advisory]]:
-        repo_id = f"{org}/{name}"
+        repo_id = path_repo_id(org, name)
         try:
             return state.model_page(repo_id)
         except RepoNotFound:
@@ -172,7 +173,7 @@ def router(state: AppState) -> APIRouter:
     def badge(org: str, name: str) -> JSONResponse:
         """A shields.io endpoint badge: serving memory at the stated workload, fit or not
         (two stored columns, never the page's data)."""
-        repo_id = f"{org}/{name}"
+        repo_id = path_repo_id(org, name)
         try:
             shown = state.badge(repo_id)
         except RepoNotFound:

@@ -10,8 +10,7 @@ standard library, under the app's body-size limit); nothing pasted is stored.
 from __future__ import annotations
 
 import json
-import re
-from typing import Any, Final
+from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
@@ -22,10 +21,8 @@ from feeds.chart import batch_svg, breakdown_svg
 from feeds.errors import PasteError
 from feeds.pages import environment
 from feeds.state import AppState
-from storage import RepoNotFound
+from storage import InvalidRepoId, RepoNotFound, repo_id
 from storage.publishing import model_page
-
-REPO_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 
 
 def router(state: AppState) -> APIRouter:
@@ -67,10 +64,12 @@ def router(state: AppState) -> APIRouter:
     return api
 
 
-def tracked(state: AppState, repo: str) -> str:
+def tracked(state: AppState, text: str) -> str:
     """The page of a tracked repo; a PasteError saying how to plan one that is not."""
-    if not REPO_ID.fullmatch(repo):
-        raise PasteError(f"{repo[:100]!r} is not a repo id of the form ORG/NAME")
+    try:
+        repo = repo_id(text)
+    except InvalidRepoId:
+        raise PasteError(f"{text[:100]!r} is not a repo id of the form ORG/NAME") from None
     with state.database.read_session() as session:
         try:
             model_page(session, repo)

@@ -33,7 +33,7 @@ from limits.strategies import MovingWindowRateLimiter
 
 from feeds.compute import Budget, ComputePool
 from feeds.settings import PublishSettings
-from storage import Database
+from storage import Database, RepoId
 from storage.publishing import (
     ModelPageData,
     ModelSummary,
@@ -106,7 +106,7 @@ class AppState:
         with self.database.read_session() as session:
             return read_log_version(session)
 
-    def model_page(self, repo_id: str) -> tuple[ModelPageData, list[Advisory]]:
+    def model_page(self, repo_id: RepoId) -> tuple[ModelPageData, list[Advisory]]:
         """The model page's data and the repo's advisories, upstream text clipped;
         RepoNotFound if the repo was never recorded."""
         with self.database.read_session() as session:
@@ -121,7 +121,7 @@ class AppState:
         )
         return clipped, [replace(a, summary=clip(a.summary)) for a in found]
 
-    def badge(self, repo_id: str) -> BadgeData:
+    def badge(self, repo_id: RepoId) -> BadgeData:
         """What the badge shows, from stored summaries; RepoNotFound if never recorded."""
         with self.database.read_session() as session:
             return model_badge(session, repo_id)

@@ -14,7 +14,7 @@ Nothing hostile reaches the inbox: the body is read no further than
 ``max_body_bytes`` (413), parsed with ``feeds.limits.parse_json`` (400 for
 JSON nested past ``max_json_depth``, NaN/Infinity, bad UTF-8), and the repo
 names it carries (``repo.name``, ``movedTo.name``) must pass the Hub's own
-naming rule, ``storage.check_repo_id`` (400), and every string must be
+naming rule, ``storage.repo_id`` (400), and every string must be
 text (no NUL, no lone surrogate). The app's
 ``BodyLimits`` middleware applies the same caps before this router runs;
 the router keeps them so it is safe mounted on its own.
@@ -40,7 +40,7 @@ from feeds.limits import (
     parse_json,
     read_body,
 )
-from storage import Database, InvalidRecord, InvalidRepoId, check_repo_id, record_webhook_event
+from storage import Database, InvalidRecord, InvalidRepoId, RepoId, record_webhook_event, repo_id
 
 PATH = "/webhooks/huggingface"
 
@@ -95,16 +95,18 @@ class WebhookPayload(BaseModel):
         }
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
-    def check_names(self) -> None:
-        """Raise InvalidRepoId (naming the field) unless every repo name is one the Hub allows."""
+    def check_names(self) -> RepoId:
+        """``repo.name`` as a RepoId; InvalidRepoId (naming the field) for any name the Hub refuses."""
         named = [("repo.name", self.repo.name)]
         if self.moved_to is not None:
             named.append(("movedTo.name", self.moved_to.name))
+        checked = []
         for field, name in named:
             try:
-                check_repo_id(name)
+                checked.append(repo_id(name))
             except InvalidRepoId as exc:
                 raise InvalidRepoId(f"{field}: {exc}") from None
+        return checked[0]
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -147,7 +149,7 @@ def create_webhook_router(
         except ValidationError as exc:
             return _error(400, f"not a Hub webhook payload: {_first_error(exc)}")
         try:
-            payload.check_names()
+            name = payload.check_names()
             _check_storable(raw)
         except InvalidRecord as exc:
             return _error(400, f"not a Hub webhook payload: {exc}")
@@ -155,7 +157,7 @@ def create_webhook_router(
             return {"accepted": False, "reason": "only model repo events are tracked"}
         key = payload.delivery_key()
         try:
-            stored = _store(database, key, payload.repo.name, raw, clock())
+            stored = _store(database, key, name, raw, clock())
         except InvalidRecord as exc:
             return _error(400, f"not a Hub webhook payload: {exc}")
         return {"accepted": True, "duplicate": not stored, "delivery_key": key}
@@ -184,7 +186,7 @@ def _check_storable(raw: Any) -> None:
         ) from None
 
 
-def _store(database: Database, key: str, repo_id: str, raw: Any, now: datetime) -> bool:
+def _store(database: Database, key: str, repo_id: RepoId, raw: Any, now: datetime) -> bool:
     with database.session() as session:
         return record_webhook_event(session, key, raw, now, repo_id=repo_id)
 

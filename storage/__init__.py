@@ -89,7 +89,7 @@ from storage.records import (
     TrackingSummary,
     WebhookEvent,
 )
-from storage.repo_ids import MAX_REPO_ID_LENGTH, InvalidRepoId, check_repo_id
+from storage.repo_ids import MAX_REPO_ID_LENGTH, InvalidRepoId, RepoId, repo_id
 from storage.repos import ensure_repo, get_repo, set_repo_status, tracked_repos, untrack
 from storage.subscriptions import (
     SubscriptionColumns,
@@ -125,6 +125,7 @@ __all__ = [
     "InvalidRepoId",
     "NotFound",
     "PollState",
+    "RepoId",
     "RepoNotFound",
     "RepoStatus",
     "Revision",
@@ -144,7 +145,6 @@ __all__ = [
     "changes_between",
     "changes_of",
     "channel_key",
-    "check_repo_id",
     "claim_due_deliveries",
     "claim_due_repos",
     "dead_letters",
@@ -183,6 +183,7 @@ __all__ = [
     "release_lease",
     "release_leases_of",
     "remove_subscription",
+    "repo_id",
     "revision_log",
     "revisions",
     "schedule_check",

@@ -22,7 +22,7 @@ from storage.errors import InvalidRecord
 from storage.models import AdvisoryRow, RepoRow
 from storage.models.publishing import ADVISORY_ID_LENGTH
 from storage.records import Advisory, Severity
-from storage.repo_ids import org_of
+from storage.repo_ids import RepoId, org_of
 from storage.repos import repo_row
 from storage.summary_upkeep import mark_summary_stale
 from storage.values import require_aware, require_text, storable_text
@@ -70,7 +70,7 @@ def advisory_row_values(advisory: Advisory, repo_pk: int) -> dict[str, object]:
 def advisories(
     session: Session,
     *,
-    repo_id: str | None = None,
+    repo_id: RepoId | None = None,
     min_severity: Severity = Severity.INFO,
     modified_since: datetime | None = None,
     limit: int | None = None,
@@ -92,7 +92,7 @@ def advisories(
 
 
 def withdraw_advisories(
-    session: Session, repo_id: str, shas: Collection[str], at: datetime
+    session: Session, repo_id: RepoId, shas: Collection[str], at: datetime
 ) -> list[str]:
     """Withdraw the advisories introduced at ``shas`` (lost to a force-push); their ids.
 
@@ -128,10 +128,10 @@ def advisory_query() -> Select[AdvisoryRow, str]:
 
 
 def advisory_from_row(row: AdvisoryRow, repo_id: str) -> Advisory:
-    """The record of a stored advisory row."""
+    """The record of a stored advisory row and its repo's stored id."""
     return Advisory(
         id=row.id,
-        repo_id=repo_id,
+        repo_id=RepoId(repo_id),
         old_sha=row.old_sha,
         new_sha=row.new_sha,
         published=row.published,

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from storage.cursors import after_cursor, encode_cursor
 from storage.models import AdvisoryRow, RepoRow
+from storage.repo_ids import RepoId
 
 DEFAULT_PAGE_SIZE = 100
 _ORDER = (AdvisoryRow.published.desc(), AdvisoryRow.id)
@@ -44,7 +45,7 @@ class AdvisoryRefPage:
 class RefQuery:
     """One batch entry as storage reads it: a repo, a commit or both, and its page cursor."""
 
-    repo_id: str | None = None
+    repo_id: RepoId | None = None
     commit: str | None = None
     cursor: str | None = None
 
@@ -102,7 +103,7 @@ def _by(query: RefQuery) -> str | None:
     return "repo" if query.repo_id is not None else "commit"
 
 
-def _repo_pks(session: Session, repo_ids: set[str]) -> dict[int, str]:
+def _repo_pks(session: Session, repo_ids: set[RepoId]) -> dict[int, str]:
     """Primary key -> repo id of the tracked ones among ``repo_ids``.
 
     Read apart so the batch statement filters advisories by their own indexed

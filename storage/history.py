@@ -36,6 +36,7 @@ from storage.records import (
     Snapshot,
     StoredRevision,
 )
+from storage.repo_ids import RepoId
 from storage.repos import ensure_repo, repo_row
 from storage.storable import storable_revision
 from storage.summary_upkeep import mark_summary_stale
@@ -145,25 +146,27 @@ def record_revision(
     return True
 
 
-def has_revision(session: Session, repo_id: str, sha: str) -> bool:
+def has_revision(session: Session, repo_id: RepoId, sha: str) -> bool:
     """Whether (repo, sha) is recorded, on main or not."""
     return _revision_row_or_none(session, repo_id, sha) is not None
 
 
-def latest_revision(session: Session, repo_id: str) -> Revision | None:
+def latest_revision(session: Session, repo_id: RepoId) -> Revision | None:
     """The newest recorded revision still on the repo's main history, if any."""
     row = latest_revision_row(session, repo_id)
     return None if row is None else to_revision(repo_id, row)
 
 
-def latest_revision_row(session: Session, repo_id: str) -> RevisionRow | None:
+def latest_revision_row(session: Session, repo_id: RepoId) -> RevisionRow | None:
     """The row of the newest revision on main, for queries inside storage."""
     return session.scalars(
         _on_main(session, repo_id).order_by(*NEWEST_FIRST).limit(1)
     ).one_or_none()
 
 
-def revisions(session: Session, repo_id: str, *, include_off_main: bool = False) -> list[Revision]:
+def revisions(
+    session: Session, repo_id: RepoId, *, include_off_main: bool = False
+) -> list[Revision]:
     """The recorded revisions, newest first; those a force-push removed only if asked."""
     query = (
         select(RevisionRow).where(RevisionRow.repo_pk == repo_row(session, repo_id).id)
@@ -174,7 +177,7 @@ def revisions(session: Session, repo_id: str, *, include_off_main: bool = False)
     return [to_revision(repo_id, row) for row in rows]
 
 
-def revision_log(session: Session, repo_id: str) -> list[StoredRevision]:
+def revision_log(session: Session, repo_id: RepoId) -> list[StoredRevision]:
     """Every recorded revision, newest first, with when it was processed and whether it is on main."""
     rows = session.scalars(
         select(RevisionRow)
@@ -192,12 +195,12 @@ def revision_log(session: Session, repo_id: str) -> list[StoredRevision]:
     ]
 
 
-def snapshot_at(session: Session, repo_id: str, sha: str) -> Snapshot:
+def snapshot_at(session: Session, repo_id: RepoId, sha: str) -> Snapshot:
     """The snapshot recorded for ``repo_id`` at ``sha``, exactly as it was recorded."""
     return snapshot_of(session, repo_id, revision_row(session, repo_id, sha))
 
 
-def snapshot_of(session: Session, repo_id: str, row: RevisionRow) -> Snapshot:
+def snapshot_of(session: Session, repo_id: RepoId, row: RevisionRow) -> Snapshot:
     """The snapshot of a revision row already read, for queries inside storage."""
     files = session.scalars(
         select(RevisionFileRow)
@@ -219,13 +222,13 @@ def snapshot_of(session: Session, repo_id: str, row: RevisionRow) -> Snapshot:
     )
 
 
-def changes_of(session: Session, repo_id: str, sha: str) -> list[Change]:
+def changes_of(session: Session, repo_id: RepoId, sha: str) -> list[Change]:
     """The changes recorded for the revision ``sha`` against its predecessor, in order."""
     return _changes(session, revision_row(session, repo_id, sha).id)
 
 
 def changes_between(
-    session: Session, repo_id: str, old_sha: str, new_sha: str
+    session: Session, repo_id: RepoId, old_sha: str, new_sha: str
 ) -> list[tuple[Revision, list[Change]]]:
     """The on-main revisions after ``old_sha`` up to ``new_sha``, oldest first, with their changes."""
     old = revision_row(session, repo_id, old_sha)
@@ -238,12 +241,12 @@ def changes_between(
     return [(to_revision(repo_id, row), _changes(session, row.id)) for row in rows]
 
 
-def plan_at(session: Session, repo_id: str, sha: str) -> dict[str, Any] | None:
+def plan_at(session: Session, repo_id: RepoId, sha: str) -> dict[str, Any] | None:
     """The estimate (plan JSON) stored for the revision, or None if none was computed."""
     return estimate_of(session, revision_row(session, repo_id, sha).id)
 
 
-def place_on_main(session: Session, repo_id: str, main_shas: Sequence[str]) -> None:
+def place_on_main(session: Session, repo_id: RepoId, main_shas: Sequence[str]) -> None:
     """Renumber the recorded revisions by their index in ``main_shas`` (oldest first).
 
     A walk that records revisions whose child was recorded first (``track`` records
@@ -258,7 +261,7 @@ def place_on_main(session: Session, repo_id: str, main_shas: Sequence[str]) -> N
 
 
 def mark_missing_revisions(
-    session: Session, repo_id: str, main_shas: Collection[str], *, at: datetime
+    session: Session, repo_id: RepoId, main_shas: Collection[str], *, at: datetime
 ) -> list[str]:
     """After a force-push: mark recorded revisions absent from ``main_shas`` as off main.
 
@@ -292,7 +295,7 @@ def mark_missing_revisions(
     return gone
 
 
-def revision_row(session: Session, repo_id: str, sha: str) -> RevisionRow:
+def revision_row(session: Session, repo_id: RepoId, sha: str) -> RevisionRow:
     """The row of (repo, sha), for queries inside storage."""
     row = _revision_row_or_none(session, repo_id, sha)
     if row is None:
@@ -300,7 +303,7 @@ def revision_row(session: Session, repo_id: str, sha: str) -> RevisionRow:
     return row
 
 
-def to_revision(repo_id: str, row: RevisionRow) -> Revision:
+def to_revision(repo_id: RepoId, row: RevisionRow) -> Revision:
     """The typed Revision of a stored row; ``repo_id`` is passed in because the row holds only
     its key."""
     return Revision(
@@ -313,7 +316,7 @@ def to_revision(repo_id: str, row: RevisionRow) -> Revision:
     )
 
 
-def _revision_row_or_none(session: Session, repo_id: str, sha: str) -> RevisionRow | None:
+def _revision_row_or_none(session: Session, repo_id: RepoId, sha: str) -> RevisionRow | None:
     return session.scalars(
         select(RevisionRow).where(
             RevisionRow.repo_pk == repo_row(session, repo_id).id, RevisionRow.sha == sha
@@ -321,7 +324,7 @@ def _revision_row_or_none(session: Session, repo_id: str, sha: str) -> RevisionR
     ).one_or_none()
 
 
-def _repo_pk_for_recording(session: Session, repo_id: str, now: datetime) -> int:
+def _repo_pk_for_recording(session: Session, repo_id: RepoId, now: datetime) -> int:
     try:
         return repo_row(session, repo_id).id
     except RepoNotFound:
@@ -387,7 +390,7 @@ def _renumbered(
     return sorted(rows, key=lambda row: (row.position or 0, row.id), reverse=True)
 
 
-def _on_main(session: Session, repo_id: str) -> Any:
+def _on_main(session: Session, repo_id: RepoId) -> Any:
     return select(RevisionRow).where(
         RevisionRow.repo_pk == repo_row(session, repo_id).id, RevisionRow.on_main
     )

@@ -17,6 +17,7 @@ from storage.dialect import insert_ignoring_duplicates
 from storage.errors import InvalidRecord
 from storage.models import WebhookEventRow
 from storage.records import JsonValue, WebhookEvent
+from storage.repo_ids import RepoId
 from storage.values import require_aware, require_text
 
 MAX_KEY_LENGTH = 128
@@ -28,7 +29,7 @@ def record_webhook_event(
     payload: Mapping[str, JsonValue],
     received_at: datetime,
     *,
-    repo_id: str | None = None,
+    repo_id: RepoId | None = None,
 ) -> bool:
     """Put a delivery in the inbox; False if that ``delivery_key`` was received before."""
     if not delivery_key or len(delivery_key) > MAX_KEY_LENGTH:
@@ -81,6 +82,6 @@ def _event(row: WebhookEventRow) -> WebhookEvent:
         delivery_key=row.delivery_key,
         received_at=row.received_at,
         payload=dict(row.payload),
-        repo_id=row.repo_id,
+        repo_id=None if row.repo_id is None else RepoId(row.repo_id),
         processed_at=row.processed_at,
     )

@@ -35,6 +35,7 @@ from storage.errors import NotFound
 from storage.history import revision_row
 from storage.models import DeliveryRow, RepoRow, RevisionRow, SubscriptionRow
 from storage.records import Delivery, DeliveryStatus, JsonValue
+from storage.repo_ids import RepoId
 from storage.values import require_aware, require_text, storable_text
 
 MAX_ERROR_LENGTH = 2000
@@ -89,7 +90,7 @@ def enqueue_delivery(
     *,
     now: datetime,
     advisory_id: str | None = None,
-    repo_id: str | None = None,
+    repo_id: RepoId | None = None,
     sha: str | None = None,
 ) -> Delivery | None:
     """Queue one alert; None if this (subscription, channel, event_key) was queued before."""
@@ -271,7 +272,7 @@ def _deliveries(
             next_attempt_at=row.next_attempt_at,
             created_at=row.created_at,
             advisory_id=row.advisory_id,
-            repo_id=repo_id,
+            repo_id=None if repo_id is None else RepoId(repo_id),
             sha=sha,
             last_error=row.last_error,
             delivered_at=row.delivered_at,

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from storage.errors import RepoNotFound
 from storage.models import PollStateRow, RepoRow
 from storage.records import PollState, RepoStatus, TrackingSummary
+from storage.repo_ids import RepoId
 from storage.repos import repo_row
 from storage.values import require_aware, require_text
 
@@ -85,7 +86,7 @@ def most_overdue(session: Session, now: datetime, limit: int) -> list[PollState]
     return sorted(states, key=lambda state: (state.next_check_at, state.repo_id))
 
 
-def poll_state(session: Session, repo_id: str) -> PollState:
+def poll_state(session: Session, repo_id: RepoId) -> PollState:
     """The poll state of a tracked repo."""
     states = _states(
         session, select(PollStateRow).where(PollStateRow.repo_pk == _pk(session, repo_id))
@@ -146,7 +147,7 @@ def newest_last_modified(session: Session) -> datetime | None:
     return newest
 
 
-def schedule_check(session: Session, repo_id: str, at: datetime) -> None:
+def schedule_check(session: Session, repo_id: RepoId, at: datetime) -> None:
     """Move the repo's next check to ``at`` if that is sooner (a webhook asks for one now)."""
     require_aware(at, "schedule_check at")
     session.execute(
@@ -159,7 +160,7 @@ def schedule_check(session: Session, repo_id: str, at: datetime) -> None:
 
 def record_check_success(
     session: Session,
-    repo_id: str,
+    repo_id: RepoId,
     owner: str,
     *,
     checked_at: datetime,
@@ -188,7 +189,7 @@ def record_check_success(
 
 def record_check_failure(
     session: Session,
-    repo_id: str,
+    repo_id: RepoId,
     owner: str,
     *,
     checked_at: datetime,
@@ -218,14 +219,14 @@ def record_check_failure(
     return poll_state(session, repo_id).failures if done else None
 
 
-def release_lease(session: Session, repo_id: str, owner: str) -> bool:
+def release_lease(session: Session, repo_id: RepoId, owner: str) -> bool:
     """Give the lease back unfinished (shutdown), so another worker can take the repo now."""
     return _finish(session, repo_id, owner, {})
 
 
 def extend_lease(
     session: Session,
-    repo_id: str,
+    repo_id: RepoId,
     owner: str,
     now: datetime,
     lease_seconds: float,
@@ -260,7 +261,7 @@ def release_leases_of(session: Session, owner_prefix: str) -> int:
     return int(getattr(result, "rowcount", 0))
 
 
-def record_last_modified(session: Session, repo_id: str, stamp: datetime) -> None:
+def record_last_modified(session: Session, repo_id: RepoId, stamp: datetime) -> None:
     """Remember the Hub's lastModified for a tracked repo (where discovery resumes)."""
     require_aware(stamp, "last_modified")
     session.execute(
@@ -271,7 +272,7 @@ def record_last_modified(session: Session, repo_id: str, stamp: datetime) -> Non
     )
 
 
-def _finish(session: Session, repo_id: str, owner: str, values: dict[str, object]) -> bool:
+def _finish(session: Session, repo_id: RepoId, owner: str, values: dict[str, object]) -> bool:
     result = session.execute(
         update(PollStateRow)
         .where(PollStateRow.repo_pk == _pk(session, repo_id), PollStateRow.lease_owner == owner)
@@ -293,7 +294,7 @@ def _lease_free(now: datetime) -> ColumnElement[bool]:
     return or_(PollStateRow.lease_expires_at.is_(None), PollStateRow.lease_expires_at <= now)
 
 
-def _pk(session: Session, repo_id: str) -> int:
+def _pk(session: Session, repo_id: RepoId) -> int:
     return repo_row(session, repo_id).id
 
 

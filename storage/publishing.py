@@ -34,6 +34,7 @@ from storage.models import (
 )
 from storage.plans import PLAN_BLOB, plan_of
 from storage.records import Advisory, Change, Severity, StoredRevision, TrackedRepo
+from storage.repo_ids import RepoId
 from storage.repos import repo_row, to_tracked_repo
 from storage.values import require_aware
 
@@ -105,7 +106,7 @@ def advisory_by_id(session: Session, advisory_id: str) -> Advisory | None:
 def advisories_for(
     session: Session,
     *,
-    repo_id: str | None = None,
+    repo_id: RepoId | None = None,
     org: str | None = None,
     commit: str | None = None,
     artifact: str | None = None,
@@ -209,7 +210,7 @@ def family_siblings(
     return tuple(_to_summary(*row) for row in found)
 
 
-def model_page(session: Session, repo_id: str) -> ModelPageData:
+def model_page(session: Session, repo_id: RepoId) -> ModelPageData:
     """The model page of ``repo_id``: summary, history with changes and plans, card, and
     the tracked repos of its family nearest in size."""
     row = repo_row(session, repo_id)
@@ -280,7 +281,7 @@ def _to_summary(
         None
         if latest is None
         else StoredRevision(
-            revision=to_revision(repo.repo_id, latest),
+            revision=to_revision(RepoId(repo.repo_id), latest),
             processed_at=latest.processed_at,
             on_main=latest.on_main,
             off_main_since=latest.off_main_since,
@@ -294,7 +295,7 @@ def _to_summary(
     )
 
 
-def card_at(session: Session, repo_id: str, sha: str) -> dict[str, Any] | None:
+def card_at(session: Session, repo_id: RepoId, sha: str) -> dict[str, Any] | None:
     """The card recorded with ``repo_id``'s revision ``sha``, None when that revision is not
     recorded; the card column alone (the snapshot row also holds the weight manifest)."""
     try:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, TypeAlias, TypeVar
 
+from storage.repo_ids import RepoId
+
 JsonValue: TypeAlias = (
     Mapping[str, "JsonValue"] | Sequence["JsonValue"] | str | int | float | bool | None
 )
@@ -55,7 +57,7 @@ class Severity(enum.IntEnum):
 class Revision:
     """One commit of a repo, as the Hub's commit list reports it."""
 
-    repo_id: str
+    repo_id: RepoId
     sha: str
     parents: tuple[str, ...]
     date: datetime
@@ -177,7 +179,7 @@ class Advisory:
     """One OSV advisory for a noteworthy transition old_sha -> new_sha."""
 
     id: str
-    repo_id: str
+    repo_id: RepoId
     old_sha: str | None
     new_sha: str
     published: datetime
@@ -202,7 +204,7 @@ class RepoStatus(enum.StrEnum):
 class TrackedRepo:
     """A repo we follow, with its upstream status and tracking options (interval, ...)."""
 
-    repo_id: str
+    repo_id: RepoId
     added_at: datetime
     status: RepoStatus = RepoStatus.ACTIVE
     renamed_to: str | None = None
@@ -228,7 +230,7 @@ class StoredRevision:
 class PollState:
     """When a repo is checked next, how its last checks went, and who holds its lease."""
 
-    repo_id: str
+    repo_id: RepoId
     next_check_at: datetime
     failures: int = 0
     last_error: str | None = None
@@ -261,7 +263,7 @@ class WebhookEvent:
     delivery_key: str
     received_at: datetime
     payload: Mapping[str, JsonValue]
-    repo_id: str | None = None
+    repo_id: RepoId | None = None
     processed_at: datetime | None = None
 
 
@@ -302,7 +304,7 @@ class Delivery:
     next_attempt_at: datetime
     created_at: datetime
     advisory_id: str | None = None
-    repo_id: str | None = None
+    repo_id: RepoId | None = None
     sha: str | None = None
     last_error: str | None = None
     delivered_at: datetime | None = None

@@ -7,12 +7,18 @@ characters at most) plus the ``ORG/NAME`` shape the tracker needs (exactly one
 ``/``). The rule lives in storage because every room receives repo ids from
 outside (the CLI, the configuration, Hub webhooks) and storage depends on no
 other room; a bad id fails here with the rule it breaks.
+
+``RepoId`` is a ``str`` that went through ``repo_id``: signatures that carry a
+repo id between rooms take a ``RepoId``, so text from outside (an argument, a
+configuration file, a webhook, a URL path, a Hub listing) is checked once where
+it enters and never again inside. Rows storage itself wrote are read back as
+``RepoId(row.repo_id)`` without a second check: storage stored only checked ids.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, NewType
 
 from storage.errors import InvalidRecord
 
@@ -21,29 +27,33 @@ _PART: Final = re.compile(r"[A-Za-z0-9._-]+")
 _SHOWN: Final = 60
 
 
+RepoId = NewType("RepoId", str)
+"""An ``ORG/NAME`` the Hub accepts; made only by ``repo_id`` (or read back from storage)."""
+
+
 class InvalidRepoId(InvalidRecord, ValueError):
     """A repo id the Hub would reject; the message names the rule."""
 
 
-def check_repo_id(repo_id: str) -> str:
-    """Return ``repo_id`` unchanged if the Hub accepts it as ``ORG/NAME``; else InvalidRepoId."""
-    if not isinstance(repo_id, str):
-        raise InvalidRepoId(f"repo id must be a string, not {type(repo_id).__name__}")
-    if not repo_id:
+def repo_id(text: str) -> RepoId:
+    """``text`` as a RepoId if the Hub accepts it as ``ORG/NAME``; else InvalidRepoId."""
+    if not isinstance(text, str):
+        raise InvalidRepoId(f"repo id must be a string, not {type(text).__name__}")
+    if not text:
         raise InvalidRepoId("repo id is empty; expected ORG/NAME")
-    shown = _shown(repo_id)
-    if len(repo_id) > MAX_REPO_ID_LENGTH:
+    shown = _shown(text)
+    if len(text) > MAX_REPO_ID_LENGTH:
         raise InvalidRepoId(
-            f"repo id {shown} is {len(repo_id)} characters; at most {MAX_REPO_ID_LENGTH}"
+            f"repo id {shown} is {len(text)} characters; at most {MAX_REPO_ID_LENGTH}"
         )
-    parts = repo_id.split("/")
+    parts = text.split("/")
     if len(parts) != 2:
         raise InvalidRepoId(f"repo id {shown} must have the form ORG/NAME (exactly one '/')")
     for part in parts:
         _check_part(shown, part)
-    if repo_id.endswith(".git"):
+    if text.endswith(".git"):
         raise InvalidRepoId(f"repo id {shown} must not end with '.git'")
-    return repo_id
+    return RepoId(text)
 
 
 def _check_part(shown: str, part: str) -> None:
@@ -60,16 +70,16 @@ def _check_part(shown: str, part: str) -> None:
         raise InvalidRepoId(f"repo id {shown}: ORG and NAME must not start or end with '.' or '-'")
 
 
-def _shown(repo_id: str) -> str:
+def _shown(text: str) -> str:
     """The id as a message quotes it: repr, cut short, so a 10 kB name stays one short line."""
-    if len(repo_id) <= _SHOWN:
-        return repr(repo_id)
-    return repr(repo_id[:_SHOWN]) + "..."
+    if len(text) <= _SHOWN:
+        return repr(text)
+    return repr(text[:_SHOWN]) + "..."
 
 
-def org_of(repo_id: str) -> str:
+def org_of(repo: RepoId) -> str:
     """The namespace of an ``ORG/NAME`` repo id: what an org feed selects on."""
-    return repo_id.partition("/")[0]
+    return repo.partition("/")[0]
 
 
-__all__ = ["MAX_REPO_ID_LENGTH", "InvalidRepoId", "check_repo_id", "org_of"]
+__all__ = ["MAX_REPO_ID_LENGTH", "InvalidRepoId", "RepoId", "org_of", "repo_id"]

@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from typing import Final
 
+from storage.repo_ids import RepoId
+
 ANY_REPO: Final = "*"
 _GLOB = frozenset("*?[")
 
@@ -33,13 +35,13 @@ def repo_key(pattern: str) -> str:
     return f"{org}/" if slash and not _GLOB.intersection(org) else ANY_REPO
 
 
-def lookup_keys(repo_id: str) -> tuple[str, ...]:
+def lookup_keys(repo_id: RepoId) -> tuple[str, ...]:
     """The keys under which a pattern naming ``repo_id`` can be stored."""
     org, slash, _ = repo_id.partition("/")
     return (repo_id, f"{org}/", ANY_REPO) if slash else (repo_id, ANY_REPO)
 
 
-def names_repo(patterns: Iterable[str], repo_id: str) -> bool:
+def names_repo(patterns: Iterable[str], repo_id: RepoId) -> bool:
     """True if one of ``patterns`` names ``repo_id``."""
     return any(fnmatchcase(repo_id, pattern) for pattern in patterns)
 

@@ -9,16 +9,16 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from storage.dialect import insert_ignoring_duplicates
-from storage.errors import InvalidRecord, RepoNotFound
+from storage.errors import RepoNotFound
 from storage.models import PollStateRow, RepoRow
-from storage.models.history import REPO_ID_LENGTH
 from storage.records import JsonValue, RepoStatus, TrackedRepo
+from storage.repo_ids import RepoId
 from storage.values import require_aware, require_text
 
 
 def ensure_repo(
     session: Session,
-    repo_id: str,
+    repo_id: RepoId,
     *,
     now: datetime,
     options: Mapping[str, JsonValue] | None = None,
@@ -29,9 +29,6 @@ def ensure_repo(
     """
     moment = now
     require_aware(moment, "ensure_repo now")
-    if not repo_id or len(repo_id) > REPO_ID_LENGTH:
-        raise InvalidRecord(f"repo id {repo_id!r} must be 1 to {REPO_ID_LENGTH} characters")
-    require_text(repo_id, "repo id")
     if options is not None:
         require_text(options, "repo options")
     # Insert-or-ignore, so two instances tracking the same new repo at once both succeed.
@@ -63,7 +60,7 @@ def ensure_repo(
     return to_tracked_repo(row)
 
 
-def get_repo(session: Session, repo_id: str) -> TrackedRepo:
+def get_repo(session: Session, repo_id: RepoId) -> TrackedRepo:
     """The stored repo, tracked or not."""
     return to_tracked_repo(repo_row(session, repo_id))
 
@@ -74,7 +71,7 @@ def tracked_repos(session: Session) -> list[TrackedRepo]:
     return [to_tracked_repo(row) for row in rows]
 
 
-def untrack(session: Session, repo_id: str, *, purge: bool = False) -> bool:
+def untrack(session: Session, repo_id: RepoId, *, purge: bool = False) -> bool:
     """Stop following ``repo_id``; True if it was followed.
 
     Its history stays (feeds and advisories keep pointing at it) unless
@@ -95,7 +92,7 @@ def untrack(session: Session, repo_id: str, *, purge: bool = False) -> bool:
 
 
 def set_repo_status(
-    session: Session, repo_id: str, status: RepoStatus, *, renamed_to: str | None = None
+    session: Session, repo_id: RepoId, status: RepoStatus, *, renamed_to: str | None = None
 ) -> RepoStatus:
     """Record what the Hub says about the repo now; returns the status it had before.
 
@@ -113,7 +110,7 @@ _ROWS = "storage.repo_rows"
 """``Session.info`` key of the repo rows this transaction has looked up."""
 
 
-def repo_row(session: Session, repo_id: str) -> RepoRow:
+def repo_row(session: Session, repo_id: RepoId) -> RepoRow:
     """The row of ``repo_id``, for queries inside storage.
 
     Kept for the rest of the transaction: recording one revision asks for it from
@@ -134,7 +131,7 @@ def repo_row(session: Session, repo_id: str) -> RepoRow:
 def to_tracked_repo(row: RepoRow) -> TrackedRepo:
     """The typed TrackedRepo of a stored row; raises ValueError for a status outside RepoStatus."""
     return TrackedRepo(
-        repo_id=row.repo_id,
+        repo_id=RepoId(row.repo_id),
         added_at=row.added_at,
         status=RepoStatus(row.status),
         renamed_to=row.renamed_to,

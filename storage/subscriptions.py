@@ -27,6 +27,7 @@ from storage.errors import IntegrityConflict, InvalidRecord, NotFound
 from storage.models import SubscriptionRepoKeyRow, SubscriptionRow
 from storage.outbox import cancel_unlisted_channels
 from storage.records import JsonValue, Severity, Subscription
+from storage.repo_ids import RepoId
 from storage.repo_patterns import lookup_keys, names_repo, repo_key
 from storage.values import require_aware, require_text
 
@@ -155,7 +156,7 @@ def update_subscription(
     return _subscription(row)
 
 
-def subscriptions_naming(session: Session, repo_id: str) -> list[Subscription]:
+def subscriptions_naming(session: Session, repo_id: RepoId) -> list[Subscription]:
     """Active subscriptions with a pattern naming ``repo_id``, by name.
 
     Only rows keyed by the repo, its org or ``*`` are read (an index lookup);

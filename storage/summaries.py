@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from storage.models import AdvisoryRow, BlobRow, EstimateRow, RepoSummaryRow
 from storage.plans import PLAN_BLOB, plan_of
 from storage.records import Severity
+from storage.repo_ids import RepoId
 from storage.repos import repo_row
 
 
@@ -32,7 +33,7 @@ class BadgeData:
     severity: Severity | None
 
 
-def model_badge(session: Session, repo_id: str) -> BadgeData:
+def model_badge(session: Session, repo_id: RepoId) -> BadgeData:
     """What ``repo_id``'s badge shows; RepoNotFound if it was never recorded."""
     repo_pk = repo_row(session, repo_id).id
     newest = (

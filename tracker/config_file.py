@@ -25,7 +25,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from pydantic import (
     AfterValidator,
@@ -56,6 +56,9 @@ from tracker.settings import (
     RepoConfig,
     Settings,
 )
+
+if TYPE_CHECKING:
+    from storage import RepoId
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)\s*$")
@@ -233,7 +236,8 @@ class ConfigFile(BaseSettings):
         except AllowListError as exc:
             raise ConfigFileError(str(exc)) from None
         return DaemonConfig(
-            repos=tuple(RepoConfig(repo.id, repo.interval) for repo in self.repos),
+            # cast, not a second check: _repo_id made each id with storage's constructor
+            repos=tuple(RepoConfig(cast("RepoId", repo.id), repo.interval) for repo in self.repos),
             interval_s=daemon.interval,
             max_backoff_s=daemon.max_backoff,
             workers=daemon.workers,

@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry
 
 from storage import (
     Database,
+    RepoId,
     RepoNotFound,
     open_database,
     poll_state,
@@ -211,10 +212,11 @@ class Daemon:
         result = discovery.walk(self._watermark, TrackedShas(self.database))
         now = self.clock()
         with self.database.session() as session:
+            # keys TrackedShas found among storage's repos, so ids storage checked
             for repo_id, stamp in result.last_modified.items():
-                record_last_modified(session, repo_id, stamp)
+                record_last_modified(session, RepoId(repo_id), stamp)
             for repo_id in result.moved:
-                schedule_check(session, repo_id, now)
+                schedule_check(session, RepoId(repo_id), now)
         self._watermark = result.watermark
         if result.moved:
             log.info(json.dumps({"event": "discovered", "moved": sorted(result.moved)}))
@@ -412,7 +414,8 @@ class TrackedShas(Mapping[str, str | None]):
             raise KeyError(repo_id)
         try:
             with self._database.read_session() as session:
-                self._seen[repo_id] = poll_state(session, repo_id).last_seen_sha
+                # a Hub listing's id as a lookup key: one storage never stored finds nothing
+                self._seen[repo_id] = poll_state(session, RepoId(repo_id)).last_seen_sha
         except RepoNotFound:
             self._untracked.add(repo_id)
             raise KeyError(repo_id) from None

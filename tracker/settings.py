@@ -33,6 +33,7 @@ from tracker.errors import ConfigFileError, SettingsError
 from tracker.hub.budget import HubBudget
 
 if TYPE_CHECKING:
+    from storage import RepoId
     from tracker.alerts.spec import SubscriptionSpec
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
@@ -74,7 +75,7 @@ class HubSettings:
 class RepoConfig:
     """One followed repo; ``interval_s`` None means the daemon-wide default."""
 
-    repo_id: str
+    repo_id: RepoId
     interval_s: float | None = None
 
 

@@ -1,4 +1,4 @@
-"""storage.check_repo_id is the one repo-id rule every room applies (the Hub's own rules)."""
+"""storage.repo_id is the one repo-id rule every room applies (the Hub's own rules)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storage import InvalidRecord, InvalidRepoId, check_repo_id
+from storage import InvalidRecord, InvalidRepoId, repo_id
 
 HOSTILE = [
     "../../etc",
@@ -27,10 +27,10 @@ HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize("repo_id", HOSTILE)
-def test_hostile_ids_are_refused_with_a_short_message(repo_id: str) -> None:
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_ids_are_refused_with_a_short_message(text: str) -> None:
     with pytest.raises(InvalidRepoId) as caught:
-        check_repo_id(repo_id)
+        repo_id(text)
     message = str(caught.value)
     assert "\n" not in message.replace("\\n", "")
     assert len(message) < 200
@@ -39,16 +39,16 @@ def test_hostile_ids_are_refused_with_a_short_message(repo_id: str) -> None:
 
 def test_a_long_id_is_cut_short_in_the_message() -> None:
     with pytest.raises(InvalidRepoId, match=r"is 10005 characters; at most 96") as caught:
-        check_repo_id("acme/" + "n" * 10_000)
+        repo_id("acme/" + "n" * 10_000)
     assert "n" * 61 not in str(caught.value)
 
 
-@pytest.mark.parametrize("repo_id", ["meta-llama/Llama-2-7b-hf", "a/b", "Org_1/name.v2"])
-def test_hub_ids_pass_unchanged(repo_id: str) -> None:
-    assert check_repo_id(repo_id) == repo_id
+@pytest.mark.parametrize("text", ["meta-llama/Llama-2-7b-hf", "a/b", "Org_1/name.v2"])
+def test_hub_ids_pass_unchanged(text: str) -> None:
+    assert repo_id(text) == text
 
 
 @given(st.text(max_size=120))
 def test_only_invalid_repo_id_is_ever_raised(text: str) -> None:
     with contextlib.suppress(InvalidRepoId):
-        assert check_repo_id(text) == text
+        assert repo_id(text) == text

@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 
 from estimator import Plan
 from estimator.errors import EstimateError
-from storage import Delivery, channel_key, enqueue_delivery, subscriptions_naming
+from storage import Delivery, RepoId, channel_key, enqueue_delivery, subscriptions_naming
 from storage.records import (
     Change,
     JsonValue,
@@ -81,14 +81,14 @@ class AlertLinks:
             return None
         return f"{self.base_url.rstrip('/')}/advisories/{advisory_id}"
 
-    def revision_url(self, repo_id: str, sha: str) -> str:
+    def revision_url(self, repo_id: RepoId, sha: str) -> str:
         """The Hub's commit page for ``sha``, linked from every alert so a subscriber sees the diff."""
         return f"{self.hub_url.rstrip('/')}/{repo_id}/commit/{sha}"
 
 
 def evaluate(
     spec: SubscriptionSpec,
-    repo_id: str,
+    repo_id: RepoId,
     sha: str,
     previous_sha: str | None,
     old: ModelSide | None,
@@ -249,7 +249,7 @@ def model_side(
 
 
 def _matching_subscriptions(
-    session: Session, repo_id: str
+    session: Session, repo_id: RepoId
 ) -> list[tuple[Subscription, SubscriptionSpec]]:
     """Active subscriptions naming ``repo_id``, parsed; one whose stored spec no longer
     parses is skipped with a warning. Storage reads only those whose patterns name the
@@ -295,7 +295,7 @@ def _fit_states(
 def _alert(
     spec: SubscriptionSpec,
     kind: AlertKind,
-    repo_id: str,
+    repo_id: RepoId,
     sha: str,
     previous_sha: str | None,
     summary: str,

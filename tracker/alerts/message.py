@@ -20,6 +20,7 @@ import estimator
 from estimator.deltas import gib
 from estimator.engines.verdict import DISPLAY
 from estimator.fit import MAX_SPLIT
+from storage import RepoId
 from storage.records import Change, JsonValue
 from tracker.alerts.spec import describe_job
 
@@ -115,7 +116,7 @@ class EngineFlip:
         }
 
 
-def engine_summary(flips: Sequence[EngineFlip], repo_id: str, sha: str) -> str:
+def engine_summary(flips: Sequence[EngineFlip], repo_id: RepoId, sha: str) -> str:
     """``vLLM on L4 no longer starts at max_model_len 131,072 (the KV cache holds N tokens);
     pass --max-model-len N or use 2 GPUs (was: starts at max_model_len 4,096 ...)``."""
     lines = "; ".join(_engine_verdict(flip) for flip in flips)
@@ -123,7 +124,7 @@ def engine_summary(flips: Sequence[EngineFlip], repo_id: str, sha: str) -> str:
 
 
 def fit_summary(
-    workload: estimator.Workload, flips: Sequence[FitFlip], repo_id: str, sha: str
+    workload: estimator.Workload, flips: Sequence[FitFlip], repo_id: RepoId, sha: str
 ) -> str:
     """``Serving, batch 4 at 2,048 -> 4,096 tokens on L4 24GB: 18.56 GiB -> 24.00 GiB, ...``."""
     first = flips[0]
@@ -135,7 +136,7 @@ def fit_summary(
     return f"{job} {cards} ({_revision(repo_id, sha)})"
 
 
-def changes_summary(changes: Sequence[Change], repo_id: str, sha: str) -> str:
+def changes_summary(changes: Sequence[Change], repo_id: RepoId, sha: str) -> str:
     """``chat_template changed in ORG/NAME@abcdef1: <first message> (+N more)``."""
     artifacts = ", ".join(dict.fromkeys(change.artifact for change in changes))
     more = f" (+{len(changes) - 1} more)" if len(changes) > 1 else ""
@@ -187,7 +188,7 @@ def _card_label(name: str) -> str:
     return card.name if "GB" in card.name else f"{card.name} {card.memory_gb:g}GB"
 
 
-def _revision(repo_id: str, sha: str) -> str:
+def _revision(repo_id: RepoId, sha: str) -> str:
     return f"{repo_id}@{sha[:SHORT_SHA]}"
 
 

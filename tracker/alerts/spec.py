@@ -54,7 +54,7 @@ import estimator
 from estimator.deltas import method_label
 from estimator.engines.request import EngineName
 from estimator.errors import WorkloadError
-from storage import SubscriptionColumns, subscription_document
+from storage import RepoId, SubscriptionColumns, subscription_document
 from storage.records import JsonValue, Severity, Subscription
 from storage.repo_patterns import names_repo
 from storage.subscriptions import MASK
@@ -176,7 +176,7 @@ class SubscriptionSpec:
             engine=self.engine, card=card, max_model_len=length, tensor_parallel=self.gpus
         )
 
-    def matches(self, repo_id: str) -> bool:
+    def matches(self, repo_id: RepoId) -> bool:
         """True if ``repo_id`` is named by one of the patterns (shell-style, case-sensitive)."""
         return names_repo(self.repos, repo_id)
 

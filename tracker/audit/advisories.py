@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 import requests
 
-from storage import Database, NotFound, advisories, get_repo, revisions
+from storage import Database, NotFound, RepoId, advisories, get_repo, revisions
 from storage.records import Advisory, Severity
 from tracker.errors import JsonInputError, TrackerError
 from tracker.untrusted.json_input import read_json
@@ -107,8 +107,10 @@ class DatabaseAdvisories:
         """
         with self._database.read_session() as session:
             try:
-                tracked = get_repo(session, repo_id).tracked
-                recorded = {r.sha for r in revisions(session, repo_id, include_off_main=True)}
+                # a pin's id is only a lookup key here: one storage never stored finds nothing
+                key = RepoId(repo_id)
+                tracked = get_repo(session, key).tracked
+                recorded = {r.sha for r in revisions(session, key, include_off_main=True)}
             except NotFound:
                 tracked, recorded = False, set()
         if not recorded and not tracked:
@@ -137,7 +139,9 @@ class DatabaseAdvisories:
         with self._database.read_session() as session:
             for repo_id in dict.fromkeys(repo_ids):
                 found[repo_id] = [
-                    _published(a) for a in advisories(session, repo_id=repo_id) if not a.withdrawn
+                    _published(a)
+                    for a in advisories(session, repo_id=RepoId(repo_id))  # a lookup key only
+                    if not a.withdrawn
                 ]
         return found
 

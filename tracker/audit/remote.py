@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from storage import Database
+from storage import Database, RepoId
 from storage.publishing import card_at
 from storage.records import Severity
 from tracker.audit.check import Finding, PinReport
@@ -39,7 +39,9 @@ def add_remote_code_findings(reports: Sequence[PinReport], database: Database) -
                 out.append(report)
                 continue
             # the card alone: a whole snapshot would read the file list and the manifest too
-            card = card_at(session, report.pin.repo_id, report.sha) or {}
+            card = (
+                card_at(session, RepoId(report.pin.repo_id), report.sha) or {}
+            )  # a lookup key only
             referenced = card.get(CARD_KEY)
             found = _findings(report, referenced) if isinstance(referenced, dict) else []
             out.append(

@@ -79,6 +79,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """
     from tracker.commands.backfill_progress import backfill_bar, watch_backfill
     from tracker.daemon import Daemon
+    from tracker.hub.repo_id import validate_repo_id
     from tracker.hubsim import HubEmulator, HubSimError, estimator_tensor_shapes
     from tracker.roles import CannotListen, Role, ServeFailed, serve
     from tracker.settings import DaemonConfig, RepoConfig
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     endpoint = emulator.start("127.0.0.1", 0)
     try:
         local = demo_settings(settings, endpoint)
-        repos = tuple(RepoConfig(repo_id) for repo_id in emulator.repo_ids())
+        repos = tuple(RepoConfig(validate_repo_id(name)) for name in emulator.repo_ids())
         config = DaemonConfig(
             repos=repos,
             host="127.0.0.1",

@@ -124,7 +124,7 @@ class Hub:
 
     def commits(self, repo_id: str, revision: str = "main") -> list[Revision]:
         """The history of ``revision``, oldest first; parents follow the listed order."""
-        validate_repo_id(repo_id)
+        repo = validate_repo_id(repo_id)
         where = f"{repo_id}@{revision}"
         # The path HfApi.list_repo_commits pages (huggingface_hub 2.4.0, hf_api.py).
         url: str | None = f"{self.endpoint}/api/models/{repo_id}/commits/{quote(revision, safe='')}"
@@ -139,7 +139,7 @@ class Hub:
             parents = (oldest_first[index - 1][0],) if index else ()
             revisions.append(
                 Revision(
-                    repo_id=repo_id,
+                    repo_id=repo,
                     sha=sha,
                     parents=parents,
                     date=date if date.tzinfo else date.replace(tzinfo=UTC),

@@ -55,7 +55,7 @@ from huggingface_hub.errors import LocalEntryNotFoundError, RemoteEntryNotFoundE
 
 from estimator import WeightManifest
 from estimator.errors import EstimateError
-from storage import Database, get_blob, has_revision, snapshot_at
+from storage import Database, RepoId, get_blob, has_revision, snapshot_at
 from tracker.errors import FileGone, HubError
 from tracker.hub.client import Hub
 from tracker.hub.repo_id import RepoRef, parse_repo_ref
@@ -208,9 +208,10 @@ def recorded_inputs(database: Database, ref: HubRef) -> PlanInputs | None:
     if not FULL_SHA.fullmatch(sha):
         return None
     with database.read_session() as session:
-        if not has_revision(session, ref.repo_id, sha):
+        repo = RepoId(ref.repo_id)  # a lookup key only: an id storage never stored finds nothing
+        if not has_revision(session, repo, sha):
             return None
-        snapshot = snapshot_at(session, ref.repo_id, sha)
+        snapshot = snapshot_at(session, repo, sha)
         key = snapshot.texts.get(CONFIG)
         if key is None:
             return None

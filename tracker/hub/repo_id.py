@@ -10,7 +10,7 @@ revision) without any request:
 URIs and URLs are read by huggingface_hub's own ``parse_hf_uri``, so a form
 the library accepts is accepted here the same way, and a dataset, space or
 bucket is refused with a reason. A two-part id must pass
-``storage.check_repo_id`` (huggingface_hub's ``validate_repo_id`` plus the
+``storage.repo_id`` (huggingface_hub's ``validate_repo_id`` plus the
 ``ORG/NAME`` shape the tracker stores; kept in storage so the webhook
 receiver in feeds applies the same rule). A one-part id (``gpt2``,
 ``bert-base-uncased``) is a legacy canonical id, which the Hub still answers
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storage.repo_ids import MAX_REPO_ID_LENGTH, InvalidRepoId, check_repo_id
+from storage.repo_ids import MAX_REPO_ID_LENGTH, InvalidRepoId, RepoId, repo_id
 from tracker.errors import RepoIdError
 
 MAX_LENGTH = MAX_REPO_ID_LENGTH
@@ -48,10 +48,10 @@ class RepoRef:
         return f"{self.repo_id}@{self.revision}" if self.revision else self.repo_id
 
 
-def validate_repo_id(repo_id: str) -> str:
-    """Return ``repo_id`` unchanged if it is an ``ORG/NAME`` the Hub accepts; else RepoIdError."""
+def validate_repo_id(text: str) -> RepoId:
+    """``storage.repo_id``'s rule, raising the tracker's RepoIdError (commands report those)."""
     try:
-        return check_repo_id(repo_id)
+        return repo_id(text)
     except InvalidRepoId as exc:
         raise RepoIdError(str(exc)) from None
 
@@ -97,7 +97,7 @@ def _legacy_id(name: str) -> str:
 
     try:
         hub_rule(name)
-        check_repo_id(f"legacy/{name}")  # the per-part rule of an ORG/NAME's NAME
+        repo_id(f"legacy/{name}")  # the per-part rule of an ORG/NAME's NAME
     except (HFValidationError, InvalidRepoId):
         raise RepoIdError(
             f"repo id {name[:60]!r} is neither ORG/NAME nor a legacy NAME the Hub accepts "

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from storage import RepoId
 from tracker.errors import UsageError
 
 if TYPE_CHECKING:  # imported when a document is built, not when a command module loads
@@ -22,15 +23,18 @@ if TYPE_CHECKING:  # imported when a document is built, not when a command modul
     from storage.records import Change, Revision
 
 
-def history_document(database: Database, repo_id: str) -> list[dict[str, Any]]:
-    """Every recorded revision of ``repo_id``, newest first, with the changes stored for it."""
+def history_document(database: Database, text: str) -> list[dict[str, Any]]:
+    """Every recorded revision of the repo ``text`` names, newest first, with its stored changes.
+
+    ``text`` comes as typed (the CLI, the daemon's read API), so it is checked here.
+    """
     # Storage only: the changes were computed when each revision was processed.
     from storage import changes_of, revision_log
     from tracker.diff.common import change_json
     from tracker.errors import NotTracked
     from tracker.hub.repo_id import validate_repo_id
 
-    repo_id = validate_repo_id(repo_id)
+    repo_id = validate_repo_id(text)
     with database.read_session() as session:
         log = revision_log(session, repo_id)  # newest first
         if not log:
@@ -50,7 +54,7 @@ def history_document(database: Database, repo_id: str) -> list[dict[str, Any]]:
         ]
 
 
-def diff_document(database: Database, repo_id: str, old: str, new: str) -> dict[str, Any]:
+def diff_document(database: Database, text: str, old: str, new: str) -> dict[str, Any]:
     """The changes from revision ``old`` to ``new`` (shas or unique prefixes).
 
     When ``old`` is the recorded parent of ``new``, these are the changes stored for
@@ -61,7 +65,7 @@ def diff_document(database: Database, repo_id: str, old: str, new: str) -> dict[
     from tracker.hub.repo_id import validate_repo_id
     from tracker.reads.revisions import resolve_sha
 
-    repo_id = validate_repo_id(repo_id)
+    repo_id = validate_repo_id(text)
     old_sha = resolve_sha(database, repo_id, old)
     new_sha = resolve_sha(database, repo_id, new)
     with database.read_session() as session:
@@ -81,7 +85,7 @@ def diff_document(database: Database, repo_id: str, old: str, new: str) -> dict[
         }
 
 
-def _refuse_reversed(repo_id: str, old: Revision, new: Revision) -> None:
+def _refuse_reversed(repo_id: RepoId, old: Revision, new: Revision) -> None:
     if old.date > new.date:
         raise UsageError(
             f"{repo_id}: OLD {old.sha[:12]} ({old.date:%Y-%m-%d %H:%M}) is newer than NEW "
@@ -90,7 +94,7 @@ def _refuse_reversed(repo_id: str, old: Revision, new: Revision) -> None:
         )
 
 
-def _recomputed(session: Session, repo_id: str, old_sha: str, new_sha: str) -> list[Change]:
+def _recomputed(session: Session, repo_id: RepoId, old_sha: str, new_sha: str) -> list[Change]:
     """The differs and the plan delta run again over two stored snapshots."""
     from estimator.deltas import stored_plan
     from storage import plan_at

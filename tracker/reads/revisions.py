@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from storage import Database, revision_log
+from storage import Database, RepoId, revision_log
 from tracker.errors import NotTracked
 
 MAIN = "main"
 
 
-def resolve_sha(database: Database, repo_id: str, prefix: str) -> str:
+def resolve_sha(database: Database, repo_id: RepoId, prefix: str) -> str:
     """A recorded revision of ``repo_id`` named by its sha, a unique prefix of it, or ``main``.
 
     ``main`` is the branch the tracker follows: its newest recorded revision,

@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from storage import (
     Database,
+    RepoId,
     ensure_repo,
     has_revision,
     latest_revision,
@@ -50,7 +51,7 @@ from tracker.revision.walk import Walk
 class BackfillReport:
     """What one backfill did."""
 
-    repo_id: str
+    repo_id: RepoId
     revisions: int
     recorded: int
     changes: int
@@ -62,7 +63,7 @@ class BackfillReport:
 def backfill(
     database: Database,
     hub: Hub,
-    repo_id: str,
+    repo_id: RepoId,
     *,
     progress: tqdm[Never] | None = None,
     newest_only: bool = False,
@@ -169,7 +170,7 @@ def _no_fence(session: Session) -> None:
     """A command-line backfill holds no lease, so there is nothing to check before writing."""
 
 
-def stored_content(session: Session, repo_id: str, sha: str) -> RevisionContent:
+def stored_content(session: Session, repo_id: RepoId, sha: str) -> RevisionContent:
     """A recorded revision as the differs see it, read from storage alone (no Hub)."""
     return content_of(snapshot_at(session, repo_id, sha), SessionBlobs(session), {})
 

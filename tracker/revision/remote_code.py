@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from storage import RepoId
 from tracker.diff.remote_code import CARD_KEY
 from tracker.errors import HubError, RepoIdError
 from tracker.hub.client import RepoFiles
@@ -37,7 +38,7 @@ MAX_CODE_FILES = 200
 class RemoteReference:
     """One ``auto_map`` entry that loads code from another repo."""
 
-    repo_id: str
+    repo_id: RepoId
     module: str
     where: str
     """The file and key that names it, e.g. ``config.json auto_map.AutoModel``."""
@@ -46,7 +47,7 @@ class RemoteReference:
 class CodeLister(Protocol):
     """What reading a referenced repo needs of the Hub: one listing of main (its sha and files)."""
 
-    def files(self, repo_id: str, sha: str) -> RepoFiles:
+    def files(self, repo_id: RepoId, sha: str) -> RepoFiles:
         """The referenced repo's listing at ``sha``; Hub errors are ``tracker.errors``."""
         ...
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from storage import RepoId
 from storage.records import Change, FileEntry, Revision, Severity, Snapshot
 from tracker.diff.card import parse_front_matter
 from tracker.diff.files import is_unsafe_path
@@ -176,7 +177,7 @@ def take_snapshot(
 
 def _remote_code(
     hub: Hub,
-    repo_id: str,
+    repo_id: RepoId,
     texts: Mapping[str, str],
     load: Callable[[str], bytes],
     cache: dict[tuple[str, str], Parsed],

@@ -20,6 +20,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from storage import (
+    RepoId,
     RepoStatus,
     latest_revision,
     mark_missing_revisions,
@@ -55,7 +56,7 @@ class RepoEvent:
     """One transition of a repo, logged and counted; ``shas``: those a force-push took off main."""
 
     kind: EventKind
-    repo_id: str
+    repo_id: RepoId
     at: datetime
     detail: str
     shas: tuple[str, ...] = ()
@@ -63,7 +64,7 @@ class RepoEvent:
 
 def status_changed(
     session: Session,
-    repo_id: str,
+    repo_id: RepoId,
     status: RepoStatus,
     *,
     now: datetime,
@@ -80,7 +81,7 @@ def status_changed(
 
 
 def history_checked(
-    session: Session, repo_id: str, main_shas: Collection[str], *, now: datetime
+    session: Session, repo_id: RepoId, main_shas: Collection[str], *, now: datetime
 ) -> RepoEvent | None:
     """Mark recorded revisions missing from main as off main and withdraw their advisories."""
     if latest_revision(session, repo_id) is None:

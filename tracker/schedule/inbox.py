@@ -47,7 +47,7 @@ def drain(database: Database, *, now: datetime, batch: int = 500) -> Drained:
         requested: set[str] = set()
         deferred = 0
         for event in events:
-            state = states.get(event.repo_id or "")
+            state = None if event.repo_id is None else states.get(event.repo_id)
             if state is None:
                 done.append(event.id)
                 continue

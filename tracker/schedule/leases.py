@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from storage import (
     Database,
+    RepoId,
     claim_due_repos,
     ensure_repo,
     extend_lease,
@@ -41,7 +42,7 @@ class LeaseLost(TrackerError):
 class Claim:
     """A repo this worker may check until its lease expires."""
 
-    repo_id: str
+    repo_id: RepoId
     owner: str
     last_seen_sha: str | None
     last_modified: datetime | None
@@ -52,7 +53,7 @@ class Claim:
 
 
 def track(
-    session: Session, repo_id: str, *, now: datetime, interval_s: float | None = None
+    session: Session, repo_id: RepoId, *, now: datetime, interval_s: float | None = None
 ) -> None:
     """Follow ``repo_id`` (due at once if new); a given interval replaces the stored one."""
     options: Mapping[str, float] | None = (

@@ -17,6 +17,8 @@ from datetime import datetime, timedelta
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from storage import RepoId
+
 JITTER_FRACTION = 0.1
 """A repo's check lands up to this fraction of its interval after the nominal time."""
 BACKOFF_BASE_S = 60.0
@@ -24,13 +26,13 @@ BACKOFF_BASE_S = 60.0
 log = logging.getLogger(__name__)
 
 
-def jitter_fraction(repo_id: str) -> float:
+def jitter_fraction(repo_id: RepoId) -> float:
     """A number in [0, 1) fixed by the repo id: the same repo always gets the same slot."""
     digest = hashlib.sha256(repo_id.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def next_check_after_success(repo_id: str, now: datetime, interval_s: float) -> datetime:
+def next_check_after_success(repo_id: RepoId, now: datetime, interval_s: float) -> datetime:
     """The next routine check: one interval plus the repo's own jitter."""
     jitter = interval_s * JITTER_FRACTION * jitter_fraction(repo_id)
     return now + timedelta(seconds=interval_s + jitter)
@@ -51,7 +53,7 @@ def backoff_s(
 
 
 def next_check_after_failure(
-    repo_id: str, now: datetime, failures: int, interval_s: float, cap_s: float
+    repo_id: RepoId, now: datetime, failures: int, interval_s: float, cap_s: float
 ) -> datetime:
     """When to retry after the ``failures``-th failure in a row (jittered like routine checks)."""
     delay = backoff_s(failures, interval_s, cap_s)
