@@ -28,6 +28,8 @@ from psycopg import sql
 
 from storage import Database, advisories, changes_of, plan_at, revision_log, tracked_repos
 from storage.models import DeliveryRow, SubscriptionRow
+from storage.publishing import model_summaries
+from storage.summary_upkeep import family_and_total
 from tests.fixtures.database import postgres_server_url
 from tests.journeys.conftest import MISTRAL, Person, write_config
 from tracker.hubsim import HubEmulator
@@ -97,6 +99,15 @@ def stored(database: Database) -> dict[str, Any]:
     """Everything a reader can see, timestamps and row ids aside."""
     state: dict[str, Any] = {}
     with database.read_session() as session:
+        # what the index and a model page's siblings read: the summary every write keeps
+        summaries = {
+            s.repo.repo_id: (
+                None if s.latest is None else s.latest.revision.sha,
+                s.advisories,
+                family_and_total(s.plan),
+            )
+            for s in model_summaries(session)
+        }
         for repo in tracked_repos(session):
             log = revision_log(session, repo.repo_id)
             state[repo.repo_id] = {
@@ -117,6 +128,7 @@ def stored(database: Database) -> dict[str, Any]:
                     (a.id, a.old_sha, a.new_sha, int(a.severity), a.summary, _timeless(a.osv))
                     for a in advisories(session, repo_id=repo.repo_id)
                 ),
+                "summary": summaries[repo.repo_id],
             }
         names = dict(session.query(SubscriptionRow.id, SubscriptionRow.name).all())
         state["deliveries"] = sorted(
@@ -203,6 +215,7 @@ def reference(
     # A comparison of empty states would prove nothing: every repo has a history and
     # advisories, and the subscription queued alerts.
     assert all(state[r]["revisions"] and state[r]["advisories"] for r in repos), state.keys()
+    assert all(state[r]["summary"][0] and state[r]["summary"][1] for r in repos)
     assert state["deliveries"]
     return state
 
