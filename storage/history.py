@@ -39,7 +39,7 @@ from storage.records import (
 from storage.repo_ids import RepoId
 from storage.repos import ensure_repo, repo_row
 from storage.storable import storable_revision
-from storage.summary_upkeep import mark_summary_stale
+from storage.summary_upkeep import mark_summary_stale, remember_plan_figures
 from storage.values import require_aware, require_text, storable_text
 
 NEWEST_FIRST: Final = (RevisionRow.position.desc(), RevisionRow.id.desc())
@@ -142,6 +142,7 @@ def record_revision(
             )
         )
     session.flush()
+    remember_plan_figures(session, revision_pk, plan_json if storable.plan is not None else None)
     mark_summary_stale(session, repo_pk)
     return True
 

@@ -24,8 +24,10 @@ from storage.dialect import upsert
 from storage.models import AdvisoryRow, RepoRow, RepoSummaryRow, RevisionRow
 from storage.models.summary import FAMILY_LENGTH
 from storage.plans import estimate_of
+from storage.values import storable_text
 
 _STALE = "neurarch_stale_summaries"
+_FIGURES = "neurarch_plan_figures"
 NEWEST_ON_MAIN = (RevisionRow.position.desc(), RevisionRow.id.desc())
 
 
@@ -39,30 +41,45 @@ def refresh_stale_summaries(session: Session) -> None:
     stale: set[int] = session.info.pop(_STALE, set())
     for repo_pk in sorted(stale):  # one order for every writer: no deadlock between two
         refresh_summary(session, repo_pk)
+    session.info.pop(_FIGURES, None)
+
+
+def remember_plan_figures(session: Session, revision_pk: int, plan: Any) -> None:
+    """Keep the family and size of a plan recorded in this transaction, read off the JSON
+    in hand, so the refresh at commit need not read its blob back and parse it again."""
+    session.info.setdefault(_FIGURES, {})[revision_pk] = family_and_total(plan)
 
 
 def refresh_summary(session: Session, repo_pk: int) -> None:
     """Recompute one repo's summary row from its revisions, plan and advisories."""
     if session.get(RepoRow, repo_pk) is None:
         return  # purged in this transaction: the cascade removed its summary too
-    latest = session.scalars(
+    newest = (
         select(RevisionRow.id)
         .where(RevisionRow.repo_pk == repo_pk, RevisionRow.on_main)
         .order_by(*NEWEST_ON_MAIN)
         .limit(1)
-    ).one_or_none()
-    count = session.scalars(
-        select(func.count()).select_from(AdvisoryRow).where(AdvisoryRow.repo_pk == repo_pk)
-    ).one()
-    plan = None if latest is None else estimate_of(session, latest)
-    family, total = family_and_total(plan)
+        .scalar_subquery()
+    )
+    count = (
+        select(func.count())
+        .select_from(AdvisoryRow)
+        .where(AdvisoryRow.repo_pk == repo_pk)
+        .scalar_subquery()
+    )
+    latest, advisories = session.execute(select(newest, count)).one()
+    known: dict[int, tuple[str | None, int | None]] = session.info.get(_FIGURES, {})
+    if latest in known:
+        family, total = known[latest]
+    else:
+        family, total = family_and_total(None if latest is None else estimate_of(session, latest))
     upsert(
         session,
         RepoSummaryRow,
         {
             "repo_pk": repo_pk,
             "latest_revision_pk": latest,
-            "advisories": int(count),
+            "advisories": int(advisories),
             "family": family,
             "total_parameters": total,
         },
@@ -88,6 +105,8 @@ def family_and_total(plan: Any) -> tuple[str | None, int | None]:
     total = parameters.get("total") if isinstance(parameters, dict) else None
     if not isinstance(family, str) or not family or len(family) > FAMILY_LENGTH:
         family = None
+    else:
+        family = storable_text(family)  # as the stored plan holds it
     if isinstance(total, bool) or not isinstance(total, int) or not 0 <= total < 2**63:
         total = None
     return family, total
