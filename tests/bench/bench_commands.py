@@ -41,10 +41,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.storage.builders import recorded_at
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
+
+from tests.storage.builders import recorded_at  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "hub-corpus"
 
