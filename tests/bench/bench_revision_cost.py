@@ -192,12 +192,13 @@ def instance(args: argparse.Namespace) -> int:
 
     from storage import open_database
     from tracker.daemon import revision_publishers, utc_now
+    from tracker.hub.api import connect
     from tracker.hub.client import Hub
     from tracker.hub.discovery import HeadProbe
     from tracker.schedule.leases import track
     from tracker.schedule.metrics import DaemonMetrics
     from tracker.schedule.worker import Worker, WorkerPolicy
-    from tracker.settings import Settings
+    from tracker.settings import HubSettings, Settings
 
     repos = json.loads(Path(args.repos).read_text())
     database = open_database(args.url)
@@ -207,15 +208,16 @@ def instance(args: argparse.Namespace) -> int:
             track(session, repo_id, now=datetime.now(UTC))
     metrics = DaemonMetrics()
     settings = Settings.in_dir(Path(args.scratch))
+    api = connect(HubSettings(args.endpoint))
     worker = Worker(
         database,
-        Hub(args.endpoint, None),
-        HeadProbe(args.endpoint, None),
+        Hub(api),
+        HeadProbe(api),
         owner="bench/0",
         policy=WorkerPolicy(interval_s=86400.0, lease_s=600.0),
         metrics=metrics,
         clock=utc_now,
-        publish=revision_publishers(settings),
+        publish=revision_publishers(settings, utc_now),
     )
     meter, store = Meter(), Store(args.url)
 
@@ -413,7 +415,9 @@ def main() -> int:
                 for kind in args.databases.split(","):
                     results = {}
                     for code, code_root in (("base", base), ("tree", tree)):
-                        url = fresh_database(kind, f"bench_revcost_{workload}_{code}", scratch)
+                        url = fresh_database(
+                            kind, f"bench_revcost_{workload}_{code}_{os.getpid()}", scratch
+                        )
                         try:
                             results[code] = run_tree(
                                 code_root, url, endpoint, listing, scratch, args
