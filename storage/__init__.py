@@ -11,7 +11,7 @@ from storage.advisories import (
     put_advisory,
     withdraw_advisories,
 )
-from storage.blobs import MAX_BLOB_BYTES, get_blob, known_content_keys, put_blob
+from storage.blobs import MAX_BLOB_BYTES, get_blob, known_content_keys, put_blob, put_blobs
 from storage.database import Database, open_database
 from storage.diff_base import DiffBase, diff_base
 from storage.errors import (
@@ -38,6 +38,7 @@ from storage.history import (
     place_on_main,
     plan_at,
     record_revision,
+    recorded_shas,
     revision_log,
     revisions,
     snapshot_at,
@@ -172,6 +173,7 @@ __all__ = [
     "poll_states",
     "put_advisory",
     "put_blob",
+    "put_blobs",
     "put_subscription",
     "record_check_failure",
     "record_check_success",
@@ -180,6 +182,7 @@ __all__ = [
     "record_last_modified",
     "record_revision",
     "record_webhook_event",
+    "recorded_shas",
     "release_lease",
     "release_leases_of",
     "remove_subscription",
