@@ -252,6 +252,9 @@ def instance(args: argparse.Namespace) -> int:
         "statement_ms": 1000 * meter.statement_s / revisions,
         "transactions": meter.transactions / revisions,
         "bytes": (store.size() - start["size"]) / revisions,
+        "failed_checks": int(
+            metrics.registry.get_sample_value("neurarch_checks_total", {"outcome": "failed"}) or 0
+        ),
     }
     Path(args.records).write_text(json.dumps(stored(database, repos), sort_keys=True))
     database.close()
@@ -349,6 +352,10 @@ def run_tree(
     if done.returncode != 0:
         raise SystemExit(f"{tree}: instance failed\n{done.stderr[-4000:]}")
     figures = json.loads(done.stdout.strip().splitlines()[-1])
+    failures = [line for line in done.stderr.splitlines() if "check_failed" in line]
+    if failures:
+        # A failed check leaves its repo unrecorded, so the records differ: say why.
+        print(f"  {tree.name}: {len(failures)} failed checks, last: {failures[-1]}", flush=True)
     return figures, json.loads(records.read_text())
 
 
