@@ -120,6 +120,8 @@ CORPUS = ROOT.parent / "shared" / "hub-corpus"
 SERVER = "postgresql://postgres@127.0.0.1:5432"
 PSYCOPG = "postgresql+psycopg://postgres@127.0.0.1:5432"
 IDLE_CYCLES = 3
+PROGRESS_S = 60.0
+"""How often a long backfill prints its rate."""
 PAGE = 5000
 """Repos tracked per transaction when the database is filled."""
 
@@ -145,6 +147,12 @@ class Run:
     worker_rss_mb: list[float] = field(default_factory=list)
     """Per instance, the largest resident total of its worker processes at one sample."""
     db_bytes_per_revision: float = 0.0
+    db_bytes: int = 0
+    """``pg_database_size`` at the end of the run."""
+    wal_bytes: int = 0
+    """WAL the whole server wrote over the window (other databases' writes included)."""
+    progress: list[tuple[float, int, float]] = field(default_factory=list)
+    """(seconds since the first revision, rows, 1-minute load) once a minute."""
     hub_requests: int = 0
     cpu_instances_s: float = 0.0
     cpu_postgres_s: float = 0.0
@@ -156,6 +164,7 @@ class Run:
     idle_cpu_ms: float = 0.0
     """CPU of the discovering thread alone (the in-process emulator's threads excluded)."""
     idle_statements: int = 0
+    """The most SQL statements one idle cycle ran."""
     push_found: bool = False
 
     @property
@@ -348,6 +357,8 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
     trees = [WorkerTree() for _ in processes]
     first: tuple[float, int] | None = None
     backends: dict[int, float] = {}
+    wal_start = 0
+    next_report = 0.0
     try:
         while True:
             time.sleep(1)
@@ -365,9 +376,15 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
             now = time.monotonic()
             if first is None and rows:
                 first = (now, rows)  # the instances are up: start-up is not backfill time
+                wal_start = wal_position(name)
+                next_report = now + PROGRESS_S
+            if first is not None and now >= next_report:
+                next_report += PROGRESS_S
+                progress(run, now - first[0], rows - first[1])
             if done >= run.size or (budget_s and now - began >= budget_s):
                 break
         start, before = first or (now, rows)
+        run.wal_bytes = wal_position(name) - wal_start if first else 0
         run.seconds = now - start
         run.revisions = rows - before
         run.repos_done = done
@@ -390,16 +407,37 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
     run.per_instance = [len(per) for per in lines]
     run.logged = len(every)
     run.duplicates = sum(n - 1 for n in Counter(every).values() if n > 1)
-    used = scalar(name, "SELECT pg_database_size(current_database())") - empty_bytes
+    run.db_bytes = scalar(name, "SELECT pg_database_size(current_database())")
+    used = run.db_bytes - empty_bytes
     run.db_bytes_per_revision = used / final if final else 0.0
     idle_cycle(hub, url, run)
     admin(f"DROP DATABASE IF EXISTS {name}")
 
 
+def wal_position(database: str) -> int:
+    """The server's WAL insert position in bytes (``pg_wal_lsn_diff`` from 0/0)."""
+    return scalar(database, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint")
+
+
+def progress(run: Run, elapsed: float, revisions: int) -> None:
+    """One line a minute: the rate over the last minute and since the first revision."""
+    previous = run.progress[-1] if run.progress else (0.0, 0, 0.0)
+    load = os.getloadavg()[0]
+    run.progress.append((elapsed, revisions, load))
+    recent = (revisions - previous[1]) / max(elapsed - previous[0], 1e-9)
+    print(
+        f"    {elapsed / 60:5.1f} min: {revisions} revisions, {recent:.1f} rev/s last minute, "
+        f"{revisions / max(elapsed, 1e-9):.1f} rev/s so far (load {load:.1f})",
+        flush=True,
+    )
+
+
 def idle_cycle(hub: HubEmulator, url: str, run: Run) -> None:
     """The daemon's own discovery: the first walk sets the watermark, the next ones are idle.
 
-    Idle figures: the most requests and the median seconds of ``IDLE_CYCLES`` cycles.
+        Idle figures: the most requests and statements and the median seconds and CPU of
+    ``IDLE_CYCLES`` cycles, after the one that reads the repos listed at the watermark's
+    second (synthetic heads end on one day: hundreds share its first second at 100k).
     """
     from tracker.daemon import Daemon
     from tracker.hub.api import connect
@@ -410,7 +448,8 @@ def idle_cycle(hub: HubEmulator, url: str, run: Run) -> None:
         config = write_config(Path(scratch) / "idle.toml", url, hub.endpoint, "bench-idle", 1)
         daemon = Daemon.open(Settings.load(config))
     discovery = Discovery(connect(HubSettings(hub.endpoint)))
-    daemon.discover(discovery)
+    daemon.discover(discovery)  # sets the watermark
+    daemon.discover(discovery)  # reads the repos listed at the watermark's second, once
     seconds, requests, cpu, statements = [], [], [], [0]
 
     def count(*_: object) -> None:
@@ -419,16 +458,17 @@ def idle_cycle(hub: HubEmulator, url: str, run: Run) -> None:
     event.listen(daemon.database.engine, "before_cursor_execute", count)
     for _ in range(IDLE_CYCLES):
         hub.stats.reset()
+        statements[0] = 0
         began, began_cpu = time.monotonic(), time.thread_time()
         daemon.discover(discovery)
         cpu.append(time.thread_time() - began_cpu)
         seconds.append(time.monotonic() - began)
         requests.append(hub.stats.requests())
+        run.idle_statements = max(run.idle_statements, statements[0])
     event.remove(daemon.database.engine, "before_cursor_execute", count)
     run.idle_seconds = statistics.median(seconds)
     run.idle_requests = max(requests)
     run.idle_cpu_ms = statistics.median(cpu) * 1000
-    run.idle_statements = statements[0] // IDLE_CYCLES
     store = hub.store
     assert isinstance(store, SyntheticStore)
     moved = store.generator.repo_id(run.size // 2)
@@ -463,7 +503,9 @@ def report(run: Run) -> None:
         f"(load average {run.load_average:.1f}); {run.repos_done} repos done; "
         f"{run.final_rows} rows, {run.logged} logged, per instance {run.per_instance}, "
         f"duplicates {run.duplicates}; "
-        f"{run.db_bytes_per_revision / 1024:.1f} KiB/revision; peak RSS {rss} MB; "
+        f"{run.db_bytes_per_revision / 1024:.1f} KiB/revision, database "
+        f"{run.db_bytes / 2**20:.0f} MiB, WAL {run.wal_bytes / max(run.revisions, 1) / 1024:.1f} "
+        f"KiB/revision; peak RSS {rss} MB; "
         f"{run.hub_requests / max(run.revisions, 1):.1f} Hub requests/revision; CPU s: "
         f"instances {run.cpu_instances_s:.0f}, postgres {run.cpu_postgres_s:.0f} "
         f"(this database's backends {run.cpu_backends_s:.0f}), "
@@ -487,6 +529,9 @@ def growth_table(runs: list[Run]) -> None:
             f"{r.db_bytes_per_revision / 1024:.1f}"
         )
         per = max(r.final_rows, 1)
+        rows.setdefault(f"WAL KiB/revision ({key})", {})[r.size] = (
+            f"{r.wal_bytes / max(r.revisions, 1) / 1024:.1f}"
+        )
         rows.setdefault(f"instance CPU ms/rev ({key})", {})[r.size] = (
             f"{r.cpu_instances_s * 1000 / per:.0f}"
         )
