@@ -9,19 +9,22 @@ repairs on the way out (``storage.values``), and raises the same errors.
 
 ``light_reader`` yields None whenever it cannot be sure: a URL of another shape, a
 missing SQLite file, a server it cannot reach, a schema other than the head this code
-ships (``storage.schema_version``). The caller then takes the ORM path, which opens,
-migrates and reports exactly as before, so every error a person sees is that path's.
+ships (``storage.schema_version``). A driver error while reading (a lock held past the
+busy timeout, a dropped connection) ends the ``with`` block without an answer. Either
+way the caller takes the ORM path, which opens, migrates and reports exactly as before,
+so every error a person sees is that path's.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from storage.errors import RepoNotFound, RevisionNotFound, StorageError
+from storage.errors import RepoNotFound, RevisionNotFound
 from storage.records import Change, Revision, Severity, StoredRevision
 from storage.repo_ids import RepoId
 from storage.schema_version import shipped_head
@@ -51,16 +54,9 @@ class _Cursor(Protocol):
 class LightReader:
     """Reads of one open DB-API connection, inside one read transaction."""
 
-    def __init__(
-        self,
-        cursor: _Cursor,
-        marker: str,
-        driver_error: type[Exception],
-        json_value: Callable[[Any], Any],
-    ) -> None:
+    def __init__(self, cursor: _Cursor, marker: str, json_value: Callable[[Any], Any]) -> None:
         self._cursor = cursor
         self._marker = marker  # the driver's parameter placeholder
-        self._driver_error = driver_error
         self._json = json_value
 
     def revision_log(self, repo_id: RepoId) -> list[StoredRevision]:
@@ -112,17 +108,14 @@ class LightReader:
         return int(rows[0][0])
 
     def _rows(self, query: str, *params: Any) -> list[Any]:
-        try:
-            self._cursor.execute(query.replace("?", self._marker), params)
-            return self._cursor.fetchall()
-        except self._driver_error as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise StorageError(f"database error while reading: {reason}") from exc
+        self._cursor.execute(query.replace("?", self._marker), params)
+        return self._cursor.fetchall()
 
 
 @contextmanager
 def light_reader(url: str) -> Iterator[LightReader | None]:
-    """A reader of the database at ``url`` when it can answer for sure, else None (see above)."""
+    """A reader of the database at ``url`` when it can answer for sure, else None; a driver
+    error inside the block ends it quietly, with no answer (see above)."""
     if url.startswith(SQLITE_PREFIXES):
         with _sqlite_reader(url.split(":///", 1)[1]) as reader:
             yield reader
@@ -156,7 +149,8 @@ def _sqlite_reader(database: str) -> Iterator[LightReader | None]:
             current = _at_head(cursor)
         except sqlite3.Error:
             current = False
-        yield LightReader(cursor, "?", sqlite3.Error, _sqlite_json) if current else None
+        with contextlib.suppress(sqlite3.Error):
+            yield LightReader(cursor, "?", _sqlite_json) if current else None
     finally:
         connection.close()
 
@@ -182,7 +176,8 @@ def _postgres_reader(conninfo: str) -> Iterator[LightReader | None]:
             current = _at_head(cursor)
         except psycopg.Error:
             current = False
-        yield LightReader(cursor, "%s", psycopg.Error, _parsed) if current else None
+        with contextlib.suppress(psycopg.Error):
+            yield LightReader(cursor, "%s", _parsed) if current else None
     finally:
         connection.close()
 

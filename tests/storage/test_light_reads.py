@@ -152,3 +152,16 @@ def test_a_schema_other_than_the_shipped_head_is_left_to_the_orm(database: Datab
         connection.exec_driver_sql("UPDATE alembic_version SET version_num = '0001'")
     with light_reader(url) as light:
         assert light is None
+
+
+def test_a_driver_error_while_reading_ends_the_block_without_an_answer(
+    database: Database,
+) -> None:
+    url = database.engine.url.render_as_string(False)
+    with database.engine.begin() as connection:
+        connection.exec_driver_sql("ALTER TABLE repos RENAME TO repos_elsewhere")
+    answered = None
+    with light_reader(url) as light:
+        assert light is not None  # the schema's recorded revision is still the head
+        answered = light.revision_log(RepoId("org/name"))
+    assert answered is None  # the caller goes on to the ORM path, which reports it

@@ -41,6 +41,7 @@ def read_diff(settings: Settings, repo: str, old: str, new: str) -> dict[str, An
     from storage.light_reads import light_reader
     from tracker.reads.documents import diff_document, diff_from
 
+    document = None
     with user_errors(), light_reader(settings.storage.database_url) as reader:
         document = None if reader is None else diff_from(reader, repo, old, new, None)
     if document is not None:
