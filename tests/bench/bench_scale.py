@@ -47,7 +47,7 @@ N=10k  50 ms  3 instances 12.6 rev/s (load 1.7)  150/148/150 (+437/326/439) MB  
 and two template/tokenizer workers of 52 MB; before, torch sat in the instance itself and the
 template workers were not counted)
 run C, an instance waiting on the Hub as a real backfill does (--latency 0.05 --workers 1
---seconds 120 --instances 1,3; N=2k before storage.diff_base, N=10k after it)
+--seconds 120 --instances 1,3; N=2k before storage.diff_bases, N=10k after it)
 N=2k   50 ms  1 instance   4.9 rev/s (load 0.6)  436 MB  55 ms instance CPU/rev, 6 ms DB backend CPU/rev
 N=2k   50 ms  3 instances 12.8 rev/s (load 0.8)  438/445/434 MB  2.59x; 579 and 1,494 rows, 0 duplicates
 N=10k  50 ms  1 instance   5.2 rev/s (load 0.1)  439 MB  39 ms instance CPU/rev, 4 ms DB backend CPU/rev
