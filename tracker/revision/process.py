@@ -58,8 +58,10 @@ from sqlalchemy.orm import Session
 from estimator import Plan
 from storage import (
     Database,
+    DiffBase,
     diff_base,
     get_blob,
+    has_revision,
     known_content_keys,
     put_blob,
     record_revision,
@@ -209,7 +211,7 @@ def prepare(
     """
     cache = walk.parsed
     with database.read_session() as session:
-        base = diff_base(session, revision, walk.repo_pk)
+        base = _diff_base(session, revision, walk)
         walk.repo_pk = base.repo_pk
         if base.recorded:
             return None
@@ -226,7 +228,10 @@ def prepare(
             old_plan = estimate(old, None, builds)[0]
         elif previous is not None:
             old = content_of(previous, blobs, cache)
-            old_plan = parent_plan(base.previous_plan, old, builds)
+            if carried is not None and carried.sha == previous.revision.sha:
+                old_plan = carried.plan  # the very Plan stored with it: nothing to parse
+            else:
+                old_plan = parent_plan(base.previous_plan, old, builds)
         result = take_snapshot(hub, revision, previous, blobs, parse_cache=cache, deadline=deadline)
         new = result.content(blobs)
         found = diff_revisions(old, new) + list(result.problems)
@@ -265,7 +270,21 @@ def prepare(
 
 def remember(walk: Walk, prepared: Prepared) -> None:
     """Keep what the walk's next revision reads of ``prepared``, once it is recorded."""
-    walk.recorded(prepared.outcome.snapshot.texts, prepared.in_hand, prepared.planned)
+    walk.recorded(prepared.outcome.snapshot, prepared.in_hand, prepared.planned)
+
+
+def _diff_base(session: Session, revision: Revision, walk: Walk) -> DiffBase:
+    """``storage.diff_base``, or where the walk recorded ``revision``'s parent a moment ago,
+    the same answer from what it holds: only whether ``revision`` is recorded is asked.
+
+    That answer leaves ``previous_plan`` out: the walk holds the parent's Plan itself
+    (``walk.planned``, None exactly where the parent has no plan), which ``prepare`` takes.
+    """
+    held = walk.parent_of(revision)
+    if held is None or walk.repo_pk is None:
+        return diff_base(session, revision, walk.repo_pk)
+    recorded = has_revision(session, revision.repo_id, revision.sha)
+    return DiffBase(recorded=recorded, repo_pk=walk.repo_pk, previous=None if recorded else held)
 
 
 def _plan_holds(carried: Planned | None, previous: Snapshot | None, new: RevisionContent) -> bool:
