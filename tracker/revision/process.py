@@ -25,7 +25,9 @@ One revision from claim to alert, and what each step reads:
     typed Plan once (``estimate.parent_plan``). Walking a repo's history, the
     caller passes what it kept of the revision it recorded before
     (``tracker.revision.walk.Walk``): those texts are not read again, the repo is
-    looked up once, and the parent's Plan is the revision's own when config.json
+    looked up once, the parent's snapshot and Plan are the ones it recorded (only
+    whether the revision itself is recorded is asked, and no stored plan is parsed),
+    and the parent's Plan is the revision's own when config.json
     and the manifest are unchanged (no plan, no plan delta). Plan JSON is written
     once, into the estimates table. The parsed
    configs (``CONFIG_PATHS``) go into the record, the previous side's taken
