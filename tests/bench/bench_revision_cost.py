@@ -186,18 +186,20 @@ class Store:
             return row[0] if row else None
 
 
-def instance(args: argparse.Namespace) -> int:
-    """Track the repos, record them with one worker, print the window's figures as JSON."""
+def checking_worker(args: argparse.Namespace, owner: str) -> tuple[Any, Any, Any, list[str]]:
+    """The repos tracked in a fresh database and one check worker over them, built as the
+    daemon builds its workers: (worker, metrics, database, repos)."""
     from datetime import UTC, datetime
 
     from storage import open_database
     from tracker.daemon import revision_publishers, utc_now
+    from tracker.hub.api import connect
     from tracker.hub.client import Hub
     from tracker.hub.discovery import HeadProbe
     from tracker.schedule.leases import track
     from tracker.schedule.metrics import DaemonMetrics
     from tracker.schedule.worker import Worker, WorkerPolicy
-    from tracker.settings import Settings
+    from tracker.settings import HubSettings, Settings
 
     repos = json.loads(Path(args.repos).read_text())
     database = open_database(args.url)
@@ -207,16 +209,23 @@ def instance(args: argparse.Namespace) -> int:
             track(session, repo_id, now=datetime.now(UTC))
     metrics = DaemonMetrics()
     settings = Settings.in_dir(Path(args.scratch))
+    api = connect(HubSettings(args.endpoint))
     worker = Worker(
         database,
-        Hub(args.endpoint, None),
-        HeadProbe(args.endpoint, None),
-        owner="bench/0",
+        Hub(api),
+        HeadProbe(api),
+        owner=owner,
         policy=WorkerPolicy(interval_s=86400.0, lease_s=600.0),
         metrics=metrics,
         clock=utc_now,
-        publish=revision_publishers(settings),
+        publish=revision_publishers(settings, utc_now),
     )
+    return worker, metrics, database, repos
+
+
+def instance(args: argparse.Namespace) -> int:
+    """Track the repos, record them with one worker, print the window's figures as JSON."""
+    worker, metrics, database, repos = checking_worker(args, "bench/0")
     meter, store = Meter(), Store(args.url)
 
     def recorded() -> int:
