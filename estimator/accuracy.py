@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from importlib import resources
+
+from estimator.data_files import data_text
 
 
 @dataclass(frozen=True)
@@ -32,5 +33,5 @@ class Accuracy:
 
 def measured_accuracy() -> Accuracy:
     """The scores in the package's ``data/accuracy.json``."""
-    text = resources.files("estimator").joinpath("data/accuracy.json").read_text()
+    text = data_text("accuracy.json")
     return Accuracy(**json.loads(text))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
+from estimator.data_files import data_text
 from estimator.errors import WorkloadError
 
 
@@ -46,7 +46,7 @@ class Card:
 @cache
 def all_cards() -> tuple[Card, ...]:
     """Every card of ``data/cards.json`` in file order, read once per process."""
-    raw = json.loads(resources.files("estimator").joinpath("data/cards.json").read_text("utf-8"))
+    raw = json.loads(data_text("cards.json"))
     cards = []
     for entry in raw["cards"]:
         price = entry["price"]

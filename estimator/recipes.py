@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, fields
 from functools import cache
-from importlib import resources
 from typing import Any, Final
 
+from estimator.data_files import data_text
 from estimator.errors import WorkloadError
 from estimator.workload import RECIPE_NAMES, Workload
 
@@ -63,8 +63,7 @@ class Recipe:
 
 
 def _load(name: str) -> Recipe:
-    path = resources.files("estimator").joinpath(f"data/recipes/{name}.json")
-    raw: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    raw: dict[str, Any] = json.loads(data_text(f"recipes/{name}.json"))
     defaults = dict(raw["defaults"])
     unknown = sorted(set(defaults) - _FIELDS)
     if unknown:

@@ -1,13 +1,15 @@
 """Human renderings of a Plan: a terminal table and the model page in Markdown.
 
-Both render from ``Plan.to_json()``, the same data ``--json`` prints, so the
-three outputs can never disagree.
+Both read the Plan's own fields, the values ``Plan.to_json()`` writes for ``--json``;
+only the Markdown's structure table reads the JSON, whose flat node list the Plan keeps
+as block patterns. So the terminal rendering does not load the JSON converter (cattrs
+and the functions it generates), a sixth of what ``plan CONFIG`` cost to start.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+from estimator.fit import CardFit
+from estimator.memory import MemoryEstimate
 from estimator.plan import Plan
 
 METHODS = ("full", "lora", "qlora", "serve")
@@ -25,28 +27,32 @@ def _count(n: float) -> str:
     return str(int(n))
 
 
-def headline(data: dict[str, Any]) -> str:
+def headline(plan: Plan) -> str:
     """The one-line verdict atop both renderings: model, size and whether the workload fits."""
-    model = data["model"]
-    w = data["workload"]
-    sel = data["memory"][w["method"]]
-    card = next(c for c in data["cards"] if _same(c["card"], w["card"]))
-    fit = card["methods"][w["method"]]
+    w = plan.workload
+    sel = plan.selected
+    card = next(c for c in plan.cards if _same(c.card.name, w.card))
+    fit = card.method(w.method)
     verdict = (
-        f"fits ({fit['largest_batch']} max batch)"
-        if fit["fits"]
+        f"fits ({fit.largest_batch} max batch)"
+        if fit.fits
         else (
             "does not fit"
-            if fit["largest_batch"] == 0
-            else f"fits only up to batch {fit['largest_batch']}"
+            if fit.largest_batch == 0
+            else f"fits only up to batch {fit.largest_batch}"
         )
     )
     return (
-        f"{model['architecture']} ({_count(data['parameters']['total'])} parameters): "
-        f"{w['method']} at batch {w['batch']} x {w['seq_len']} tokens needs "
-        f"{gib(sel['device_bytes'])} per GPU ({gib(sel['peak_allocated_bytes'])} allocated); "
-        f"{card['card']} {verdict}."
+        f"{dict(plan.model)['architecture']} ({_count(_total(plan))} parameters): "
+        f"{w.method} at batch {w.batch} x {w.seq_len} tokens needs "
+        f"{gib(sel.device_bytes)} per GPU ({gib(sel.peak_allocated_bytes)} allocated); "
+        f"{card.card.name} {verdict}."
     )
+
+
+def _total(plan: Plan) -> int:
+    total: int = dict(plan.parameters)["total"]
+    return total
 
 
 def _same(a: str, b: str) -> bool:
@@ -56,58 +62,58 @@ def _same(a: str, b: str) -> bool:
     return key(a) == key(b) or key(b) in key(a)
 
 
-def _checkpoint_line(data: dict[str, Any]) -> str:
-    p = data["parameters"]
-    ck = p["checkpoint"]
-    if ck is None or ck["checkpoint_scalars"] is None:
-        return f"Parameters: {p['total']:,} (no weight manifest given)"
-    line = f"Parameters: {p['total']:,}; checkpoint stores {ck['checkpoint_scalars']:,} ({ck['delta_percent']:+.2f}%)"
-    if ck["explanations"]:
-        line += ": " + "; ".join(ck["explanations"])
+def _checkpoint_line(plan: Plan) -> str:
+    total = _total(plan)
+    ck = plan.checkpoint
+    if ck is None or ck.checkpoint_scalars is None:
+        return f"Parameters: {total:,} (no weight manifest given)"
+    line = f"Parameters: {total:,}; checkpoint stores {ck.checkpoint_scalars:,} ({ck.delta_percent:+.2f}%)"
+    if ck.explanations:
+        line += ": " + "; ".join(ck.explanations)
     return line
 
 
-def _stack_line(data: dict[str, Any]) -> list[str]:
+def _stack_line(plan: Plan) -> list[str]:
     """The stack the workload was modelled under, when one was given: which versions the
     figures assume is part of the answer, not a detail of the JSON."""
-    stack = data["workload"].get("stack")
+    stack = plan.workload.stack
     return [f"Stack: {stack} (versioned behaviour: estimator/README.md, Stacks)"] if stack else []
 
 
-def _card_rows(data: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    for c in data["cards"]:
-        cells = [c["card"], gib(c["usable_bytes"])]
-        for m in METHODS:
-            fit = c["methods"][m]
-            if fit["largest_batch"] > 0:
-                cells.append(f"{'yes' if fit['fits'] else 'no'} (max {fit['largest_batch']})")
-            elif fit["split"]:
-                cells.append(f"no; {fit['split']['cards']} cards")
-            else:
-                cells.append("no")
-        rows.append(cells)
-    return rows
+def _card_rows(plan: Plan) -> list[list[str]]:
+    return [[c.card.name, gib(c.card.usable_bytes), *_fit_cells(c)] for c in plan.cards]
 
 
-def _memory_rows(data: dict[str, Any]) -> list[list[str]]:
-    rows = []
+def _fit_cells(c: CardFit) -> list[str]:
+    cells = []
     for m in METHODS:
-        e = data["memory"][m]
-        b = e["breakdown"]
-        rows.append(
-            [
-                m,
-                gib(e["peak_allocated_bytes"]),
-                gib(e["device_bytes"]),
-                gib(b["weights"]),
-                gib(b["gradients"] + b["optimizer_state"] + b["adapters"]),
-                gib(b["activations"]),
-                gib(b["kv_cache"]),
-                e["peak_phase"],
-            ]
-        )
-    return rows
+        fit = c.method(m)
+        if fit.largest_batch > 0:
+            cells.append(f"{'yes' if fit.fits else 'no'} (max {fit.largest_batch})")
+        elif fit.split_cards is not None:
+            cells.append(f"no; {fit.split_cards} cards")
+        else:
+            cells.append("no")
+    return cells
+
+
+def _memory_rows(plan: Plan) -> list[list[str]]:
+    memory = dict(plan.memory)
+    return [_memory_row(m, memory[m]) for m in METHODS]
+
+
+def _memory_row(method: str, e: MemoryEstimate) -> list[str]:
+    b = dict(e.breakdown)
+    return [
+        method,
+        gib(e.peak_allocated_bytes),
+        gib(e.device_bytes),
+        gib(b["weights"]),
+        gib(b["gradients"] + b["optimizer_state"] + b["adapters"]),
+        gib(b["activations"]),
+        gib(b["kv_cache"]),
+        e.peak_phase,
+    ]
 
 
 MEMORY_HEAD = [
@@ -137,63 +143,62 @@ def _md_table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _cost_line(data: dict[str, Any]) -> str:
+def _cost_line(plan: Plan) -> str:
     """The workload's cost: a job that does not fit says so instead of a price; serving is
     priced per million generated tokens."""
-    c = data["cost"]
-    if c["usd"] is None:
-        return f"{c['method']} on {c['card']}: {c['price_source'] or 'no price stored'}"
-    price = f"${c['usd']:,.2f} ({c['price_source']})"
-    if c["method"] == "serve":
+    c = plan.cost
+    if c.usd is None:
+        return f"{c.method} on {c.card}: {c.price_source or 'no price stored'}"
+    price = f"${c.usd:,.2f} ({c.price_source})"
+    if c.method == "serve":
         return (
-            f"serve on {c['card']}: {price} per million generated tokens at "
-            f"{c['decode_tokens_per_s']:,.0f} tok/s (batch {data['workload']['batch']}); "
-            f"decode {c['decode_tokens_per_s_batch1']:,.0f} tok/s at batch 1"
+            f"serve on {c.card}: {price} per million generated tokens at "
+            f"{c.decode_tokens_per_s:,.0f} tok/s (batch {plan.workload.batch}); "
+            f"decode {c.decode_tokens_per_s_batch1:,.0f} tok/s at batch 1"
         )
     return (
-        f"{c['method']} on {c['card']}: {c['seconds'] / 3600:,.1f} h ({c['bound']}-bound), {price}; "
-        f"decode {c['decode_tokens_per_s_batch1']:,.0f} tok/s at batch 1"
+        f"{c.method} on {c.card}: {c.seconds / 3600:,.1f} h ({c.bound}-bound), {price}; "
+        f"decode {c.decode_tokens_per_s_batch1:,.0f} tok/s at batch 1"
     )
 
 
 def render_terminal(plan: Plan) -> str:
     """The plan as plain-text tables for a terminal: memory, cards, cost and findings."""
-    data = plan.to_json()
     parts = [
-        headline(data),
-        _checkpoint_line(data),
-        *_stack_line(data),
+        headline(plan),
+        _checkpoint_line(plan),
+        *_stack_line(plan),
         "",
-        _table(MEMORY_HEAD, _memory_rows(data)),
+        _table(MEMORY_HEAD, _memory_rows(plan)),
         "",
-        _table(CARD_HEAD, _card_rows(data)),
+        _table(CARD_HEAD, _card_rows(plan)),
         "",
-        "Cost: " + _cost_line(data),
+        "Cost: " + _cost_line(plan),
     ]
-    if data["findings"]:
+    if plan.findings:
         parts += ["", "Findings:"]
-        parts += [f"  [{f['severity']}] {f['id']}: {f['message']}" for f in data["findings"]]
+        parts += [f"  [{f.severity}] {f.id}: {f.message}" for f in plan.findings]
     return "\n".join(parts) + "\n"
 
 
 def render_markdown(plan: Plan) -> str:
     """The plan as the model page's Markdown, rendered from the same JSON as ``--json``."""
-    data = plan.to_json()
-    notes = [n for m in METHODS for n in data["memory"][m]["notes"]]
-    structure = data["structure"]
+    memory = dict(plan.memory)
+    notes = [n for m in METHODS for n in memory[m].notes]
+    structure = plan.to_json()["structure"]
     parts = [
-        f"# {data['model']['architecture']}",
+        f"# {dict(plan.model)['architecture']}",
         "",
-        headline(data),
+        headline(plan),
         "",
-        _checkpoint_line(data),
-        *_stack_line(data),
+        _checkpoint_line(plan),
+        *_stack_line(plan),
         "",
         "## Memory per card",
         "",
-        _md_table(CARD_HEAD, _card_rows(data)),
+        _md_table(CARD_HEAD, _card_rows(plan)),
         "",
-        _md_table(MEMORY_HEAD, _memory_rows(data)),
+        _md_table(MEMORY_HEAD, _memory_rows(plan)),
         "",
         "## Method notes",
         "",
@@ -201,7 +206,7 @@ def render_markdown(plan: Plan) -> str:
         "",
         "## Cost",
         "",
-        _cost_line(data),
+        _cost_line(plan),
         "",
         "## Structure",
         "",
@@ -218,15 +223,12 @@ def render_markdown(plan: Plan) -> str:
         "## Findings",
         "",
         *(
-            [
-                f"- **{f['severity']}** `{f['id']}`: {f['message']} Fix: {f['fix']}"
-                for f in data["findings"]
-            ]
+            [f"- **{f.severity}** `{f.id}`: {f.message} Fix: {f.fix}" for f in plan.findings]
             or ["- none"]
         ),
         "",
         "## Assumptions",
         "",
-        *[f"- {a}" for a in data["assumptions"]],
+        *[f"- {a}" for a in plan.assumptions],
     ]
     return "\n".join(parts) + "\n"

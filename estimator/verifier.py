@@ -13,11 +13,11 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 from estimator.architecture import Architecture
 from estimator.cards import Card
 from estimator.config import Config
+from estimator.data_files import data_text
 from estimator.families import generic
 from estimator.manifest import WeightManifest
 from estimator.stored_quantization import StoredQuantization
@@ -287,7 +287,7 @@ CHECKS: dict[str, Callable[[Context], Values | None]] = {
 @cache
 def rules() -> dict[str, dict[str, str]]:
     """Rule id -> its ``data/rules.json`` entry (severity, message and fix templates), read once."""
-    text = resources.files("estimator").joinpath("data/rules.json").read_text("utf-8")
+    text = data_text("rules.json")
     return {r["id"]: r for r in json.loads(text)["rules"]}
 
 

@@ -24,7 +24,7 @@ from fastapi import HTTPException, Request
 
 from storage import SubscriptionColumns, subscription_document
 from storage.records import JsonValue, Subscription
-from storage.subscriptions import MASK
+from storage.subscription_rows import MASK
 
 MAX_BODY_BYTES: Final = 64 * 1024
 

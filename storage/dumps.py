@@ -17,7 +17,7 @@ from datetime import datetime
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
-from storage.advisories import advisory_from_row
+from storage.advisory_rows import advisory_from_row
 from storage.models import AdvisoryRow, RepoRow
 from storage.records import Advisory
 

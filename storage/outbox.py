@@ -1,7 +1,7 @@
 """The delivery outbox: alerts queued in the revision's transaction.
 
 Subscriptions themselves (the records the queue delivers for) are stored by
-``storage.subscriptions``; this module only bumps a subscription row's
+``storage.subscription_rows``; this module only bumps a subscription row's
 sequence counter.
 
 Order: each subscription hands out gapless-by-lock sequence numbers (the
@@ -15,7 +15,7 @@ lease, so a worker that dies mid-delivery leaves the row to be retried.
 A row names its channel by identity, ``channel_key(kind, url)`` (or ``feed``),
 never by its position in the subscription's list: a queued alert goes to the
 destination it was queued for or nowhere. Replacing a subscription
-(``storage.subscriptions.put_subscription``) keeps the queued alerts of every
+(``storage.subscription_rows.put_subscription``) keeps the queued alerts of every
 channel the new version still lists (same kind and URL; a new secret signs
 them) and cancels the others explicitly (``cancel_unlisted_channels``): they
 become dead letters saying so, visible and never sent.

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Select, exists, func, select, update
 from sqlalchemy.orm import Session
 
-from storage.advisories import advisory_from_row, advisory_query
+from storage.advisory_rows import advisory_from_row, advisory_query
 from storage.cursors import InvalidCursor, after_cursor, encode_cursor
 from storage.errors import RepoNotFound
 from storage.history import NEWEST_FIRST, changes_by_revision, to_revision

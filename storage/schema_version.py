@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, text
-from sqlalchemy.exc import SQLAlchemyError
+if TYPE_CHECKING:  # the shipped head is read without SQLAlchemy (storage.light_reads asks it)
+    from sqlalchemy import Engine
 
 VERSIONS = Path(__file__).resolve().parent / "migrations" / "versions"
 _REVISION = re.compile(r"^revision\s*(?::\s*str\s*)?=\s*[\"']([^\"']+)[\"']", re.MULTILINE)
@@ -48,6 +49,9 @@ def shipped_head() -> str | None:
 
 def recorded_revision(engine: Engine) -> str | None:
     """The revision in ``alembic_version``, or None when there is none (or several)."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import SQLAlchemyError
+
     try:
         with engine.connect() as connection:
             rows = connection.execute(text("SELECT version_num FROM alembic_version")).all()

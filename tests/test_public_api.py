@@ -8,6 +8,7 @@ surface is the command line (README, tracker/README.md).
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +156,20 @@ def test_the_public_surface_is_what_it_was_agreed_to_be(package: str) -> None:
     assert len(set(exported)) == len(exported), f"{package}.__all__ names something twice"
     missing = [name for name in exported if not hasattr(module, name)]
     assert missing == []
+
+
+@pytest.mark.parametrize("package", ["estimator", "storage"])
+def test_a_name_imported_on_first_use_is_never_hidden_by_a_submodule(package: str) -> None:
+    # importing package.X binds X on the package: a lazy public name X would then read as
+    # the module, whichever import ran first
+    module = importlib.import_module(package)
+    root = Path(module.__file__ or "").parent
+    submodules = {path.stem for path in root.glob("*.py")} | {
+        path.parent.name for path in root.glob("*/__init__.py")
+    }
+    lazy = set(getattr(module, "_ON_FIRST_USE", {}))
+    assert sorted(lazy & submodules) == []
+    for name in sorted(lazy):
+        assert getattr(module, name) is getattr(
+            importlib.import_module(module._ON_FIRST_USE[name]), name
+        )

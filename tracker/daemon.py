@@ -92,6 +92,8 @@ class Daemon:
     _ticker: Ticker | None = None
     _alerts: DeliveryWorker | None = None
     _watermark: datetime | None = None
+    _handled: Mapping[str, str | None] = field(default_factory=dict)
+    """The last walk's items at its watermark's second, acted on: the next walk skips them."""
     _budget: BudgetWatch | None = None
     _server: uvicorn.Server | None = None
 
@@ -209,7 +211,7 @@ class Daemon:
         The walk asks storage only about the repos it passes (``TrackedShas``): an
         idle cycle over 100,000 tracked repos reads one or two poll states, not all.
         """
-        result = discovery.walk(self._watermark, TrackedShas(self.database))
+        result = discovery.walk(self._watermark, TrackedShas(self.database), self._handled)
         now = self.clock()
         with self.database.session() as session:
             # keys TrackedShas found among storage's repos, so ids storage checked
@@ -217,7 +219,7 @@ class Daemon:
                 record_last_modified(session, RepoId(repo_id), stamp)
             for repo_id in result.moved:
                 schedule_check(session, RepoId(repo_id), now)
-        self._watermark = result.watermark
+        self._watermark, self._handled = result.watermark, result.at_watermark
         if result.moved:
             log.info(json.dumps({"event": "discovered", "moved": sorted(result.moved)}))
 

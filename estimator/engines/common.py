@@ -10,10 +10,10 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any, Final
 
 from estimator.cards import card
+from estimator.data_files import data_text
 from estimator.engines.request import EngineRequest
 from estimator.engines.shape import COMPUTE_BYTES
 from estimator.errors import WorkloadError
@@ -63,7 +63,7 @@ def device_for(request: EngineRequest) -> Device:
 
 @cache
 def _raw() -> Mapping[str, Any]:
-    text = resources.files("estimator").joinpath("data/engines.json").read_text("utf-8")
+    text = data_text("engines.json")
     data: Mapping[str, Any] = json.loads(text)
     return data
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
+from estimator.data_files import data_text
 from estimator.errors import StackError
 from estimator.stacks.pins import Stack, Version, at_least, release
 
@@ -64,8 +64,7 @@ def _bound(raw: object) -> Version | None:
 @cache
 def table() -> Table:
     """The table, read once per process; StackError for a bound that is not a version."""
-    path = resources.files("estimator").joinpath("data/mechanisms.json")
-    raw: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    raw: dict[str, Any] = json.loads(data_text("mechanisms.json"))
     mechanisms = tuple(
         Mechanism(
             id=m["id"],

@@ -194,8 +194,9 @@ class Store:
             return row[0] if row else None
 
 
-def instance(args: argparse.Namespace) -> int:
-    """Track the repos, record them with one worker, print the window's figures as JSON."""
+def checking_worker(args: argparse.Namespace, owner: str) -> tuple[Any, Any, Any, list[str]]:
+    """The repos tracked in a fresh database and one check worker over them, built as the
+    daemon builds its workers: (worker, metrics, database, repos)."""
     from datetime import UTC, datetime
 
     from storage import open_database
@@ -221,12 +222,18 @@ def instance(args: argparse.Namespace) -> int:
         database,
         Hub(api),
         HeadProbe(api),
-        owner="bench/0",
+        owner=owner,
         policy=WorkerPolicy(interval_s=86400.0, lease_s=600.0),
         metrics=metrics,
         clock=utc_now,
         publish=revision_publishers(settings, utc_now),
     )
+    return worker, metrics, database, repos
+
+
+def instance(args: argparse.Namespace) -> int:
+    """Track the repos, record them with one worker, print the window's figures as JSON."""
+    worker, metrics, database, repos = checking_worker(args, "bench/0")
     meter, store = Meter(), Store(args.url)
 
     def recorded() -> int:

@@ -37,6 +37,18 @@ Measured (2 CPUs shared with other work: the load averages are beside each rate;
 150-200 s, not full backfills; seed 0; 11.7 commits per repo on main, 1,168,737 at 100k):
 
 ```text
+run E, toward the million-revision backfill (--sizes 10000,100000 --instances 2 --seconds 900,
+2 instances of 4 check threads, no Hub latency; load 9-20 from other work on the 2 cores;
+rate per minute printed as it ran)
+N=10k   2 instances 11.2 rev/s (load 12.3)  9,928 rows in 885 s  179/187 (+504/504) MB  0 duplicates
+        7.9 KiB/revision, database 88 MiB, WAL 27.9 KiB/revision (the server's, other work's included)
+        64 ms instance CPU/rev, 7 ms DB backend CPU/rev; idle cycle 1 request, 0 statements, 5.2 ms CPU
+N=100k  2 instances 13.7 rev/s (load 14.7)  12,056 rows in 881 s  189/185 (+505/503) MB  0 duplicates
+        per minute 7.7, 10.4, 11.8, 13.5, 10.0, 13.2, 8.8, 13.8, 13.5, 17.2, 15.5, 16.0, 15.8, 19.6
+        7.9 KiB/revision, database 130 MiB, WAL 22.2 KiB/revision
+        60 ms instance CPU/rev, 6 ms DB backend CPU/rev; idle cycle 1 request, 0 statements, 16.3 ms CPU
+At 13.7 rev/s the 1,168,737 revisions of N=100k take about 24 hours, not 90 minutes: that needs
+216 rev/s, about 9 ms of CPU per revision for instances and database together on 2 cores.
 run D, as run C, with meta-device builds in an isolated worker and the workers counted
 (RSS in brackets: the instance's worker processes, the largest concurrent total)
 N=2k   50 ms  1 instance   5.5 rev/s (load 1.5)  149 (+435) MB  36 ms CPU/rev with the workers', 4 ms DB
@@ -47,7 +59,7 @@ N=10k  50 ms  3 instances 12.6 rev/s (load 1.7)  150/148/150 (+437/326/439) MB  
 and two template/tokenizer workers of 52 MB; before, torch sat in the instance itself and the
 template workers were not counted)
 run C, an instance waiting on the Hub as a real backfill does (--latency 0.05 --workers 1
---seconds 120 --instances 1,3; N=2k before storage.diff_base, N=10k after it)
+--seconds 120 --instances 1,3; N=2k before storage.diff_bases, N=10k after it)
 N=2k   50 ms  1 instance   4.9 rev/s (load 0.6)  436 MB  55 ms instance CPU/rev, 6 ms DB backend CPU/rev
 N=2k   50 ms  3 instances 12.8 rev/s (load 0.8)  438/445/434 MB  2.59x; 579 and 1,494 rows, 0 duplicates
 N=10k  50 ms  1 instance   5.2 rev/s (load 0.1)  439 MB  39 ms instance CPU/rev, 4 ms DB backend CPU/rev
@@ -87,7 +99,7 @@ instance waits, and three gain more (1.42x against 1.15x); on this 2-core machin
 three CPU-bound instances cannot be 2.5x one. Where an instance waits on the Hub (run C:
 one worker each, 50 ms per request, 2.7-3.5 requests per revision) three are 2.53-2.59x one,
 at 0.6-0.8 of a core in all: the database shares the work without contention. Not
-measured: a backfill of 1,000,000 revisions (a 200 s window records 2,000-2,600).
+measured: a whole backfill of 1,000,000 revisions (run E's 15-minute window records 12,000).
 """
 
 from __future__ import annotations
@@ -120,6 +132,8 @@ CORPUS = ROOT.parent / "shared" / "hub-corpus"
 SERVER = "postgresql://postgres@127.0.0.1:5432"
 PSYCOPG = "postgresql+psycopg://postgres@127.0.0.1:5432"
 IDLE_CYCLES = 3
+PROGRESS_S = 60.0
+"""How often a long backfill prints its rate."""
 PAGE = 5000
 """Repos tracked per transaction when the database is filled."""
 
@@ -145,6 +159,12 @@ class Run:
     worker_rss_mb: list[float] = field(default_factory=list)
     """Per instance, the largest resident total of its worker processes at one sample."""
     db_bytes_per_revision: float = 0.0
+    db_bytes: int = 0
+    """``pg_database_size`` at the end of the run."""
+    wal_bytes: int = 0
+    """WAL the whole server wrote over the window (other databases' writes included)."""
+    progress: list[tuple[float, int, float]] = field(default_factory=list)
+    """(seconds since the first revision, rows, 1-minute load) once a minute."""
     hub_requests: int = 0
     cpu_instances_s: float = 0.0
     cpu_postgres_s: float = 0.0
@@ -156,6 +176,7 @@ class Run:
     idle_cpu_ms: float = 0.0
     """CPU of the discovering thread alone (the in-process emulator's threads excluded)."""
     idle_statements: int = 0
+    """The most SQL statements one idle cycle ran."""
     push_found: bool = False
 
     @property
@@ -348,6 +369,8 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
     trees = [WorkerTree() for _ in processes]
     first: tuple[float, int] | None = None
     backends: dict[int, float] = {}
+    wal_start = 0
+    next_report = 0.0
     try:
         while True:
             time.sleep(1)
@@ -365,9 +388,15 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
             now = time.monotonic()
             if first is None and rows:
                 first = (now, rows)  # the instances are up: start-up is not backfill time
+                wal_start = wal_position(name)
+                next_report = now + PROGRESS_S
+            if first is not None and now >= next_report:
+                next_report += PROGRESS_S
+                progress(run, now - first[0], rows - first[1])
             if done >= run.size or (budget_s and now - began >= budget_s):
                 break
         start, before = first or (now, rows)
+        run.wal_bytes = wal_position(name) - wal_start if first else 0
         run.seconds = now - start
         run.revisions = rows - before
         run.repos_done = done
@@ -390,16 +419,37 @@ def backfill(hub: HubEmulator, run: Run, workers: int, budget_s: float, scratch:
     run.per_instance = [len(per) for per in lines]
     run.logged = len(every)
     run.duplicates = sum(n - 1 for n in Counter(every).values() if n > 1)
-    used = scalar(name, "SELECT pg_database_size(current_database())") - empty_bytes
+    run.db_bytes = scalar(name, "SELECT pg_database_size(current_database())")
+    used = run.db_bytes - empty_bytes
     run.db_bytes_per_revision = used / final if final else 0.0
     idle_cycle(hub, url, run)
     admin(f"DROP DATABASE IF EXISTS {name}")
 
 
+def wal_position(database: str) -> int:
+    """The server's WAL insert position in bytes (``pg_wal_lsn_diff`` from 0/0)."""
+    return scalar(database, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint")
+
+
+def progress(run: Run, elapsed: float, revisions: int) -> None:
+    """One line a minute: the rate over the last minute and since the first revision."""
+    previous = run.progress[-1] if run.progress else (0.0, 0, 0.0)
+    load = os.getloadavg()[0]
+    run.progress.append((elapsed, revisions, load))
+    recent = (revisions - previous[1]) / max(elapsed - previous[0], 1e-9)
+    print(
+        f"    {elapsed / 60:5.1f} min: {revisions} revisions, {recent:.1f} rev/s last minute, "
+        f"{revisions / max(elapsed, 1e-9):.1f} rev/s so far (load {load:.1f})",
+        flush=True,
+    )
+
+
 def idle_cycle(hub: HubEmulator, url: str, run: Run) -> None:
     """The daemon's own discovery: the first walk sets the watermark, the next ones are idle.
 
-    Idle figures: the most requests and the median seconds of ``IDLE_CYCLES`` cycles.
+        Idle figures: the most requests and statements and the median seconds and CPU of
+    ``IDLE_CYCLES`` cycles, after the one that reads the repos listed at the watermark's
+    second (synthetic heads end on one day: hundreds share its first second at 100k).
     """
     from tracker.daemon import Daemon
     from tracker.hub.api import connect
@@ -410,7 +460,8 @@ def idle_cycle(hub: HubEmulator, url: str, run: Run) -> None:
         config = write_config(Path(scratch) / "idle.toml", url, hub.endpoint, "bench-idle", 1)
         daemon = Daemon.open(Settings.load(config))
     discovery = Discovery(connect(HubSettings(hub.endpoint)))
-    daemon.discover(discovery)
+    daemon.discover(discovery)  # sets the watermark
+    daemon.discover(discovery)  # reads the repos listed at the watermark's second, once
     seconds, requests, cpu, statements = [], [], [], [0]
 
     def count(*_: object) -> None:
@@ -419,16 +470,17 @@ def idle_cycle(hub: HubEmulator, url: str, run: Run) -> None:
     event.listen(daemon.database.engine, "before_cursor_execute", count)
     for _ in range(IDLE_CYCLES):
         hub.stats.reset()
+        statements[0] = 0
         began, began_cpu = time.monotonic(), time.thread_time()
         daemon.discover(discovery)
         cpu.append(time.thread_time() - began_cpu)
         seconds.append(time.monotonic() - began)
         requests.append(hub.stats.requests())
+        run.idle_statements = max(run.idle_statements, statements[0])
     event.remove(daemon.database.engine, "before_cursor_execute", count)
     run.idle_seconds = statistics.median(seconds)
     run.idle_requests = max(requests)
     run.idle_cpu_ms = statistics.median(cpu) * 1000
-    run.idle_statements = statements[0] // IDLE_CYCLES
     store = hub.store
     assert isinstance(store, SyntheticStore)
     moved = store.generator.repo_id(run.size // 2)
@@ -463,7 +515,9 @@ def report(run: Run) -> None:
         f"(load average {run.load_average:.1f}); {run.repos_done} repos done; "
         f"{run.final_rows} rows, {run.logged} logged, per instance {run.per_instance}, "
         f"duplicates {run.duplicates}; "
-        f"{run.db_bytes_per_revision / 1024:.1f} KiB/revision; peak RSS {rss} MB; "
+        f"{run.db_bytes_per_revision / 1024:.1f} KiB/revision, database "
+        f"{run.db_bytes / 2**20:.0f} MiB, WAL {run.wal_bytes / max(run.revisions, 1) / 1024:.1f} "
+        f"KiB/revision; peak RSS {rss} MB; "
         f"{run.hub_requests / max(run.revisions, 1):.1f} Hub requests/revision; CPU s: "
         f"instances {run.cpu_instances_s:.0f}, postgres {run.cpu_postgres_s:.0f} "
         f"(this database's backends {run.cpu_backends_s:.0f}), "
@@ -487,6 +541,9 @@ def growth_table(runs: list[Run]) -> None:
             f"{r.db_bytes_per_revision / 1024:.1f}"
         )
         per = max(r.final_rows, 1)
+        rows.setdefault(f"WAL KiB/revision ({key})", {})[r.size] = (
+            f"{r.wal_bytes / max(r.revisions, 1) / 1024:.1f}"
+        )
         rows.setdefault(f"instance CPU ms/rev ({key})", {})[r.size] = (
             f"{r.cpu_instances_s * 1000 / per:.0f}"
         )

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 
 from storage import Database, poll_state
 from tests.daemon.conftest import MakeWorker, run_until_idle, track_all
@@ -43,6 +44,53 @@ def test_idle_cycle_costs_one_request_and_a_push_makes_only_that_repo_due(
 
     moved = repos[1]
     hub_emulator.publish(moved, {"config.json": b'{"model_type": "llama"}'}, date=datetime.now(UTC))
+    before = datetime.now(UTC)
+    daemon.discover(discovery)
+    with database.read_session() as session:
+        due = {
+            r: poll_state(session, r).next_check_at <= before + timedelta(seconds=5) for r in repos
+        }
+    assert due == {r: r == moved for r in repos}
+
+
+def test_repos_sharing_the_watermarks_second_are_read_once_and_a_new_sha_there_is_found(
+    database: Database, hub_emulator: HubEmulator, make_worker: MakeWorker, tmp_path: Path
+) -> None:
+    """Every repo pushed in one second: later idle cycles ask storage nothing, yet a push
+    landing in that same second (after the walk read it) is still found."""
+    repos = hub_emulator.repo_ids()
+    track_all(database, repos)
+    run_until_idle(make_worker())
+    second = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+    for repo in repos:
+        hub_emulator.publish(repo, {"README.md": f"{repo}\n".encode()}, date=second)
+    daemon = Daemon(
+        settings=Settings(
+            StorageSettings(database_url="unused", data_dir=tmp_path),
+            HubSettings(endpoint=hub_emulator.endpoint),
+        ),
+        config=DaemonConfig(),
+        database=database,
+    )
+    discovery = Discovery(connect(HubSettings(hub_emulator.endpoint)))
+    daemon.discover(discovery)  # sets the watermark at that second
+    daemon.discover(discovery)  # reads every repo at the second once, makes them due
+    run_until_idle(make_worker())
+
+    statements: list[str] = []
+
+    def count(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    event.listen(database.engine, "before_cursor_execute", count)
+    try:
+        daemon.discover(discovery)
+    finally:
+        event.remove(database.engine, "before_cursor_execute", count)
+    assert statements == []
+
+    moved = repos[0]
+    hub_emulator.publish(moved, {"README.md": b"again\n"}, date=second)
     before = datetime.now(UTC)
     daemon.discover(discovery)
     with database.read_session() as session:

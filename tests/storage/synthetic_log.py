@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import insert
 
 from storage import Database
-from storage.advisories import advisory_row_values
+from storage.advisory_rows import advisory_row_values
 from storage.models import AdvisoryRow
 from storage.records import Advisory, Severity
 from storage.repos import ensure_repo, repo_row

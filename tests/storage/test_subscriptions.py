@@ -1,4 +1,4 @@
-"""Stored subscriptions (storage.subscriptions) on SQLite and PostgreSQL: put, replace, read back."""
+"""Stored subscriptions (storage.subscription_rows) on SQLite and PostgreSQL: put, replace, read back."""
 
 from __future__ import annotations
 

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from storage import RepoId, open_database, revision_log
+from tests.storage.builders import recorded_at
 from tracker.alerts.fields import ALERT_ON
 from tracker.alerts.spec import FIT, WATCHABLE
+from tracker.commands.render import diff_text, history_text
+from tracker.demo import HISTORIES
+from tracker.hub.api import connect
+from tracker.hub.client import Hub
+from tracker.hubsim import HubEmulator, estimator_tensor_shapes
+from tracker.reads.documents import diff_document, history_document
+from tracker.revision.backfill import backfill
+from tracker.settings import HubSettings
 
 HEAVY = ("sqlalchemy", "fastapi", "huggingface_hub", "storage", "feeds", "estimator")
 
@@ -91,8 +104,9 @@ def test_plan_of_a_local_config_imports_only_what_that_plan_needs(tmp_path: Path
     )
     tops = {name.split(".")[0] for name in loaded}
     assert sorted(tops & {"sqlalchemy", "fastapi", "huggingface_hub", "storage", "feeds"}) == []
-    # no configuration is read for a local file, and no engine, delta, stack table or other family
-    # is imported for a plan that asks for none
+    # no configuration is read for a local file, the terminal rendering needs no Plan JSON
+    # converter, and no engine, delta, stack table or other family is imported for a plan
+    # that asks for none
     unwanted = {
         "tracker.settings",
         "tracker.config_file",
@@ -108,6 +122,9 @@ def test_plan_of_a_local_config_imports_only_what_that_plan_needs(tmp_path: Path
         "estimator.families.bert",
         "estimator.families.t5",
         "estimator.families.mistral",
+        "estimator.plan_json",
+        "cattrs",
+        "importlib.resources",
     }
     assert sorted(loaded & unwanted) == []
     assert "estimator.families.llama" in loaded
@@ -126,3 +143,50 @@ def test_plan_with_an_engine_still_loads_that_engine(tmp_path: Path) -> None:
     )
     assert {"estimator.engines.vllm", "estimator.engines.simulate"} <= loaded
     assert "estimator.engines.sglang" not in loaded
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_history_and_diff_read_storage_without_sqlalchemy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no daemon listens at the configured address: the commands read the database
+    # themselves, through storage.light_reads, and print what the ORM readers give
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    database = open_database(url)
+    database.migrate()
+    emulator = HubEmulator(HISTORIES, tensor_shapes=estimator_tensor_shapes)
+    hub_url = emulator.start()
+    repo = "neurarch-demo/llama3-8b-instruct"
+    try:
+        backfill(
+            database, Hub(connect(HubSettings(hub_url)), max_retries=0), repo, clock=recorded_at
+        )
+        with database.read_session() as session:
+            newest = revision_log(session, RepoId(repo))[0].revision
+        expected_history = history_text(history_document(database, repo))
+        expected_diff = diff_text(diff_document(database, repo, newest.parents[0], newest.sha))
+    finally:
+        emulator.stop()
+        database.close()
+    config = tmp_path / "direct.toml"
+    config.write_text(f'[server]\nhost = "127.0.0.1"\nport = {free_port()}\n')
+    monkeypatch.setenv("NEURARCH_CONFIG", str(config))
+    monkeypatch.setenv("NEURARCH_DATABASE_URL", url)
+    monkeypatch.setenv("NEURARCH_DATA_DIR", str(tmp_path))
+    for argv, expected, code in (
+        (["history", repo], expected_history, 0),
+        (["diff", repo, newest.parents[0][:12], newest.sha[:12]], expected_diff, 1),
+    ):
+        loaded = loaded_modules_of(
+            "import contextlib, io, tracker.cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            f"    assert tracker.cli.main({argv!r}) == {code}\n"
+            f"assert out.getvalue() == {expected!r}, out.getvalue()"
+        )
+        assert sorted(name for name in loaded if name.split(".")[0] == "sqlalchemy") == []
+        assert "storage.light_reads" in loaded

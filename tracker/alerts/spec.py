@@ -57,7 +57,7 @@ from estimator.errors import WorkloadError
 from storage import RepoId, SubscriptionColumns, subscription_document
 from storage.records import JsonValue, Severity, Subscription
 from storage.repo_patterns import names_repo
-from storage.subscriptions import MASK
+from storage.subscription_rows import MASK
 from tracker.alerts.fields import ALERT_ON, BY_NAME, CONTEXT, NAMES, STORED_SPEC
 from tracker.errors import TrackerError
 

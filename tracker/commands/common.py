@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from storage import Database, StorageError, open_database
+from storage import StorageError
 from tracker.errors import TrackerError, UsageError
 from tracker.settings import Settings
+
+if TYPE_CHECKING:  # SQLAlchemy is loaded by the commands that open storage, when they do
+    from storage import Database
 
 
 @contextmanager
@@ -24,6 +27,8 @@ def user_errors() -> Iterator[None]:
 @contextmanager
 def open_storage(settings: Settings) -> Iterator[Database]:
     """The configured database, migrated to the current schema, closed when the block ends."""
+    from storage import open_database
+
     if settings.storage.database_url.startswith("sqlite:///"):
         settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
     database = open_database(settings.storage.database_url)

@@ -45,9 +45,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     repo, _ = repo_argument(args.repo, settings)
     document = ask(settings, NAME, {"repo": repo, "old": args.old, "new": args.new})
     if document is None:  # no daemon here answers: read storage
-        from tracker.commands.reading import read_storage
-        from tracker.reads.documents import diff_document
+        from tracker.commands.reading import read_diff
 
-        document = read_storage(settings, diff_document, repo, args.old, args.new)
+        document = read_diff(settings, repo, args.old, args.new)
     print(json_text(document) if args.json else diff_text(document), end="")
     return 1 if document["changes"] else 0

@@ -29,9 +29,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     repo, _ = repo_argument(args.repo, settings)
     entries = ask(settings, NAME, {"repo": repo})
     if entries is None:  # no daemon here answers: read storage
-        from tracker.commands.reading import read_storage
-        from tracker.reads.documents import history_document
+        from tracker.commands.reading import read_history
 
-        entries = read_storage(settings, history_document, repo)
+        entries = read_history(settings, repo)
     print(json_text(entries) if args.json else history_text(entries), end="")
     return 0

@@ -38,8 +38,16 @@ def is_unsafe_path(path: str) -> bool:
 
 
 def suffix(path: str) -> str:
-    """The path's last suffix, lower-cased (``.BIN`` counts as ``.bin``); empty if it has none."""
-    return PurePosixPath(path).suffix.lower()
+    """The path's last suffix, lower-cased (``.BIN`` counts as ``.bin``); empty if it has none.
+
+    ``PurePosixPath(path).suffix``, read off the text where the last part is a plain name
+    (every listed file's is): the differs ask it of every file of every revision.
+    """
+    name = path.rpartition("/")[2]
+    if name in ("", ".", ".."):  # a part pathlib normalises away
+        return PurePosixPath(path).suffix.lower()
+    dot = name.rfind(".")
+    return name[dot:].lower() if 0 < dot < len(name) - 1 else ""
 
 
 def is_pickle(path: str) -> bool:

@@ -25,7 +25,7 @@ every token removed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from storage.records import Change, Severity
@@ -68,14 +68,36 @@ def token_table(side: Side, sources: tuple[str, ...] = SOURCES) -> dict[str, Add
 
 
 def token_context(old: Side | None, new: Side) -> DiffContext:
-    """Token names at both revisions, so a message can say ``<|eot_id|>`` for id 128009."""
+    """Token names at both revisions, so a message can say ``<|eot_id|>`` for id 128009.
 
-    def names(side: Side | None) -> dict[int, str]:
-        if side is None:
-            return {}
-        return {t.id: t.content for t in reversed(token_table(side).values())}
+    Every JSON file's differ gets one, and few messages name a token: each side's
+    names are read from its token files when a message first asks (``TokenNames``).
+    """
+    return DiffContext(token_names=TokenNames(new), old_token_names=TokenNames(old))
 
-    return DiffContext(token_names=names(new), old_token_names=names(old))
+
+class TokenNames(Mapping[int, str]):
+    """token id -> text at one side (none without a side), read from its token files on the
+    first lookup, not when the differ is set up."""
+
+    def __init__(self, side: Side | None) -> None:
+        self._side = side
+        self._names: dict[int, str] | None = None
+
+    def _read(self) -> dict[int, str]:
+        if self._names is None:
+            table = {} if self._side is None else token_table(self._side)
+            self._names = {t.id: t.content for t in reversed(table.values())}
+        return self._names
+
+    def __getitem__(self, token_id: int) -> str:
+        return self._read()[token_id]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
 
 
 def diff_special_tokens(kind: str, old: Side | None, new: Side) -> list[Change]:
@@ -291,6 +313,7 @@ def _id_span(ids: list[int]) -> str:
 
 __all__ = [
     "AddedToken",
+    "TokenNames",
     "diff_special_tokens",
     "token_context",
     "token_table",

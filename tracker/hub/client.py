@@ -150,32 +150,30 @@ class Hub:
         return revisions
 
     def files(self, repo_id: str, sha: str) -> RepoFiles:
-        """Every file of the revision with size, git blob id and LFS sha256 (one request)."""
+        """Every file of the revision with size, git blob id and LFS sha256 (one request).
+
+        The request is ``HfApi.model_info(revision=sha, files_metadata=True)``'s (huggingface_hub
+        2.5, hf_api.py), sent on its session with its headers, and its JSON read straight into
+        file entries: ``ModelInfo`` would build every field of the answer, and its validators and
+        parsing cost more than the request itself, once per revision.
+        """
         validate_repo_id(repo_id)
-        with translate_hub_errors(f"{repo_id}@{sha}"):
-            info = self.retrying.call(
-                partial(
-                    self.api.model_info,
-                    repo_id,
-                    revision=sha,
-                    files_metadata=True,
-                    timeout=self.timeout,
-                )
-            )
-        entries = []
-        for sibling in info.siblings or []:
-            if sibling.blob_id is None:
-                raise HubError(f"{repo_id}@{sha}: {sibling.rfilename!r} listed without a blob id")
-            lfs = sibling.lfs
-            entries.append(
-                FileEntry(
-                    path=sibling.rfilename,
-                    size=int(sibling.size if sibling.size is not None else lfs.size if lfs else 0),
-                    blob_id=sibling.blob_id,
-                    lfs_sha256=lfs.sha256 if lfs else None,
-                )
-            )
-        return RepoFiles(info.sha or sha, tuple(entries), info.gated or False)
+        where = f"{repo_id}@{sha}"
+        # the query in the text: httpx parses a URL again for each ``params`` merged into it
+        url = f"{self.endpoint}/api/models/{repo_id}/revision/{quote(sha, safe='')}?blobs=true"
+        with translate_hub_errors(where):
+            info = self.retrying.call(partial(self._get_object, where, url))
+        siblings = info.get("siblings") or []
+        try:
+            entries = tuple(_file_entry(where, sibling) for sibling in siblings)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise HubError(f"{where}: a file in the Hub's listing is malformed ({exc!r})") from exc
+        listed_sha = info.get("sha")
+        return RepoFiles(
+            listed_sha if isinstance(listed_sha, str) and listed_sha else sha,
+            entries,
+            info.get("gated") or False,
+        )
 
     def read_text(self, repo_id: str, sha: str, entry: FileEntry, limit: int) -> bytes:
         """The bytes of a small file, checked against its content key.
@@ -240,6 +238,20 @@ class Hub:
     def _headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return request_headers(self.api, extra)
 
+    def _get_object(self, where: str, url: str) -> dict[str, Any]:
+        """One JSON object from the Hub, as ``HfApi``'s own calls read it."""
+        response = get_session().get(url, headers=self._headers(), timeout=self.timeout)
+        hf_raise_for_status(response)
+        try:
+            found = response.json()
+        except ValueError as exc:
+            raise HubUnavailable(f"{where}: the Hub's answer is not JSON: {exc}") from exc
+        if not isinstance(found, dict):
+            raise HubError(
+                f"{where}: the Hub sent a {type(found).__name__} where an object belongs"
+            )
+        return found
+
     def _get_page(self, where: str, url: str) -> tuple[list[Any], str | None]:
         """One page of a paged listing and the next page's URL (from ``Link``), if any."""
         response = get_session().get(url, headers=self._headers(), timeout=self.timeout)
@@ -292,6 +304,22 @@ def _read_capped(where: str, chunks: Iterator[bytes], limit: int) -> bytes:
             raise OversizedFile(f"{where} is over the limit of {limit:,} bytes; stopped reading")
         parts.append(chunk)
     return b"".join(parts)
+
+
+def _file_entry(where: str, sibling: Any) -> FileEntry:
+    """One ``siblings`` item of a ``blobs=true`` listing, read as ``RepoSibling`` reads it."""
+    path = sibling["rfilename"]
+    blob_id = sibling.get("blobId")
+    if blob_id is None:
+        raise HubError(f"{where}: {path!r} listed without a blob id")
+    lfs = sibling.get("lfs")
+    size = sibling.get("size")
+    return FileEntry(
+        path=path,
+        size=int(size if size is not None else lfs["size"] if lfs else 0),
+        blob_id=blob_id,
+        lfs_sha256=lfs["sha256"] if lfs else None,
+    )
 
 
 def _commit_fields(where: str, item: Any) -> tuple[str, Any, str, str]:

@@ -6,6 +6,12 @@ and stops at the first item older than the last cycle's watermark, so an
 idle cycle over any number of tracked repos costs one page request. Tracked
 repos whose listed sha differs from the one we last saw are made due now.
 
+Items at the watermark's own second are read again by the next walk (one may
+have been committed after the last walk read it). Each result names the
+(repo, sha) pairs listed at its watermark's second; handed back to the next
+walk, those are passed over unchanged, so an idle cycle asks storage about
+nothing however many repos share that second.
+
 The per-repo probe (``HeadProbe``) is the scheduled check: one
 ``model_info`` request with the sha, the gating and the id, so an unchanged
 repo costs exactly one request and a rename (the Hub redirects the old name
@@ -37,6 +43,8 @@ class DiscoveryResult:
     """repo id -> lastModified, for every tracked repo the walk passed."""
     watermark: datetime | None = None
     scanned: int = 0
+    at_watermark: Mapping[str, str | None] = field(default_factory=dict)
+    """repo id -> sha of every item listed at the watermark's second (tracked or not)."""
 
 
 @dataclass(frozen=True)
@@ -57,16 +65,25 @@ class Discovery:
         """``api`` from ``tracker.hub.api.connect``."""
         self._api = api
 
-    def walk(self, watermark: datetime | None, known: Mapping[str, str | None]) -> DiscoveryResult:
+    def walk(
+        self,
+        watermark: datetime | None,
+        known: Mapping[str, str | None],
+        handled: Mapping[str, str | None] | None = None,
+    ) -> DiscoveryResult:
         """Walk newest first down to ``watermark``; ``known`` maps tracked repos to their last sha.
 
-        Without a watermark (first cycle) only the newest item is read, to
-        set one: a fresh daemon checks every tracked repo anyway.
+        ``handled`` is the last result's ``at_watermark``, once the caller has
+        acted on that result: items listed there, at that second with that
+        sha, are skipped. Without a watermark (first cycle) only the newest
+        item is read, to set one: a fresh daemon checks every tracked repo anyway.
         """
         moved: dict[str, str] = {}
         stamps: dict[str, datetime] = {}
         newest: datetime | None = None
         scanned = 0
+        listed: list[tuple[datetime | None, str, str | None]] = []
+        handled = handled or {}
         with translate_hub_errors("list_models"):
             for model in self._api.list_models(sort="last_modified", expand=EXPAND):  # type: ignore[arg-type]
                 scanned += 1
@@ -79,16 +96,21 @@ class Discovery:
                 # second may have been committed after the last walk read it.
                 if stamp is not None and stamp < watermark:
                     break
+                listed.append((stamp, model.id, model.sha))
+                if stamp == watermark and handled.get(model.id, "") == model.sha:
+                    continue  # the last walk listed it at this second, as it is now
                 if model.id in known:
                     if stamp is not None:
                         stamps[model.id] = stamp
                     if model.sha and model.sha != known[model.id]:
                         moved[model.id] = model.sha
+        next_watermark = max(filter(None, [newest, watermark]), default=None)
         return DiscoveryResult(
             moved=moved,
             last_modified=stamps,
-            watermark=max(filter(None, [newest, watermark]), default=None),
+            watermark=next_watermark,
             scanned=scanned,
+            at_watermark={repo: sha for stamp, repo, sha in listed if stamp == next_watermark},
         )
 
 

@@ -11,78 +11,131 @@ would print.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
-from storage import RepoId
+from storage import Change, RepoId, StoredRevision
 from tracker.errors import UsageError
 
 if TYPE_CHECKING:  # imported when a document is built, not when a command module loads
     from sqlalchemy.orm import Session
 
     from storage import Database
-    from storage.records import Change, Revision
+    from storage.records import Revision
+
+Recompute = Callable[[RepoId, str, str], list[Change]]
+"""Diffs two stored revisions again (``_recomputed`` over a session)."""
+
+
+class HistoryReads(Protocol):
+    """The two reads the documents need: ``storage.light_reads.LightReader`` answers them
+    over the DB-API, ``SessionReads`` over an ORM session."""
+
+    def revision_log(self, repo_id: RepoId) -> list[StoredRevision]:
+        """Every recorded revision, newest first."""
+        ...
+
+    def changes_of(self, repo_id: RepoId, sha: str) -> list[Change]:
+        """The changes recorded for ``sha`` against its parent, in order."""
+        ...
+
+
+@dataclass(frozen=True)
+class SessionReads:
+    """``HistoryReads`` through storage's queries in one ORM session."""
+
+    session: Session
+
+    def revision_log(self, repo_id: RepoId) -> list[StoredRevision]:
+        """``storage.revision_log`` in this session."""
+        from storage import revision_log
+
+        return revision_log(self.session, repo_id)
+
+    def changes_of(self, repo_id: RepoId, sha: str) -> list[Change]:
+        """``storage.changes_of`` in this session."""
+        from storage import changes_of
+
+        return changes_of(self.session, repo_id, sha)
 
 
 def history_document(database: Database, text: str) -> list[dict[str, Any]]:
+    """``history_from`` over ``database``, in one read transaction."""
+    with database.read_session() as session:
+        return history_from(SessionReads(session), text)
+
+
+def history_from(reads: HistoryReads, text: str) -> list[dict[str, Any]]:
     """Every recorded revision of the repo ``text`` names, newest first, with its stored changes.
 
     ``text`` comes as typed (the CLI, the daemon's read API), so it is checked here.
     """
     # Storage only: the changes were computed when each revision was processed.
-    from storage import changes_of, revision_log
     from tracker.diff.common import change_json
     from tracker.errors import NotTracked
     from tracker.hub.repo_id import validate_repo_id
 
     repo_id = validate_repo_id(text)
-    with database.read_session() as session:
-        log = revision_log(session, repo_id)  # newest first
-        if not log:
-            raise NotTracked(f"{repo_id}: no revisions recorded; run 'neurarch-trace track'")
-        return [
-            {
-                "sha": stored.revision.sha,
-                "date": stored.revision.date.isoformat(),
-                "title": stored.revision.title,
-                "author": stored.revision.author,
-                "on_main": stored.on_main,
-                "changes": [
-                    change_json(c) for c in changes_of(session, repo_id, stored.revision.sha)
-                ],
-            }
-            for stored in log
-        ]
+    log = reads.revision_log(repo_id)  # newest first
+    if not log:
+        raise NotTracked(f"{repo_id}: no revisions recorded; run 'neurarch-trace track'")
+    return [
+        {
+            "sha": stored.revision.sha,
+            "date": stored.revision.date.isoformat(),
+            "title": stored.revision.title,
+            "author": stored.revision.author,
+            "on_main": stored.on_main,
+            "changes": [change_json(c) for c in reads.changes_of(repo_id, stored.revision.sha)],
+        }
+        for stored in log
+    ]
 
 
 def diff_document(database: Database, text: str, old: str, new: str) -> dict[str, Any]:
+    """``diff_from`` over ``database``, in one read transaction, any pair diffed."""
+    with database.read_session() as session:
+
+        def recompute(repo_id: RepoId, old_sha: str, new_sha: str) -> list[Change]:
+            return _recomputed(session, repo_id, old_sha, new_sha)
+
+        document = diff_from(SessionReads(session), text, old, new, recompute)
+    assert document is not None  # only a call without ``recompute`` stops short
+    return document
+
+
+def diff_from(
+    reads: HistoryReads, text: str, old: str, new: str, recompute: Recompute | None
+) -> dict[str, Any] | None:
     """The changes from revision ``old`` to ``new`` (shas or unique prefixes).
 
     When ``old`` is the recorded parent of ``new``, these are the changes stored for
-    ``new``; any other pair is diffed again from the stored snapshots.
+    ``new``; any other pair is diffed again from the stored snapshots by ``recompute``,
+    and without one (a reader with no snapshots) the answer is None.
     """
-    from storage import changes_of, has_revision, revisions
     from tracker.diff.common import change_json
     from tracker.hub.repo_id import validate_repo_id
     from tracker.reads.revisions import resolve_sha
 
     repo_id = validate_repo_id(text)
-    old_sha = resolve_sha(database, repo_id, old)
-    new_sha = resolve_sha(database, repo_id, new)
-    with database.read_session() as session:
-        recorded = {r.sha: r for r in revisions(session, repo_id, include_off_main=True)}
-        _refuse_reversed(repo_id, recorded[old_sha], recorded[new_sha])
-        parents = recorded[new_sha].parents
-        parent = next((p for p in parents if has_revision(session, repo_id, p)), None)
-        if parent == old_sha:
-            changes = changes_of(session, repo_id, new_sha)
-        else:
-            changes = _recomputed(session, repo_id, old_sha, new_sha)
-        return {
-            "repo": repo_id,
-            "old": old_sha,
-            "new": new_sha,
-            "changes": [change_json(c) for c in changes],
-        }
+    log = reads.revision_log(repo_id)
+    old_sha = resolve_sha(log, repo_id, old)
+    new_sha = resolve_sha(log, repo_id, new)
+    recorded = {stored.revision.sha: stored.revision for stored in log}
+    _refuse_reversed(repo_id, recorded[old_sha], recorded[new_sha])
+    parent = next((p for p in recorded[new_sha].parents if p in recorded), None)
+    if parent == old_sha:
+        changes = reads.changes_of(repo_id, new_sha)
+    elif recompute is None:
+        return None
+    else:
+        changes = recompute(repo_id, old_sha, new_sha)
+    return {
+        "repo": repo_id,
+        "old": old_sha,
+        "new": new_sha,
+        "changes": [change_json(c) for c in changes],
+    }
 
 
 def _refuse_reversed(repo_id: RepoId, old: Revision, new: Revision) -> None:
@@ -132,4 +185,13 @@ def answer(database: Database, name: str, params: Mapping[str, str]) -> tuple[in
         return 422, {"error": str(exc)}
 
 
-__all__ = ["READS", "answer", "diff_document", "history_document"]
+__all__ = [
+    "READS",
+    "HistoryReads",
+    "SessionReads",
+    "answer",
+    "diff_document",
+    "diff_from",
+    "history_document",
+    "history_from",
+]

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from storage import Database, RepoId, revision_log
+from collections.abc import Sequence
+
+from storage import RepoId, StoredRevision
 from tracker.errors import NotTracked
 
 MAIN = "main"
 
 
-def resolve_sha(database: Database, repo_id: RepoId, prefix: str) -> str:
-    """A recorded revision of ``repo_id`` named by its sha, a unique prefix of it, or ``main``.
+def resolve_sha(log: Sequence[StoredRevision], repo_id: RepoId, prefix: str) -> str:
+    """The revision of ``log`` (``repo_id``'s, newest first) named by its sha, a unique
+    prefix of it, or ``main``.
 
     ``main`` is the branch the tracker follows: its newest recorded revision,
     the one on main that no other recorded revision on main has as parent.
     """
-    with database.read_session() as session:
-        log = revision_log(session, repo_id)
     shas = [stored.revision.sha for stored in log]
     if not shas:
         raise NotTracked(f"{repo_id}: no revisions recorded; run 'neurarch-trace track {repo_id}'")

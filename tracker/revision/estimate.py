@@ -18,7 +18,8 @@ the one place to change it. Pages print it beside every figure.
 
 The Plan stays typed from here to every publisher; it becomes JSON only when
 the revision is recorded, and the parent's stored plan is read back once per
-revision (``parent_plan``).
+revision (``parent_plan``), unless the worker's walk recorded that parent itself and
+holds its Plan.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
 import importlib.util
 import io
@@ -80,8 +81,10 @@ _cache: dict[str, MetaBuild] = {}
 _lock = threading.Lock()
 
 
+@functools.cache
 def available() -> bool:
-    """torch and transformers are importable (checked without importing them)."""
+    """torch and transformers are importable (checked without importing them, once per
+    process: the path search costs half a millisecond and the answer does not change)."""
     return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
 
 

@@ -29,7 +29,9 @@ One revision from claim to alert, and what each step reads:
     typed Plan once (``estimate.parent_plan``). Walking a repo's history, the
     caller passes what it kept of the revision it recorded before
     (``tracker.revision.walk.Walk``): those texts are not read again, the repo is
-    looked up once, and the parent's Plan is the revision's own when config.json
+    looked up once, the parent's snapshot and Plan are the ones it recorded (only
+    whether the revision itself is recorded is asked, and no stored plan is parsed),
+    and the parent's Plan is the revision's own when config.json
     and the manifest are unchanged (no plan, no plan delta). Plan JSON is written
     once, into the estimates table. The parsed
    configs (``CONFIG_PATHS``) go into the record, the previous side's taken
@@ -70,8 +72,10 @@ from sqlalchemy.orm import Session
 from estimator import Plan
 from storage import (
     Database,
+    DiffBase,
     diff_base,
     get_blob,
+    has_revision,
     known_content_keys,
     record_revision,
 )
@@ -228,7 +232,7 @@ def prepare(
     """
     cache = walk.parsed
     with database.read_session() as session:
-        base = diff_base(session, revision, walk.repo_pk)
+        base = _diff_base(session, revision, walk)
         walk.repo_pk = base.repo_pk
         if base.recorded:
             return None
@@ -245,7 +249,10 @@ def prepare(
             old_plan = estimate(old, None, builds)[0]
         elif previous is not None:
             old = content_of(previous, blobs, cache)
-            old_plan = parent_plan(base.previous_plan, old, builds)
+            if carried is not None and carried.sha == previous.revision.sha:
+                old_plan = carried.plan  # the very Plan stored with it: nothing to parse
+            else:
+                old_plan = parent_plan(base.previous_plan, old, builds)
         result = take_snapshot(hub, revision, previous, blobs, parse_cache=cache, deadline=deadline)
         new = result.content(blobs)
         found = diff_revisions(old, new) + list(result.problems)
@@ -285,7 +292,21 @@ def prepare(
 
 def remember(walk: Walk, prepared: Prepared) -> None:
     """Keep what the walk's next revision reads of ``prepared``, once it is recorded."""
-    walk.recorded(prepared.outcome.snapshot.texts, prepared.in_hand, prepared.planned)
+    walk.recorded(prepared.outcome.snapshot, prepared.in_hand, prepared.planned)
+
+
+def _diff_base(session: Session, revision: Revision, walk: Walk) -> DiffBase:
+    """``storage.diff_base``, or where the walk recorded ``revision``'s parent a moment ago,
+    the same answer from what it holds: only whether ``revision`` is recorded is asked.
+
+    That answer leaves ``previous_plan`` out: the walk holds the parent's Plan itself
+    (``walk.planned``, None exactly where the parent has no plan), which ``prepare`` takes.
+    """
+    held = walk.parent_of(revision)
+    if held is None or walk.repo_pk is None:
+        return diff_base(session, revision, walk.repo_pk)
+    recorded = has_revision(session, revision.repo_id, revision.sha)
+    return DiffBase(recorded=recorded, repo_pk=walk.repo_pk, previous=None if recorded else held)
 
 
 def _plan_holds(carried: Planned | None, previous: Snapshot | None, new: RevisionContent) -> bool:

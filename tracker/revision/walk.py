@@ -1,10 +1,11 @@
 """What a worker keeps in hand while it walks one repo's history, oldest revision first.
 
 Each revision is diffed against its parent, which is (almost always) the revision the
-same worker recorded a moment before. Its texts were fetched or read for that
-revision, and parsed; its plan was computed from its config.json and manifest. Kept
-here, the next revision reads none of them from the store again, parses nothing twice
-and plans only when the inputs of the plan changed. Only the last recorded revision's
+same worker recorded a moment before. Its snapshot was recorded by the same worker, its
+texts were fetched or read for that revision, and parsed; its plan was computed from its
+config.json and manifest. Kept here, the next revision reads none of them from the store
+again (neither the snapshot nor the stored plan: only whether the revision itself is
+recorded is asked), parses nothing twice and plans only when the inputs of the plan changed. Only the last recorded revision's
 texts are kept, so a walk holds one revision's texts however long the history.
 """
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from estimator import Plan
+from storage.records import Revision, Snapshot
 from tracker.untrusted.artifacts import Parsed
 
 
@@ -40,14 +42,24 @@ class Walk:
     """The last recorded revision's plan, when this process computed it."""
     repo_pk: int | None = None
     """The repo's key in storage, once a revision of the walk has looked it up."""
+    snapshot: Snapshot | None = None
+    """The last recorded revision's snapshot, as this process recorded it."""
 
     def recorded(
-        self, texts: Mapping[str, str], in_hand: Mapping[str, bytes], planned: Planned | None
+        self, snapshot: Snapshot, in_hand: Mapping[str, bytes], planned: Planned | None
     ) -> None:
-        """Keep what a revision just recorded had in hand: its texts (``texts``: path ->
-        content key, of which ``in_hand`` holds some bytes) and its plan."""
-        self.texts = {key: in_hand[key] for key in texts.values() if key in in_hand}
+        """Keep what a revision just recorded had in hand: its snapshot, the bytes of its
+        texts (``in_hand``, by content key) and its plan."""
+        self.texts = {key: in_hand[key] for key in snapshot.texts.values() if key in in_hand}
         self.planned = planned
+        self.snapshot = snapshot
+
+    def parent_of(self, revision: Revision) -> Snapshot | None:
+        """The snapshot of ``revision``'s parent on main, when it is the one recorded last."""
+        held = self.snapshot
+        if held is None or revision.parents[:1] != (held.revision.sha,):
+            return None
+        return held
 
 
 __all__ = ["Planned", "Walk"]

@@ -1,0 +1,197 @@
+"""Where one revision's instance CPU goes: one check worker profiled in steady state.
+
+Run: ``.venv/bin/python tests/bench/profile_revision.py [--workload synthetic|corpus]
+[--revisions 300] [--warmup 60] [--top 40] [--sample] [--dump profile.pstats]``.
+
+The worker runs in a subprocess exactly as ``tests/bench/bench_revision_cost.py`` runs it
+(the daemon's ``Worker`` and publishers, SQLite, the Hub emulator served from this
+process so its CPU is not the instance's). Profiling starts after ``--warmup`` revisions
+(imports and caches amortised) and stops after ``--revisions`` more; the functions are
+printed by cumulative and by own CPU time in milliseconds per revision (the process's CPU,
+every thread's: waiting on the Hub or the database is not counted; the isolated parser
+pool's children are not seen).
+
+Two profilers, because each misleads alone: cProfile (the default) counts every call but
+triples the cost of code made of many small calls (SQLAlchemy, httpx, cattrs), so it
+ranks them too high; ``--sample`` interrupts the process every millisecond of its CPU
+(``SIGPROF``) and charges the main thread's stack, which keeps the proportions but
+gives no call counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_revision_cost import ROOT, checking_worker, hub_for
+
+
+def instance(args: argparse.Namespace) -> int:
+    """Record the workload with one worker, profiling the window; print the tables."""
+    worker, metrics, database, _ = checking_worker(args, "profile/0")
+
+    def recorded() -> int:
+        return int(metrics.registry.get_sample_value("neurarch_revisions_recorded_total") or 0)
+
+    profile = cProfile.Profile(time.process_time) if not args.sample else None
+    sampler = Sampler() if args.sample else None
+    start: int | None = None
+    while worker.run_once():
+        done = recorded()
+        if start is None and done >= args.warmup:
+            start = done
+            if profile is not None:
+                profile.enable()
+            if sampler is not None:
+                sampler.start()
+        if start is not None and done - start >= args.revisions:
+            break
+    if profile is not None:
+        profile.disable()
+    if sampler is not None:
+        sampler.stop()
+    if start is None:
+        raise SystemExit(f"only {recorded()} revisions recorded, fewer than --warmup")
+    revisions = recorded() - start
+    print(f"{revisions} revisions profiled; ms per revision")
+    if profile is not None:
+        if args.dump:
+            profile.dump_stats(args.dump)
+        for order in ("cumulative", "tottime"):
+            print_top(profile, order, revisions, args.top)
+    if sampler is not None:
+        sampler.print_top(revisions, args.top)
+    database.close()
+    return 0
+
+
+def print_top(profile: cProfile.Profile, order: str, revisions: int, top: int) -> None:
+    """The ``top`` functions by ``order``, their times divided by ``revisions``."""
+    stats = pstats.Stats(profile, stream=io.StringIO())
+    rows: list[tuple[float, float, int, str]] = []
+    table: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    for (path, line, name), (_, calls, own, cumulative, _) in table.items():
+        where = f"{Path(path).name}:{line}({name})" if line else name
+        rows.append((cumulative, own, calls, where))
+    rows.sort(key=lambda r: r[0] if order == "cumulative" else r[1], reverse=True)
+    print(f"\nby {order}:\n{'cum ms':>8} {'own ms':>8} {'calls':>8}  function")
+    for cumulative, own, calls, where in rows[:top]:
+        print(
+            f"{1000 * cumulative / revisions:8.3f} {1000 * own / revisions:8.3f} "
+            f"{calls / revisions:8.1f}  {where}"
+        )
+
+
+class Sampler:
+    """About every ``interval_s`` of the process's CPU, the main thread's stack, counted per function:
+    once in ``inclusive`` for each function on the stack, and in ``own`` for the innermost."""
+
+    def __init__(self, interval_s: float = 0.001) -> None:
+        self.interval_s = interval_s
+        self.inclusive: Counter[str] = Counter()
+        self.own: Counter[str] = Counter()
+        self.samples = 0
+        self.cpu_s = 0.0
+
+    def start(self) -> None:
+        self.cpu_s = -time.process_time()
+        signal.signal(signal.SIGPROF, self._sample)
+        signal.setitimer(signal.ITIMER_PROF, self.interval_s, self.interval_s)
+
+    def stop(self) -> None:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, signal.SIG_DFL)
+        self.cpu_s += time.process_time()
+
+    def _sample(self, _: int, frame: FrameType | None) -> None:
+        self.samples += 1
+        seen: set[str] = set()
+        innermost = True
+        while frame is not None:
+            code = frame.f_code
+            name = f"{Path(code.co_filename).name}:{code.co_firstlineno}({code.co_name})"
+            if innermost:
+                self.own[name] += 1
+                innermost = False
+            if name not in seen:
+                seen.add(name)
+                self.inclusive[name] += 1
+            frame = frame.f_back
+
+    def print_top(self, revisions: int, top: int) -> None:
+        """The ``top`` functions by inclusive and by own samples, as CPU ms per revision: each
+        sample stands for an equal share of the window's CPU (the kernel may deliver the
+        signal at its tick rather than at ``interval_s``)."""
+        per = 1000 * self.cpu_s / max(1, self.samples) / revisions
+        print(f"{self.samples} samples, {self.samples * per:.2f} ms per revision in all")
+        for title, counter in (("cumulative", self.inclusive), ("own", self.own)):
+            print(f"\nsampled, by {title}:\n{'ms':>8}  function")
+            for name, count in counter.most_common(top):
+                print(f"{count * per:8.3f}  {name}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", default="synthetic", choices=("synthetic", "corpus"))
+    parser.add_argument("--revisions", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=60)
+    parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--sample", action="store_true", help="sample the stack on SIGPROF")
+    parser.add_argument("--dump", help="also write cProfile's raw pstats here")
+    parser.add_argument("--instance", action="store_true", help=argparse.SUPPRESS)
+    for name in ("url", "endpoint", "repos", "scratch"):
+        parser.add_argument(f"--{name}", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.instance:
+        return instance(args)
+    hub, repos = hub_for(args.workload, args)
+    endpoint = hub.start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="profile-revision-") as temp:
+            scratch = Path(temp)
+            listing = scratch / "repos.json"
+            listing.write_text(json.dumps(repos))
+            env = {
+                **os.environ,
+                "PYTHONPATH": str(ROOT),
+                "HF_HUB_DISABLE_TELEMETRY": "1",
+                "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+                "HF_HUB_OFFLINE": "0",
+            }
+            env.pop("NEURARCH_DATABASE_URL", None)
+            command = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--instance",
+                f"--url=sqlite:///{scratch / 'profile.db'}",
+                f"--endpoint={endpoint}",
+                f"--repos={listing}",
+                f"--scratch={scratch}",
+                f"--revisions={args.revisions}",
+                f"--warmup={args.warmup}",
+                f"--top={args.top}",
+                *(["--sample"] if args.sample else []),
+                *([f"--dump={Path(args.dump).resolve()}"] if args.dump else []),
+            ]
+            return subprocess.run(command, cwd=ROOT, env=env).returncode
+    finally:
+        hub.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
