@@ -23,7 +23,7 @@ from storage.models import AdvisoryRow, RepoRow
 from storage.models.publishing import ADVISORY_ID_LENGTH
 from storage.records import Advisory, Severity
 from storage.repo_ids import RepoId, org_of
-from storage.repos import repo_row
+from storage.repos import repo_pk_of, repo_row
 from storage.summary_upkeep import mark_summary_stale
 from storage.values import require_aware, require_text, storable_text
 
@@ -36,7 +36,7 @@ def put_advisory(session: Session, advisory: Advisory) -> bool:
         require_aware(value, f"advisory {advisory.id} {where}")
     require_aware(advisory.withdrawn, f"advisory {advisory.id} withdrawn")
     require_text([advisory.id], f"advisory {advisory.id}")  # summary and osv quote upstream
-    repo_pk = repo_row(session, advisory.repo_id).id
+    repo_pk = repo_pk_of(session, advisory.repo_id)
     inserted = insert_ignoring_duplicates(
         session, AdvisoryRow, advisory_row_values(advisory, repo_pk), ["id"]
     )

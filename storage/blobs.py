@@ -10,14 +10,15 @@ git blob id here would tie storage to git's object format.
 
 from __future__ import annotations
 
+import hashlib
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.dialect import insert_ignoring_duplicates
+from storage.dialect import insert_ignoring_duplicates, insert_many_ignoring_duplicates
 from storage.errors import BlobCorrupt, BlobNotFound, BlobTooLarge, InvalidRecord
 from storage.models import BlobRow
 from storage.values import require_aware
@@ -37,8 +38,28 @@ def put_blob(
     ``at`` is the writer's clock reading, stored as the blob's creation time.
     Oversized data raises BlobTooLarge before anything is written.
     """
-    _check_key(content_key)
     require_aware(at, "put_blob at")
+    row = _blob_row(content_key, data, at, limit)
+    return insert_ignoring_duplicates(session, BlobRow, row, ["content_key"])
+
+
+def put_blobs(
+    session: Session, blobs: Mapping[str, bytes], *, at: datetime, limit: int = MAX_BLOB_BYTES
+) -> None:
+    """Store each of ``blobs`` (content key -> bytes) the store lacks, in one batched insert.
+
+    A revision brings several texts at once; one statement for all of them
+    instead of one round trip each. An oversized one raises BlobTooLarge
+    before anything is written.
+    """
+    require_aware(at, "put_blobs at")
+    rows = [_blob_row(key, data, at, limit) for key, data in sorted(blobs.items())]
+    insert_many_ignoring_duplicates(session, BlobRow, rows, ["content_key"])
+
+
+def _blob_row(content_key: str, data: bytes, at: datetime, limit: int) -> dict[str, object]:
+    """The row storing ``data``, zlib-compressed where that makes it smaller."""
+    _check_key(content_key)
     if len(data) > limit:
         raise BlobTooLarge(
             f"blob {content_key} is {len(data):,} bytes, over the store's limit of {limit:,}; "
@@ -46,7 +67,7 @@ def put_blob(
         )
     compressed = zlib.compress(data, level=6)
     use_zlib = len(compressed) < len(data)
-    row = {
+    return {
         "content_key": content_key,
         "size": len(data),
         "stored_size": len(compressed) if use_zlib else len(data),
@@ -54,7 +75,13 @@ def put_blob(
         "data": compressed if use_zlib else data,
         "created_at": at,
     }
-    return insert_ignoring_duplicates(session, BlobRow, row, ["content_key"])
+
+
+def document_blob(document: str) -> tuple[str, bytes]:
+    """A JSON document's content key (the sha256 of its UTF-8 bytes, the LFS scheme, so a key
+    only ever meets identical bytes) and those bytes: how manifests and plans are stored."""
+    data = document.encode()
+    return hashlib.sha256(data).hexdigest(), data
 
 
 def get_blob(session: Session, content_key: str) -> bytes:

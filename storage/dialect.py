@@ -30,6 +30,22 @@ def insert_ignoring_duplicates(
     return session.execute(statement.returning(key)).first() is not None
 
 
+def insert_many_ignoring_duplicates(
+    session: Session,
+    model: type[Base],
+    rows: Sequence[Mapping[str, Any]],
+    conflict_columns: Sequence[str],
+) -> None:
+    """Insert each of ``rows`` unless a row with its ``conflict_columns`` exists: one
+    executemany (batched by the driver), not one statement per row."""
+    if not rows:
+        return
+    statement = _dialect_insert(session, model).on_conflict_do_nothing(
+        index_elements=list(conflict_columns)
+    )
+    session.execute(statement, [dict(row) for row in rows])
+
+
 def insert_returning_id(
     session: Session,
     model: type[Base],
@@ -48,13 +64,18 @@ def _on_conflict_do_nothing(
     values: Mapping[str, Any],
     conflict_columns: Sequence[str],
 ) -> Insert:
+    statement = _dialect_insert(session, model).values(dict(values))
+    return statement.on_conflict_do_nothing(index_elements=list(conflict_columns))  # type: ignore[no-any-return]
+
+
+def _dialect_insert(session: Session, model: type[Base]) -> Any:
+    """The backend's own ``insert(model)``, the one that speaks ``ON CONFLICT``."""
     name = session.get_bind().dialect.name
     # Imported on first use: the PostgreSQL dialect costs ~0.1 s that a SQLite read never needs.
     module: Any = importlib.import_module(
         "sqlalchemy.dialects.postgresql" if name == "postgresql" else "sqlalchemy.dialects.sqlite"
     )
-    statement: Insert = module.insert(model).values(dict(values))
-    return statement.on_conflict_do_nothing(index_elements=list(conflict_columns))  # type: ignore[attr-defined, no-any-return]
+    return module.insert(model)
 
 
 def upsert(
@@ -64,11 +85,7 @@ def upsert(
     conflict_columns: Sequence[str],
 ) -> None:
     """Insert one row, or overwrite the other columns of the row with the same key."""
-    name = session.get_bind().dialect.name
-    module: Any = importlib.import_module(
-        "sqlalchemy.dialects.postgresql" if name == "postgresql" else "sqlalchemy.dialects.sqlite"
-    )
-    statement = module.insert(model).values(dict(values))
+    statement = _dialect_insert(session, model).values(dict(values))
     changed = {k: statement.excluded[k] for k in values if k not in conflict_columns}
     session.execute(
         statement.on_conflict_do_update(index_elements=list(conflict_columns), set_=changed)

@@ -5,8 +5,8 @@ first parent) is, that one's snapshot and its estimate. A revision is only ever 
 against that parent, never against whatever else happens to be recorded: recorded or
 not, the parent is the caller's to read (from the Hub when storage lacks it), so the
 changes of a revision do not depend on the order in which revisions arrived. The
-revision and its parents are one query, and the base's files, snapshot extras and
-estimate one each, none finding the same revision rows twice: against a database
+revision and its parent, with the parent's snapshot row, estimate, manifest and plan,
+are one query, and the parent's files one more: against a database
 across a network every round trip is a wait per revision, and at backfill scale per
 million.
 """
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
-from storage.history import snapshot_of
-from storage.models import RevisionRow
-from storage.plans import estimate_of
+from storage.history import snapshot_with
+from storage.models import BlobRow, EstimateRow, RevisionRow, SnapshotRow
+from storage.plans import plan_of
 from storage.records import Revision, Snapshot
 from storage.repos import repo_row
 
@@ -52,10 +52,16 @@ def diff_base(session: Session, revision: Revision, repo_pk: int | None = None) 
     if repo_pk is None:
         repo_pk = repo_row(session, revision.repo_id).id
     parent = revision.parents[0] if revision.parents else None
+    manifest, plan = aliased(BlobRow), aliased(BlobRow)
     rows = {
-        row.sha: row
-        for row in session.scalars(
-            select(RevisionRow).where(
+        found[0].sha: found
+        for found in session.execute(
+            select(RevisionRow, SnapshotRow, manifest, EstimateRow, plan)
+            .outerjoin(SnapshotRow, SnapshotRow.revision_pk == RevisionRow.id)
+            .outerjoin(manifest, manifest.content_key == SnapshotRow.manifest_key)
+            .outerjoin(EstimateRow, EstimateRow.revision_pk == RevisionRow.id)
+            .outerjoin(plan, plan.content_key == EstimateRow.plan_key)
+            .where(
                 RevisionRow.repo_pk == repo_pk,
                 RevisionRow.sha.in_([revision.sha, *([parent] if parent else [])]),
             )
@@ -65,14 +71,16 @@ def diff_base(session: Session, revision: Revision, repo_pk: int | None = None) 
         return DiffBase(recorded=True, repo_pk=repo_pk)
     if parent is None:
         return DiffBase(recorded=False, repo_pk=repo_pk)
-    base = rows.get(parent)
-    if base is None:
+    found = rows.get(parent)
+    if found is None:
         return DiffBase(recorded=False, repo_pk=repo_pk, unrecorded_parent=parent)
+    base, snapshot_row, manifest_blob, estimate_row, plan_blob = found
+    extras = None if snapshot_row is None else (snapshot_row, manifest_blob)
     return DiffBase(
         recorded=False,
         repo_pk=repo_pk,
-        previous=snapshot_of(session, revision.repo_id, base),
-        previous_plan=estimate_of(session, base.id),
+        previous=snapshot_with(session, revision.repo_id, base, extras),
+        previous_plan=None if estimate_row is None else plan_of(estimate_row, plan_blob),
     )
 
 

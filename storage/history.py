@@ -8,25 +8,27 @@ False, which is what makes a retried or duplicated check harmless.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Text, cast, func, insert, null, select, update
+from sqlalchemy import insert, null, select, update
 from sqlalchemy.orm import Session
 
-from storage.blobs import known_content_keys
+from storage.blobs import document_blob, known_content_keys, put_blobs
 from storage.dialect import insert_returning_id
 from storage.errors import InvalidRecord, RepoNotFound, RevisionNotFound
-from storage.manifests import manifest_of, put_manifest, snapshot_extras
+from storage.manifests import manifest_of, snapshot_extras
 from storage.models import (
+    BlobRow,
     ChangeRow,
     EstimateRow,
     RevisionFileRow,
     RevisionRow,
     SnapshotRow,
 )
-from storage.plans import estimate_of, put_plan
+from storage.plans import estimate_of
+from storage.recording import place_on_chain, recording_context
 from storage.records import (
     Change,
     FileEntry,
@@ -37,7 +39,7 @@ from storage.records import (
     StoredRevision,
 )
 from storage.repo_ids import RepoId
-from storage.repos import ensure_repo, repo_row
+from storage.repos import ensure_repo, remember_repo_pk, repo_row
 from storage.storable import storable_revision
 from storage.summary_upkeep import mark_summary_stale, remember_plan_figures
 from storage.values import require_aware, require_text, storable_text
@@ -59,19 +61,24 @@ def record_revision(
     processed_at: datetime,
     plan_schema_version: int = PLAN_SCHEMA_VERSION,
     repo_pk: int | None = None,
+    texts: Mapping[str, bytes] | None = None,
+    stored_keys: Collection[str] = (),
 ) -> bool:
     """Write one revision with its files, snapshot data, changes and estimate; True if new.
 
-    Every text in ``snapshot.texts`` must already be in the blob store
-    (``put_blob`` it first, in the same transaction). The repo is added if
-    storage did not know it; an untracked repo stays untracked. Upstream text
-    no backend can hold is repaired and the revision gets a finding saying so
-    (``storage.storable``), so a hostile commit is recorded rather than refused
-    forever; the manifest is stored once per content (``storage.manifests``);
-    the revision is placed one past its parent on main's chain. Every time
-    it stores (processed, blob and repo creation) is ``processed_at``, the
-    writer's clock reading; ``repo_pk`` is the repo's key when the caller has
-    read it already.
+    Every text in ``snapshot.texts`` must be in the blob store or in ``texts``
+    (content key -> bytes, stored with the revision's manifest and plan in one
+    batched insert); ``stored_keys`` are keys the caller saw stored (blobs are
+    never deleted), not asked again. The repo is added if storage did not know
+    it; an untracked repo stays untracked. Upstream text no backend can hold is
+    repaired and the revision gets a finding saying so (``storage.storable``), so
+    a hostile commit is recorded rather than refused forever; the manifest and
+    the plan are stored once per content (``storage.manifests``,
+    ``storage.plans``); the revision is placed one past its parent on main's
+    chain. What it reads first is one statement (``storage.recording``). Every
+    time it stores (processed, blob and repo creation) is ``processed_at``, the
+    writer's clock reading; ``repo_pk`` is the repo's key when the caller has read
+    it already.
     """
     require_aware(processed_at, "record_revision processed_at")
     storable = storable_revision(snapshot, plan_json)
@@ -80,15 +87,25 @@ def record_revision(
         changes = [*changes, storable.finding]
     revision = snapshot.revision
     _validate(snapshot, changes)
-    missing = set(snapshot.texts.values()) - known_content_keys(session, snapshot.texts.values())
-    if missing:
-        paths = sorted(path for path, key in snapshot.texts.items() if key in missing)
-        raise InvalidRecord(
-            f"{revision.repo_id}@{revision.sha}: texts {', '.join(paths)} name content keys "
-            "that are not in the blob store; put_blob them first"
-        )
     if repo_pk is None:
         repo_pk = _repo_pk_for_recording(session, revision.repo_id, processed_at)
+    else:
+        remember_repo_pk(session, revision.repo_id, repo_pk)
+    given = dict(texts or {})
+    manifest = None if storable.manifest is None else document_blob(storable.manifest)
+    plan = None if storable.plan is None else document_blob(storable.plan)
+    documents = dict(blob for blob in (manifest, plan) if blob is not None)
+    context = recording_context(
+        session,
+        repo_pk,
+        revision,
+        blob_keys=list(documents),
+        text_keys=set(snapshot.texts.values()) - set(given) - set(stored_keys),
+    )
+    if not context.texts_stored:
+        _refuse_missing_texts(session, snapshot, set(given))
+    if context.recorded:
+        return False
     revision_pk = insert_returning_id(
         session,
         RevisionRow,
@@ -99,7 +116,7 @@ def record_revision(
             "date": revision.date,
             "title": revision.title,
             "author": revision.author,
-            "position": _position(session, repo_pk, revision),
+            "position": place_on_chain(session, repo_pk, context),
             "processed_at": processed_at,
             "on_main": True,
         },
@@ -107,6 +124,8 @@ def record_revision(
     )
     if revision_pk is None:
         return False
+    new_documents = {k: v for k, v in documents.items() if k not in context.stored_blobs}
+    put_blobs(session, {**given, **new_documents}, at=processed_at)
     if snapshot.files:
         session.execute(
             insert(RevisionFileRow),
@@ -115,15 +134,13 @@ def record_revision(
                 for ordinal, entry in enumerate(snapshot.files)
             ],
         )
-    session.add(
-        SnapshotRow(
+    session.execute(
+        insert(SnapshotRow).values(
             revision_pk=revision_pk,
             texts=dict(snapshot.texts),
             oversized=list(snapshot.oversized),
             manifest=null(),  # SQL NULL, not JSON null: the manifest lives in its blob
-            manifest_key=None
-            if storable.manifest is None
-            else put_manifest(session, storable.manifest, at=processed_at),
+            manifest_key=None if manifest is None else manifest[0],
             card=dict(snapshot.card),
         )
     )
@@ -132,19 +149,41 @@ def record_revision(
             insert(ChangeRow),
             [_change_row(revision_pk, ordinal, change) for ordinal, change in enumerate(changes)],
         )
-    if storable.plan is not None:
+    if plan is not None:
         session.execute(
             insert(EstimateRow).values(
                 revision_pk=revision_pk,
                 plan=null(),  # SQL NULL, not JSON null: the plan lives in its blob
-                plan_key=put_plan(session, storable.plan, at=processed_at),
+                plan_key=plan[0],
                 schema_version=plan_schema_version,
             )
         )
-    session.flush()
-    remember_plan_figures(session, revision_pk, plan_json if storable.plan is not None else None)
+    remember_plan_figures(session, revision_pk, plan_json if plan is not None else None)
     mark_summary_stale(session, repo_pk)
     return True
+
+
+def _refuse_missing_texts(session: Session, snapshot: Snapshot, given: set[str]) -> None:
+    """Raise InvalidRecord naming the texts whose content keys are neither given nor stored."""
+    keys = set(snapshot.texts.values()) - given
+    missing = keys - known_content_keys(session, keys)
+    revision = snapshot.revision
+    paths = sorted(path for path, key in snapshot.texts.items() if key in missing)
+    raise InvalidRecord(
+        f"{revision.repo_id}@{revision.sha}: texts {', '.join(paths)} name content keys "
+        "that are not in the blob store; put_blob them first"
+    )
+
+
+def recorded_shas(session: Session, repo_id: RepoId) -> dict[str, bool]:
+    """Every recorded sha of the repo, and whether it is on main: one indexed read, so a
+    check that finds one new commit on a long history skips the rest without asking each."""
+    rows = session.execute(
+        select(RevisionRow.sha, RevisionRow.on_main).where(
+            RevisionRow.repo_pk == repo_row(session, repo_id).id
+        )
+    )
+    return {sha: bool(on_main) for sha, on_main in rows}
 
 
 def has_revision(session: Session, repo_id: RepoId, sha: str) -> bool:
@@ -203,12 +242,23 @@ def snapshot_at(session: Session, repo_id: RepoId, sha: str) -> Snapshot:
 
 def snapshot_of(session: Session, repo_id: RepoId, row: RevisionRow) -> Snapshot:
     """The snapshot of a revision row already read, for queries inside storage."""
+    return snapshot_with(session, repo_id, row, snapshot_extras(session, row.id))
+
+
+def snapshot_with(
+    session: Session,
+    repo_id: RepoId,
+    row: RevisionRow,
+    extras: tuple[SnapshotRow, BlobRow | None] | None,
+) -> Snapshot:
+    """The snapshot of a revision row whose snapshot row and manifest blob (``extras``,
+    as ``storage.manifests.snapshot_extras`` reads them) came with it: only the file list
+    is read."""
     files = session.scalars(
         select(RevisionFileRow)
         .where(RevisionFileRow.revision_pk == row.id)
         .order_by(RevisionFileRow.ordinal)
     )
-    extras = snapshot_extras(session, row.id)
     extra = None if extras is None else extras[0]
     return Snapshot(
         revision=to_revision(repo_id, row),
@@ -257,8 +307,10 @@ def place_on_main(session: Session, repo_id: RepoId, main_shas: Sequence[str]) -
     """
     repo_pk = repo_row(session, repo_id).id
     rows = session.scalars(select(RevisionRow).where(RevisionRow.repo_pk == repo_pk)).all()
+    before = [row.position for row in rows]
     _renumbered(session, rows, main_shas)
-    mark_summary_stale(session, repo_pk)
+    if before != [row.position for row in rows]:
+        mark_summary_stale(session, repo_pk)  # the newest on main may be another now
 
 
 def mark_missing_revisions(
@@ -331,47 +383,6 @@ def _repo_pk_for_recording(session: Session, repo_id: RepoId, now: datetime) -> 
     except RepoNotFound:
         ensure_repo(session, repo_id, now=now)
         return repo_row(session, repo_id).id
-
-
-def _position(session: Session, repo_pk: int, revision: Revision) -> int:
-    """Its place on main's chain: one past its parent's, before a child recorded earlier (a
-    backfill out of order), else one past the newest; later places shift to make room."""
-    place: int | None = None
-    if revision.parents:
-        above = session.scalars(
-            select(func.max(RevisionRow.position)).where(
-                RevisionRow.repo_pk == repo_pk, RevisionRow.sha.in_(list(revision.parents))
-            )
-        ).one()
-        place = None if above is None else int(above) + 1
-    # Rarely true, and cheap to ask: parents is a short JSON list of hex shas.
-    child = session.scalars(
-        select(func.min(RevisionRow.position)).where(
-            RevisionRow.repo_pk == repo_pk,
-            cast(RevisionRow.parents, Text).contains(f'"{revision.sha}"'),
-        )
-    ).one()
-    if child is not None and (place is None or place >= child):
-        if _revision_pk(session, repo_pk, revision.sha) is not None:
-            return int(child)  # recorded already: the insert will write nothing
-        session.execute(
-            update(RevisionRow)
-            .where(RevisionRow.repo_pk == repo_pk, RevisionRow.position >= child)
-            .values(position=RevisionRow.position + 1)
-        )
-        return int(child)
-    if place is not None:
-        return place
-    newest = session.scalars(
-        select(func.max(RevisionRow.position)).where(RevisionRow.repo_pk == repo_pk)
-    ).one()
-    return 0 if newest is None else int(newest) + 1
-
-
-def _revision_pk(session: Session, repo_pk: int, sha: str) -> int | None:
-    return session.scalars(
-        select(RevisionRow.id).where(RevisionRow.repo_pk == repo_pk, RevisionRow.sha == sha)
-    ).one_or_none()
 
 
 def _renumbered(

@@ -11,29 +11,15 @@ key. Rows written before (migration 0004) keep the manifest inline.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.blobs import blob_bytes, known_content_keys, put_blob
+from storage.blobs import blob_bytes
 from storage.errors import BlobNotFound
 from storage.models import BlobRow, SnapshotRow
-
-
-def put_manifest(session: Session, document: str, *, at: datetime) -> str:
-    """Store a manifest's JSON text (``storage.json_text.dumps``) unless it is stored; its key.
-
-    Raises BlobTooLarge (writing nothing) past the blob store's limit.
-    """
-    data = document.encode()
-    key = hashlib.sha256(data).hexdigest()
-    if not known_content_keys(session, [key]):
-        put_blob(session, key, data, at=at)
-    return key
 
 
 def snapshot_extras(
@@ -58,4 +44,4 @@ def manifest_of(row: SnapshotRow, blob: BlobRow | None) -> dict[str, Any] | None
     return None if row.manifest is None else dict(row.manifest)
 
 
-__all__ = ["manifest_of", "put_manifest", "snapshot_extras"]
+__all__ = ["manifest_of", "snapshot_extras"]

@@ -9,29 +9,16 @@ keeps the 64-character key. Rows written before migration 0008 keep the plan inl
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.blobs import blob_bytes, known_content_keys, put_blob
+from storage.blobs import blob_bytes
 from storage.errors import BlobNotFound
 from storage.models import BlobRow, EstimateRow
-
-
-def put_plan(session: Session, document: str, *, at: datetime) -> str:
-    """Store a plan's JSON text (``storage.json_text.dumps``) unless it is stored; its key;
-    ``at`` is the writer's clock reading, the blob's creation time."""
-    data = document.encode()
-    key = hashlib.sha256(data).hexdigest()
-    if not known_content_keys(session, [key]):
-        put_blob(session, key, data, at=at)
-    return key
-
 
 PLAN_BLOB: Final = BlobRow.content_key == EstimateRow.plan_key
 """How a query over ``estimates`` outer-joins the plan's blob (none for an inline plan)."""
@@ -59,4 +46,4 @@ def plan_of(row: EstimateRow, blob: BlobRow | None) -> dict[str, Any]:
     return dict(row.plan)
 
 
-__all__ = ["PLAN_BLOB", "estimate_of", "plan_of", "put_plan"]
+__all__ = ["PLAN_BLOB", "estimate_of", "plan_of"]

@@ -301,7 +301,7 @@ def _pk(session: Session, repo_id: RepoId) -> int:
 def _states(session: Session, query: Select[PollStateRow]) -> list[PollState]:
     rows = session.execute(
         query.join(RepoRow, RepoRow.id == PollStateRow.repo_pk)
-        .add_columns(RepoRow.repo_id)
+        .add_columns(RepoRow.repo_id, RepoRow.options)
         .order_by(RepoRow.repo_id)
         .execution_options(populate_existing=True)
     ).all()
@@ -317,6 +317,7 @@ def _states(session: Session, query: Select[PollStateRow]) -> list[PollState]:
             lease_owner=row.lease_owner,
             lease_expires_at=row.lease_expires_at,
             repo_pk=row.repo_pk,
+            options=dict(options),
         )
-        for row, repo_id in rows
+        for row, repo_id, options in rows
     ]

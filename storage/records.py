@@ -241,6 +241,8 @@ class PollState:
     lease_expires_at: datetime | None = None
     repo_pk: int | None = None
     """The repo's key in storage, so a lease holder's later statements need not look it up."""
+    options: Mapping[str, JsonValue] = field(default_factory=dict)
+    """The repo's options (its check interval), read with the state rather than after it."""
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,7 @@ def untrack(session: Session, repo_id: RepoId, *, purge: bool = False) -> bool:
     if purge:
         session.execute(delete(RepoRow).where(RepoRow.id == row.id))
         session.expunge(row)
+        session.info.get(_PKS, {}).pop(repo_id, None)
     else:
         row.tracked = False
         session.execute(delete(PollStateRow).where(PollStateRow.repo_pk == row.id))
@@ -108,6 +109,22 @@ def set_repo_status(
 
 _ROWS = "storage.repo_rows"
 """``Session.info`` key of the repo rows this transaction has looked up."""
+_PKS = "storage.repo_pks"
+"""``Session.info`` key of the repo keys a caller handed this transaction."""
+
+
+def remember_repo_pk(session: Session, repo_id: RepoId, repo_pk: int) -> None:
+    """Keep ``repo_pk`` as the key of ``repo_id`` for the rest of the transaction: a worker
+    read it with its claim, so the revision's later writes need not look it up."""
+    session.info.setdefault(_PKS, {})[repo_id] = repo_pk
+
+
+def repo_pk_of(session: Session, repo_id: RepoId) -> int:
+    """The key of ``repo_id``: the one handed to this transaction, else its row's."""
+    known: dict[str, int] = session.info.get(_PKS, {})
+    if repo_id in known:
+        return known[repo_id]
+    return repo_row(session, repo_id).id
 
 
 def repo_row(session: Session, repo_id: RepoId) -> RepoRow:

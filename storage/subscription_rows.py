@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from storage.errors import IntegrityConflict, InvalidRecord, NotFound
 from storage.models import SubscriptionRepoKeyRow, SubscriptionRow
 from storage.outbox import cancel_unlisted_channels
+from storage.recording import forget_unsubscribed, no_subscription_names
 from storage.records import JsonValue, Severity, Subscription
 from storage.repo_ids import RepoId
 from storage.repo_patterns import lookup_keys, names_repo, repo_key
@@ -160,8 +161,12 @@ def subscriptions_naming(session: Session, repo_id: RepoId) -> list[Subscription
     """Active subscriptions with a pattern naming ``repo_id``, by name.
 
     Only rows keyed by the repo, its org or ``*`` are read (an index lookup);
-    a subscription to other repos or orgs is never loaded.
+    a subscription to other repos or orgs is never loaded, and none at all when
+    recording the revision in this transaction found that none can name the repo
+    (``storage.recording``).
     """
+    if no_subscription_names(session, repo_id):
+        return []
     keyed = select(SubscriptionRepoKeyRow.subscription_pk).where(
         SubscriptionRepoKeyRow.key.in_(lookup_keys(repo_id))
     )
@@ -217,6 +222,7 @@ def _store_keys(session: Session, subscription_pk: int, repo_patterns: Sequence[
         )
     )
     keys = sorted({repo_key(pattern) for pattern in repo_patterns})
+    forget_unsubscribed(session)
     session.execute(
         insert(SubscriptionRepoKeyRow),
         [{"subscription_pk": subscription_pk, "key": key} for key in keys],

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
 from storage.dialect import upsert
@@ -52,8 +52,6 @@ def remember_plan_figures(session: Session, revision_pk: int, plan: Any) -> None
 
 def refresh_summary(session: Session, repo_pk: int) -> None:
     """Recompute one repo's summary row from its revisions, plan and advisories."""
-    if session.get(RepoRow, repo_pk) is None:
-        return  # purged in this transaction: the cascade removed its summary too
     newest = (
         select(RevisionRow.id)
         .where(RevisionRow.repo_pk == repo_pk, RevisionRow.on_main)
@@ -67,7 +65,10 @@ def refresh_summary(session: Session, repo_pk: int) -> None:
         .where(AdvisoryRow.repo_pk == repo_pk)
         .scalar_subquery()
     )
-    latest, advisories = session.execute(select(newest, count)).one()
+    held = exists().where(RepoRow.id == repo_pk)
+    latest, advisories, present = session.execute(select(newest, count, held)).one()
+    if not present:
+        return  # purged in this transaction: the cascade removed its summary too
     known: dict[int, tuple[str | None, int | None]] = session.info.get(_FIGURES, {})
     if latest in known:
         family, total = known[latest]

@@ -28,28 +28,36 @@ and ``corpus`` (every repo of the shared hub corpus's history). After each run t
 subprocess writes what it stored per revision (changes, plan, snapshot texts) as
 canonical JSON, and the two trees' records must be equal: the comparison is printed.
 
-Measured on a shared 2-core machine (load 1.5-7.6 from other work during the run, so
-CPU figures move by a fifth between runs; each pair ran back to back in one run),
-``--base 52e1bbd --revisions 400 --warmup 60``: base is the code before the walk, the
-plan blobs and the caches; tree is after them.
+Measured on a shared 2-core machine (load 3-14 from other work during the runs, so CPU
+and statement-time figures move by a fifth or more between runs; each pair ran back to
+back in one run), ``--base f7138e5 --revisions 400 --warmup 60``: base is main before
+the recording transaction was made lean; tree is after it (one read statement before
+the writes, blobs in one batched insert, no repo or subscription lookups the claim and
+that read already answer, the parent's snapshot and plan in one query, the check's
+status and history in one transaction with the recorded shas, main's order placed at
+the check's end). The synthetic PostgreSQL pair is from a second run
+(``--workloads synthetic --databases postgresql``, load 3.1): in the four-way run, at
+load 14, one check of the tree failed and left its repo unrecorded (407 revisions in
+the window, 2 records missing); the run reported no reason then, and now names failed
+checks.
 
 ```text
 workload   database   code    revs    CPU ms     PG ms   stmts   stmt ms     tx     bytes
-synthetic  postgresql base     422      47.8      5.55    22.6     10.88   2.43     12307
-synthetic  postgresql tree     422      49.5      5.71    18.8     12.87   2.43      6484
-synthetic  sqlite     base     422      42.1         -    25.1      1.51   2.43     44668
-synthetic  sqlite     tree     422      36.4         -    21.2      1.37   2.43      9221
-corpus     postgresql base     381      69.5      7.45    23.1     37.96   2.79     17008
-corpus     postgresql tree     381      52.6      5.35    20.1     31.65   2.79     11632
-corpus     sqlite     base     381      47.0         -    25.8      1.71   2.79     57656
-corpus     sqlite     tree     381      42.7         -    22.8      1.61   2.79     26425
+synthetic  postgresql base     422      47.0      4.98    21.6     12.74   2.43      6406
+synthetic  postgresql tree     422      39.4      3.74    13.8     10.64   2.26      6387
+synthetic  sqlite     base     422      50.1         -    24.1      6.76   2.43      9231
+synthetic  sqlite     tree     422      45.1         -    16.1      6.59   2.26      9201
+corpus     postgresql base     381      67.6      7.06    23.1     24.62   2.79     11546
+corpus     postgresql tree     381      57.8      4.72    14.7     24.92   2.48     11546
+corpus     sqlite     base     381      61.2         -    25.9      7.20   2.79     26425
+corpus     sqlite     tree     381      46.0         -    17.2      1.23   2.48     26436
 ```
 
-Every run stored the same records on both sides (519 synthetic, 496 corpus: 0 differing).
-Bytes and statements fall in every run; instance CPU falls on the corpus and on SQLite
-and is within the noise on synthetic PostgreSQL. Still above the floor: two transactions
-per revision (the read session and the write), the subscriptions read, the advisory
-writer's repo lookup, the Hub client stack.
+Every pair stored the same records on both sides (519 synthetic, 496 corpus: 0
+differing). Statements fall by a third in every run (SQLite counts its BEGIN
+statements too). Still above the floor: two transactions per revision, the read
+session (the parent's snapshot and which content keys the store holds, asked before
+the Hub is) and the write; the summary refresh's read and upsert; the Hub client stack.
 """
 
 from __future__ import annotations
@@ -259,6 +267,9 @@ def instance(args: argparse.Namespace) -> int:
         "statement_ms": 1000 * meter.statement_s / revisions,
         "transactions": meter.transactions / revisions,
         "bytes": (store.size() - start["size"]) / revisions,
+        "failed_checks": int(
+            metrics.registry.get_sample_value("neurarch_checks_total", {"outcome": "failed"}) or 0
+        ),
     }
     Path(args.records).write_text(json.dumps(stored(database, repos), sort_keys=True))
     database.close()
@@ -356,6 +367,10 @@ def run_tree(
     if done.returncode != 0:
         raise SystemExit(f"{tree}: instance failed\n{done.stderr[-4000:]}")
     figures = json.loads(done.stdout.strip().splitlines()[-1])
+    failures = [line for line in done.stderr.splitlines() if "check_failed" in line]
+    if failures:
+        # A failed check leaves its repo unrecorded, so the records differ: say why.
+        print(f"  {tree.name}: {len(failures)} failed checks, last: {failures[-1]}", flush=True)
     return figures, json.loads(records.read_text())
 
 
@@ -422,7 +437,9 @@ def main() -> int:
                 for kind in args.databases.split(","):
                     results = {}
                     for code, code_root in (("base", base), ("tree", tree)):
-                        url = fresh_database(kind, f"bench_revcost_{workload}_{code}", scratch)
+                        url = fresh_database(
+                            kind, f"bench_revcost_{workload}_{code}_{os.getpid()}", scratch
+                        )
                         try:
                             results[code] = run_tree(
                                 code_root, url, endpoint, listing, scratch, args

@@ -8,6 +8,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import event
 
 from storage import Database, RepoStatus, get_repo, poll_state, revision_log
 from tests.daemon.conftest import MakeWorker, run_until_idle, track_all
@@ -78,6 +79,31 @@ def test_new_revision_is_recorded_on_the_next_check(
     run_until_idle(worker)
     assert sha in recorded(database, repo_id)
     assert len(recorded(database, repo_id)) == before + 1
+
+
+def test_a_new_commit_on_a_recorded_history_costs_five_transactions_however_long_it_is(
+    database: Database, hub_emulator: HubEmulator, make_worker: MakeWorker
+) -> None:
+    clock = Clock()
+    repo_id = hub_emulator.repo_ids()[0]
+    track_all(database, [repo_id], clock.now)
+    worker = make_worker(clock=clock, interval_s=60)
+    run_until_idle(worker)
+    assert len(recorded(database, repo_id)) > 1
+    sha = hub_emulator.publish(repo_id, {"generation_config.json": b'{"eos_token_id": [1, 9]}'})
+    clock.advance(120)
+    began: list[object] = []
+    listener = began.append
+    event.listen(database.engine, "begin", listener)
+    try:
+        run_until_idle(worker)
+    finally:
+        event.remove(database.engine, "begin", listener)
+    assert recorded(database, repo_id)[0] == sha
+    # claim; status and history check; the revision's read session and its write; the
+    # check's end; then the claim that finds nothing more due. The recorded revisions
+    # before the new one are skipped without a read.
+    assert len(began) == 5 + 1
 
 
 def test_force_push_is_reported_and_keeps_the_dropped_revision_off_main(

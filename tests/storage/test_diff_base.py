@@ -84,10 +84,12 @@ def test_an_unrecorded_parent_is_named_and_nothing_else_stands_in(database: Data
     assert base.unrecorded_parent == sha_of("never recorded")
 
 
-def test_a_base_with_its_snapshot_and_plan_is_five_queries(database: Database) -> None:
+def test_a_base_with_its_snapshot_and_plan_is_three_queries(database: Database) -> None:
     _record(database, 0, {"params": 0})
     with database.read_session() as session, _statements(database) as seen:
         base = diff_base(session, revision(REPO, 1))
     assert base.previous is not None
-    # repo row, the revision with its parents, files, snapshot extras, estimate
-    assert len(seen) == 5, seen
+    assert base.previous_plan == {"params": 0}
+    # repo row; the revision and its parent with the parent's snapshot row, estimate,
+    # manifest and plan; the parent's files
+    assert len(seen) == 3, seen

@@ -13,10 +13,14 @@ nothing.
 
 One revision from claim to alert, and what each step reads:
 
-1. claim (``tracker.schedule.leases.claim_due``): a row lease on poll_state; the
-   head probe and, when it moved, the commit list come from the Hub.
-2. ``prepare``, in one read session: the previous snapshot (snapshots table,
-   no blob bytes); the file list from the Hub and ONE query for which content
+1. claim (``tracker.schedule.leases.claim_due``): a row lease on poll_state, read
+   with the repo's key and options; the head probe and, when it moved, the commit
+   list come from the Hub. The repo's status and the history check are one
+   transaction, which also reads the shas recorded already: the walk skips those
+   without asking storage again.
+2. ``prepare``, in one read session: the previous snapshot and plan (one query for
+   the revision, its parent's row, snapshot, estimate, manifest and plan blobs,
+   one for the parent's files); the file list from the Hub and ONE query for which content
    keys the store already holds; unseen texts fetched from the Hub, never read
    back; the texts the differs need from the store through ``SessionBlobs``,
    which reads each content key at most once per revision; parsing through
@@ -33,13 +37,21 @@ One revision from claim to alert, and what each step reads:
    configs (``CONFIG_PATHS``) go into the record, the previous side's taken
    from the new one where the file is unchanged, else from what the differ
    parsed, so building the record reads nothing more.
-3. ``commit``, in one write transaction: the lease fence, the fetched blobs,
-   the revision, then the publishers in order, each reading only the record:
-   ``advisories`` (feeds.publish.advisory_writer: changes and both plans) and
-   ``alerts`` (tracker.alerts.evaluate.alert_publisher: the subscriptions
-   table, then, for fit subscriptions, the configs and the context length of
-   the record's typed plans, and one plan per distinct (config, workload),
-   none when config.json did not change). No publisher reads a blob.
+3. ``commit``, in one write transaction: the lease fence; ONE statement for what
+   the recording must know (``storage.recording``: its place on main's chain,
+   whether it is recorded, which of its manifest and plan blobs are stored,
+   whether any subscription can name the repo; the texts the read session saw
+   stored are not asked again); the fetched texts, manifest and plan in one
+   batched insert, the revision's rows (files and changes each one executemany);
+   then the publishers in order, each reading only the record: ``advisories``
+   (feeds.publish.advisory_writer: changes and both plans; the repo's key is the
+   claim's) and ``alerts`` (tracker.alerts.evaluate.alert_publisher: the
+   subscriptions table, unless the recording found none that can name the repo,
+   then, for fit subscriptions, the configs and the context length of the
+   record's typed plans, and one plan per distinct (config, workload), none when
+   config.json did not change); the repo's summary. No publisher reads a blob.
+   The check ends with main's order placed and the lease handed back in one
+   transaction, so a worker that lost its lease renumbers nothing.
 
 So each content key is read from the store at most once per revision, each
 distinct (config, workload) is planned once, and the publishers read no blob;
@@ -65,7 +77,6 @@ from storage import (
     get_blob,
     has_revision,
     known_content_keys,
-    put_blob,
     record_revision,
 )
 from storage.records import JsonValue, Publication, Revision, RevisionOutcome, Snapshot
@@ -104,20 +115,26 @@ class SessionBlobs:
         self._read: dict[str, bytes] = {}
         self._kept: Mapping[str, bytes] = kept or {}
         self.fetched: dict[str, bytes] = dict(fetched or {})
+        self.stored: set[str] = set(self._kept)
+        """The keys this view saw in the store (kept, or found there): the recording
+        transaction need not ask for them again, since blobs are never deleted."""
 
     def with_fetched(self, fetched: Mapping[str, bytes]) -> SessionBlobs:
         """This view with ``fetched`` (Hub texts not in the store) added."""
         view = SessionBlobs(self._session, {**self.fetched, **fetched}, self._kept)
         view._read = self._read
+        view.stored = self.stored
         return view
 
     def known(self, keys: Iterable[str]) -> set[str]:
         """The keys among ``keys`` already fetched in this revision or stored in the blob table."""
         wanted = list(keys)
         in_hand = [k for k in wanted if k in self.fetched or k in self._kept]
-        return set(in_hand) | known_content_keys(
+        found = known_content_keys(
             self._session, [k for k in wanted if k not in self.fetched and k not in self._kept]
         )
+        self.stored |= found
+        return set(in_hand) | found
 
     def read(self, key: str) -> bytes:
         """The blob at ``key``, read from the store at most once through this view."""
@@ -187,6 +204,8 @@ class Prepared:
     """The revision's plan with its inputs, for the next revision to carry when they hold."""
     repo_pk: int | None = None
     """The repo's key in storage, read while preparing."""
+    stored: frozenset[str] = frozenset()
+    """The content keys seen in the store while preparing (not asked for again)."""
 
 
 def prepare(
@@ -267,6 +286,7 @@ def prepare(
         {**in_hand, **result.fetched},
         _planned(result.snapshot, plan),
         base.repo_pk,
+        frozenset(blobs.stored),
     )
 
 
@@ -339,8 +359,6 @@ def commit(
     now = clock()
     with database.session() as session:
         fence(session)
-        for key, data in prepared.fetched.items():
-            put_blob(session, key, data, at=now)
         if not record_revision(
             session,
             outcome.snapshot,
@@ -348,6 +366,8 @@ def commit(
             None if outcome.plan is None else outcome.plan.to_json(),
             processed_at=now,
             repo_pk=prepared.repo_pk,
+            texts=prepared.fetched,
+            stored_keys=prepared.stored,
         ):
             return None
         return Publication() if publish is None else publish.run(session, outcome)

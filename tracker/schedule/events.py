@@ -22,8 +22,8 @@ from sqlalchemy.orm import Session
 from storage import (
     RepoId,
     RepoStatus,
-    latest_revision,
     mark_missing_revisions,
+    recorded_shas,
     set_repo_status,
     withdraw_advisories,
 )
@@ -80,24 +80,36 @@ def status_changed(
     return RepoEvent(_STATUS_EVENT[status], repo_id, now, detail)
 
 
+@dataclass(frozen=True)
+class HistoryCheck:
+    """What comparing main's history with the recorded one found."""
+
+    event: RepoEvent | None
+    """The force-push, if recorded revisions left main."""
+    recorded: frozenset[str]
+    """The shas recorded before the check, on main or not: the walk skips them unasked."""
+
+
 def history_checked(
     session: Session, repo_id: RepoId, main_shas: Collection[str], *, now: datetime
-) -> RepoEvent | None:
+) -> HistoryCheck:
     """Mark recorded revisions missing from main as off main and withdraw their advisories."""
-    if latest_revision(session, repo_id) is None:
-        return None
+    recorded = recorded_shas(session, repo_id)
+    if not any(recorded.values()):
+        return HistoryCheck(None, frozenset(recorded))
     gone = mark_missing_revisions(session, repo_id, main_shas, at=now)
     if not gone:
-        return None
+        return HistoryCheck(None, frozenset(recorded))
     # Their advisories stay in the log, withdrawn: feeds keep stable ids.
     withdraw_advisories(session, repo_id, gone, now)
-    return RepoEvent(
+    event = RepoEvent(
         EventKind.FORCE_PUSH,
         repo_id,
         now,
         f"history rewritten: {len(gone)} recorded revision(s) no longer on main",
         tuple(gone),
     )
+    return HistoryCheck(event, frozenset(recorded))
 
 
 def report(event: RepoEvent) -> None:
@@ -115,4 +127,4 @@ def report(event: RepoEvent) -> None:
     )
 
 
-__all__ = ["EventKind", "RepoEvent", "history_checked", "report", "status_changed"]
+__all__ = ["EventKind", "HistoryCheck", "RepoEvent", "history_checked", "report", "status_changed"]

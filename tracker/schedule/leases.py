@@ -22,7 +22,6 @@ from storage import (
     claim_due_repos,
     ensure_repo,
     extend_lease,
-    get_repo,
     newest_last_modified,
     record_check_failure,
     record_check_success,
@@ -70,7 +69,7 @@ def claim_due(
         states = claim_due_repos(session, owner, now, limit, lease_s)
         claims = []
         for state in states:
-            interval = get_repo(session, state.repo_id).options.get(INTERVAL_OPTION)
+            interval = state.options.get(INTERVAL_OPTION)
             claims.append(
                 Claim(
                     repo_id=state.repo_id,

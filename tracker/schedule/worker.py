@@ -1,16 +1,19 @@
 """Check workers: claim a due repo, find its new revisions, record each exactly once.
 
 A check costs one request when nothing moved (the head probe). When the head
-moved, the commit list is read, revisions the database lacks are processed
-oldest first, each committed in one transaction with its published rows and
-a renewal of the lease (the fence: a worker that lost its lease writes
-nothing). While a revision is prepared a heartbeat renews the lease
-(``tracker.schedule.heartbeat``); what is not fetched within the revision's budget
-is left out with a finding, so a huge revision is recorded partial instead
-of losing its lease and starting over forever. A failure stops the repo at the revision that failed, so later
-revisions are never diffed against the wrong predecessor, and the repo is
-retried with backoff. On shutdown a worker finishes the revision in hand and
-releases what it has not started.
+moved, the commit list is read; the repo's status, the history check and the
+list of recorded shas are one transaction, and revisions the database lacks are
+processed oldest first (recorded ones skipped without a read), each committed in
+one transaction with its published rows and a renewal of the lease (the fence: a
+worker that lost its lease writes nothing). While a revision is prepared a
+heartbeat renews the lease (``tracker.schedule.heartbeat``); what is not fetched
+within the revision's budget is left out with a finding, so a huge revision is
+recorded partial instead of losing its lease and starting over forever. A
+failure stops the repo at the revision that failed, so later revisions are never
+diffed against the wrong predecessor, and the repo is retried with backoff.
+Main's order is placed in the transaction that ends the check and hands the
+lease back, so a worker that lost its lease renumbers nothing. On shutdown a
+worker finishes the revision in hand and releases what it has not started.
 """
 
 from __future__ import annotations
@@ -129,7 +132,7 @@ class Worker:
         started = time.monotonic()
         interval = claim.interval_s or self.policy.interval_s
         try:
-            head_sha = self._check(claim)
+            head_sha, main_shas = self._check(claim)
         except Stopping:
             release(self.database, claim)
             self.metrics.checks.labels(outcome="released").inc()
@@ -154,6 +157,9 @@ class Worker:
             self.metrics.check_seconds.observe(time.monotonic() - started)
         now = self.clock()
         with self.database.session() as session:
+            if main_shas is not None:
+                # Fenced with the lease's end: a worker that lost it renumbers nothing.
+                place_on_main(session, claim.repo_id, main_shas)
             complete(
                 session,
                 claim,
@@ -163,42 +169,50 @@ class Worker:
             )
         self.metrics.checks.labels(outcome="ok").inc()
 
-    def _check(self, claim: Claim) -> str | None:
-        """The head sha now (None if the repo is gone); records every new revision on the way."""
+    def _check(self, claim: Claim) -> tuple[str | None, list[str] | None]:
+        """The head sha now (None if the repo is gone) and, when the history was read, main's
+        shas oldest first (for the check's end to place them); records every new revision
+        on the way."""
         try:
             info = self.probe.head(claim.repo_id)
         except RepoGone:
             self._status(claim, RepoStatus.GONE)
-            return claim.last_seen_sha
+            return claim.last_seen_sha, None
         except Gated:
             self._status(claim, RepoStatus.GATED)
-            return claim.last_seen_sha
-        self._status_from(claim, info)
+            return claim.last_seen_sha, None
+        status, renamed_to = _status_of(claim, info)
         if info.sha == claim.last_seen_sha:
-            return info.sha
+            self._status(claim, status, renamed_to)
+            return info.sha, None
         try:
-            return self._record_history(claim)
+            history = self.hub.commits(claim.repo_id)
         except Gated:
             # Listed but unreadable without accepted terms: reported, not failing.
             self._status(claim, RepoStatus.GATED)
-            return claim.last_seen_sha
-
-    def _record_history(self, claim: Claim) -> str:
-        history = self.hub.commits(claim.repo_id)
+            return claim.last_seen_sha, None
+        except BaseException:
+            self._status(claim, status, renamed_to)
+            raise
+        main_shas = [r.sha for r in history]
         with self.database.session() as session:
-            renew(session, claim, now=self.clock(), lease_s=self.policy.lease_s)
-            self._report(
-                history_checked(session, claim.repo_id, [r.sha for r in history], now=self.clock())
-            )
+            # The Hub's word on the repo and on its history, stored in one transaction.
+            self._status_in(session, claim, status, renamed_to)
+            checked = history_checked(session, claim.repo_id, main_shas, now=self.clock())
+            self._report(checked.event)
+        self._record_history(claim, history, checked.recorded)
+        return history[-1].sha, main_shas
+
+    def _record_history(
+        self, claim: Claim, history: list[Revision], recorded: frozenset[str]
+    ) -> None:
         walk = Walk(repo_pk=claim.repo_pk)
         listed = {r.sha: r for r in history}
         for revision in history:
             if self.stop.is_set():
                 raise Stopping
-            self._record(claim, revision, walk, listed)
-        with self.database.session() as session:
-            place_on_main(session, claim.repo_id, [r.sha for r in history])
-        return history[-1].sha
+            if revision.sha not in recorded:
+                self._record(claim, revision, walk, listed)
 
     def _record(
         self,
@@ -242,24 +256,17 @@ class Worker:
                 )
             )
 
-    def _status_from(self, claim: Claim, info: HeadInfo) -> None:
-        if info.repo_id != claim.repo_id:
-            self._status(claim, RepoStatus.RENAMED, renamed_to=info.repo_id)
-        elif info.gated:
-            self._status(claim, RepoStatus.GATED)
-        elif info.private:
-            self._status(claim, RepoStatus.PRIVATE)
-        else:
-            self._status(claim, RepoStatus.ACTIVE)
-
     def _status(self, claim: Claim, status: RepoStatus, renamed_to: str | None = None) -> None:
         with self.database.session() as session:
-            renew(session, claim, now=self.clock(), lease_s=self.policy.lease_s)
-            self._report(
-                status_changed(
-                    session, claim.repo_id, status, now=self.clock(), renamed_to=renamed_to
-                )
-            )
+            self._status_in(session, claim, status, renamed_to)
+
+    def _status_in(
+        self, session: Session, claim: Claim, status: RepoStatus, renamed_to: str | None
+    ) -> None:
+        renew(session, claim, now=self.clock(), lease_s=self.policy.lease_s)
+        self._report(
+            status_changed(session, claim.repo_id, status, now=self.clock(), renamed_to=renamed_to)
+        )
 
     def _report(self, event: RepoEvent | None) -> None:
         if event is not None:
@@ -293,6 +300,17 @@ class Worker:
                 )
         except LeaseLost:
             self.metrics.checks.labels(outcome="lease_lost").inc()
+
+
+def _status_of(claim: Claim, info: HeadInfo) -> tuple[RepoStatus, str | None]:
+    """What the head probe says of the repo: its status, and its new id when renamed."""
+    if info.repo_id != claim.repo_id:
+        return RepoStatus.RENAMED, info.repo_id
+    if info.gated:
+        return RepoStatus.GATED, None
+    if info.private:
+        return RepoStatus.PRIVATE, None
+    return RepoStatus.ACTIVE, None
 
 
 __all__ = ["Stopping", "Worker", "WorkerPolicy"]

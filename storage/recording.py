@@ -1,0 +1,167 @@
+"""What recording one revision must read first, asked in one statement.
+
+Before its rows are written a revision needs its place on main's chain (its
+parent's position, a child recorded before it, the repo's newest), whether it is
+recorded already, which of the blobs it names the store lacks (its manifest and
+plan, and any text the caller did not see stored), and whether any subscription
+could name its repo. Each was a round trip of its own inside the revision's
+transaction; here they are scalar subqueries of one ``SELECT``, so against a
+server the write waits for one answer instead of five.
+
+A subscription that cannot name the repo leaves a note in the session
+(``no_subscription_names``): ``storage.subscriptions_naming`` then answers
+without reading, since nothing in this transaction has added one since
+(``storage.add_subscription`` clears the note).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sqlalchemy import Text, cast, exists, func, null, select, update
+from sqlalchemy.orm import Session
+
+from storage.blobs import known_content_keys
+from storage.models import (
+    BlobRow,
+    RevisionRow,
+    SubscriptionRepoKeyRow,
+    SubscriptionRow,
+)
+from storage.records import Revision
+from storage.repo_ids import RepoId
+from storage.repo_patterns import lookup_keys
+
+_UNSUBSCRIBED: Final = "storage.unsubscribed_repos"
+"""``Session.info`` key of the repos no subscription can name, as read in this transaction."""
+_MAX_KEYS_ASKED: Final = 500
+"""Keys asked in one ``IN`` list; a longer list is asked by ``known_content_keys`` instead."""
+
+
+@dataclass(frozen=True)
+class RecordingContext:
+    """What storage holds around a revision about to be recorded."""
+
+    recorded: bool
+    """(repo, sha) is recorded already: the recording writes nothing."""
+    parent_position: int | None
+    """The highest position among its recorded parents; None without one."""
+    child_position: int | None
+    """The lowest position of a recorded revision naming it as a parent (a backfill out of
+    order); None without one."""
+    newest_position: int | None
+    """The repo's highest position; None when it has no revision."""
+    stored_blobs: frozenset[str]
+    """Which of the asked blob keys (manifest, plan) the store holds."""
+    texts_stored: bool
+    """Whether every asked text key is in the store."""
+
+
+def recording_context(
+    session: Session,
+    repo_pk: int,
+    revision: Revision,
+    *,
+    blob_keys: Sequence[str],
+    text_keys: Collection[str],
+) -> RecordingContext:
+    """Everything ``record_revision`` reads before writing, in one statement.
+
+    ``blob_keys`` (at most a few) are answered key by key; ``text_keys`` only as a
+    whole: a missing text is the caller's error, worth a second query to name it.
+    """
+    of_repo = RevisionRow.repo_pk == repo_pk
+    parents = list(revision.parents)
+    columns: list[Any] = [
+        exists().where(of_repo, RevisionRow.sha == revision.sha),
+        select(func.max(RevisionRow.position))
+        .where(of_repo, RevisionRow.sha.in_(parents))
+        .scalar_subquery()
+        if parents
+        else null(),
+        # Rarely found, and cheap to ask: parents is a short JSON list of hex shas.
+        select(func.min(RevisionRow.position))
+        .where(of_repo, cast(RevisionRow.parents, Text).contains(f'"{revision.sha}"'))
+        .scalar_subquery(),
+        select(func.max(RevisionRow.position)).where(of_repo).scalar_subquery(),
+        _subscribable(revision.repo_id),
+    ]
+    columns += [exists().where(BlobRow.content_key == key) for key in blob_keys]
+    asked = sorted(set(text_keys))
+    if asked and len(asked) <= _MAX_KEYS_ASKED:
+        columns.append(
+            select(func.count())
+            .select_from(BlobRow)
+            .where(BlobRow.content_key.in_(asked))
+            .scalar_subquery()
+        )
+    found = session.execute(select(*columns)).one()
+    recorded, parent, child, newest, subscribable = found[:5]
+    blobs = found[5 : 5 + len(blob_keys)]
+    if not subscribable:
+        session.info.setdefault(_UNSUBSCRIBED, set()).add(revision.repo_id)
+    return RecordingContext(
+        recorded=bool(recorded),
+        parent_position=None if parent is None else int(parent),
+        child_position=None if child is None else int(child),
+        newest_position=None if newest is None else int(newest),
+        stored_blobs=frozenset(key for key, held in zip(blob_keys, blobs, strict=True) if held),
+        texts_stored=_texts_stored(session, asked, found[5 + len(blob_keys) :]),
+    )
+
+
+def place_on_chain(session: Session, repo_pk: int, context: RecordingContext) -> int:
+    """The revision's place on main's chain: one past its parent's, before a child recorded
+    earlier (a backfill out of order; later places shift to make room), else one past the
+    newest."""
+    place = None if context.parent_position is None else context.parent_position + 1
+    child = context.child_position
+    if child is not None and (place is None or place >= child):
+        session.execute(
+            update(RevisionRow)
+            .where(RevisionRow.repo_pk == repo_pk, RevisionRow.position >= child)
+            .values(position=RevisionRow.position + 1)
+        )
+        return child
+    if place is not None:
+        return place
+    return 0 if context.newest_position is None else context.newest_position + 1
+
+
+def no_subscription_names(session: Session, repo_id: RepoId) -> bool:
+    """Whether this transaction found that no active subscription can name ``repo_id``."""
+    return repo_id in session.info.get(_UNSUBSCRIBED, ())
+
+
+def forget_unsubscribed(session: Session) -> None:
+    """Drop the notes of ``no_subscription_names``: a subscription was added or changed."""
+    session.info.pop(_UNSUBSCRIBED, None)
+
+
+def _subscribable(repo_id: RepoId) -> Any:
+    """Whether an active subscription is keyed by the repo, its org or ``*``: every one that
+    can name it (``storage.repo_patterns``), and a superset of those that do."""
+    return exists().where(
+        SubscriptionRepoKeyRow.key.in_(lookup_keys(repo_id)),
+        SubscriptionRow.id == SubscriptionRepoKeyRow.subscription_pk,
+        SubscriptionRow.active,
+    )
+
+
+def _texts_stored(session: Session, asked: list[str], counted: Sequence[Any]) -> bool:
+    if not asked:
+        return True
+    if counted:
+        return int(counted[0]) == len(asked)
+    return len(known_content_keys(session, asked)) == len(asked)
+
+
+__all__ = [
+    "RecordingContext",
+    "forget_unsubscribed",
+    "no_subscription_names",
+    "place_on_chain",
+    "recording_context",
+]
