@@ -387,11 +387,6 @@ class Daemon:
         return Egress(self.config.alerts.allow)
 
     @property
-    def local_url(self) -> str:
-        """``http://host:port`` of the configured bind address; links use ``public_url``."""
-        return f"http://{self.config.host}:{self.config.port}"
-
-    @property
     def public_url(self) -> str:
         """Where users reach the app: links in feeds, advisories and alerts."""
         return _public_url(self.config)

@@ -84,10 +84,6 @@ class PinReport:
     cannot_judge: str | None = None
     """Why the audit could not judge this pin (its findings may then be incomplete)."""
 
-    def worst(self) -> Severity | None:
-        """The most severe finding's severity; None when the pin has no findings."""
-        return max((f.severity for f in self.findings), default=None)
-
     def at_least(self, severity: Severity) -> tuple[Finding, ...]:
         """The findings at or above ``severity``, the ones that make ``audit`` exit 1."""
         return tuple(f for f in self.findings if f.severity >= severity)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
 import httpx2
@@ -255,9 +255,4 @@ class _StorageCollector(Collector):
             )
 
 
-def utc_now() -> datetime:
-    """The wall clock, timezone-aware in UTC: the clock the daemon passes to what it wires."""
-    return datetime.now(UTC)
-
-
-__all__ = ["LAGGING_REPOS_SHOWN", "BudgetReport", "BudgetWatch", "DaemonMetrics", "utc_now"]
+__all__ = ["LAGGING_REPOS_SHOWN", "BudgetReport", "BudgetWatch", "DaemonMetrics"]
