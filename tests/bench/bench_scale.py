@@ -47,6 +47,10 @@ N=100k  2 instances 13.7 rev/s (load 14.7)  12,056 rows in 881 s  189/185 (+505/
         per minute 7.7, 10.4, 11.8, 13.5, 10.0, 13.2, 8.8, 13.8, 13.5, 17.2, 15.5, 16.0, 15.8, 19.6
         7.9 KiB/revision, database 130 MiB, WAL 22.2 KiB/revision
         60 ms instance CPU/rev, 6 ms DB backend CPU/rev; idle cycle 1 request, 0 statements, 16.3 ms CPU
+The idle cycle's CPU follows the repos listed at the watermark's second, which
+huggingface_hub parses on every walk: the synthetic heads end on one day, 61 of them in
+its first second at 10k and about ten times as many at 100k; it runs no statement at
+either size (before the walk handed those back: 45 -> 565 statements, 2k -> 20k).
 At 13.7 rev/s the 1,168,737 revisions of N=100k take about 24 hours, not 90 minutes: that needs
 216 rev/s, about 9 ms of CPU per revision for instances and database together on 2 cores.
 run D, as run C, with meta-device builds in an isolated worker and the workers counted
