@@ -24,8 +24,9 @@ then the ``-X importtime`` modules ``plan`` spends most on. ``--tree A B`` runs 
 ``PYTHONPYCACHEPREFIX``, as an installed package has it (``--no-bytecode``: compiled from
 source on every run, as with ``PYTHONDONTWRITEBYTECODE=1``). Goals: ``plan`` under 150 ms,
 ``history`` and ``diff`` under 300 ms. Last measured (``--tree`` before and after the DB-API
-reader, 2 cores at load 17, median CPU): ``plan`` 237 -> 156 ms, ``history`` 1061 -> 422 ms,
-``diff`` 1008 -> 450 ms, ``python -c pass`` 34-43 ms (tracker/README.md, Start-up).
+reader, 2 cores at load 1.4, median wall / CPU): ``plan`` 176 / 168 -> 135 / 118 ms,
+``history`` 745 / 712 -> 301 / 287 ms, ``diff`` 701 / 689 -> 296 / 281 ms, ``python -c pass``
+32-33 ms (tracker/README.md, Start-up).
 """
 
 from __future__ import annotations
