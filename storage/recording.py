@@ -24,6 +24,7 @@ from sqlalchemy import Text, cast, exists, func, null, select, update
 from sqlalchemy.orm import Session
 
 from storage.blobs import known_content_keys
+from storage.dialect import execute_core, table_of
 from storage.models import (
     BlobRow,
     RevisionRow,
@@ -97,7 +98,7 @@ def recording_context(
             .where(BlobRow.content_key.in_(asked))
             .scalar_subquery()
         )
-    found = session.execute(select(*columns)).one()
+    found: Sequence[Any] = execute_core(session, select(*columns)).one()
     recorded, parent, child, newest, subscribable = found[:5]
     blobs = found[5 : 5 + len(blob_keys)]
     if not subscribable:
@@ -119,10 +120,11 @@ def place_on_chain(session: Session, repo_pk: int, context: RecordingContext) ->
     place = None if context.parent_position is None else context.parent_position + 1
     child = context.child_position
     if child is not None and (place is None or place >= child):
-        session.execute(
-            update(RevisionRow)
+        execute_core(
+            session,
+            update(table_of(RevisionRow))
             .where(RevisionRow.repo_pk == repo_pk, RevisionRow.position >= child)
-            .values(position=RevisionRow.position + 1)
+            .values(position=RevisionRow.position + 1),
         )
         return child
     if place is not None:
