@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, Executable, Insert, Table
@@ -48,10 +49,11 @@ def insert_ignoring_duplicates(
     conflict_columns: Sequence[str],
 ) -> bool:
     """Insert one row unless a row with the same ``conflict_columns`` exists; True if inserted."""
-    statement = _on_conflict_do_nothing(session, model, values, conflict_columns)
     # RETURNING, not rowcount: rowcount of an ignored conflict differs between drivers.
-    key = model.__table__.c[conflict_columns[0]]
-    return execute_core(session, statement.returning(key)).first() is not None
+    statement = _insert_or_skip(
+        _dialect(session), table_of(model), tuple(conflict_columns), conflict_columns[0]
+    )
+    return execute_core(session, statement, dict(values)).first() is not None
 
 
 def insert_many_ignoring_duplicates(
@@ -64,9 +66,7 @@ def insert_many_ignoring_duplicates(
     executemany (batched by the driver), not one statement per row."""
     if not rows:
         return
-    statement = _dialect_insert(session, model).on_conflict_do_nothing(
-        index_elements=list(conflict_columns)
-    )
+    statement = _insert_or_skip(_dialect(session), table_of(model), tuple(conflict_columns), None)
     execute_core(session, statement, [dict(row) for row in rows])
 
 
@@ -77,24 +77,25 @@ def insert_returning_id(
     conflict_columns: Sequence[str],
 ) -> int | None:
     """Insert one row unless it exists; its new ``id``, or None if it was already there."""
-    statement = _on_conflict_do_nothing(session, model, values, conflict_columns)
-    new_id = execute_core(session, statement.returning(model.__table__.c.id)).scalar_one_or_none()
+    statement = _insert_or_skip(_dialect(session), table_of(model), tuple(conflict_columns), "id")
+    new_id = execute_core(session, statement, dict(values)).scalar_one_or_none()
     return None if new_id is None else int(new_id)
 
 
-def _on_conflict_do_nothing(
-    session: Session,
-    model: type[Base],
-    values: Mapping[str, Any],
-    conflict_columns: Sequence[str],
+@cache
+def _insert_or_skip(
+    dialect: str, table: Table, conflict_columns: tuple[str, ...], returning: str | None
 ) -> Insert:
-    statement = _dialect_insert(session, model).values(dict(values))
-    return statement.on_conflict_do_nothing(index_elements=list(conflict_columns))  # type: ignore[no-any-return]
+    """``INSERT ... ON CONFLICT DO NOTHING [RETURNING returning]``, built once per table:
+    each row binds its values to it."""
+    statement = dialect_insert(dialect, table).on_conflict_do_nothing(
+        index_elements=list(conflict_columns)
+    )
+    return statement if returning is None else statement.returning(table.c[returning])  # type: ignore[no-any-return]
 
 
-def _dialect_insert(session: Session, model: type[Base]) -> Any:
-    """The backend's own ``insert(model)``, the one that speaks ``ON CONFLICT``."""
-    return dialect_insert(session.get_bind().dialect.name, model.__table__)
+def _dialect(session: Session) -> str:
+    return session.get_bind().dialect.name
 
 
 def dialect_insert(dialect: str, table: Any) -> Any:
@@ -116,9 +117,17 @@ def upsert(
     conflict_columns: Sequence[str],
 ) -> None:
     """Insert one row, or overwrite the other columns of the row with the same key."""
-    statement = _dialect_insert(session, model).values(dict(values))
-    changed = {k: statement.excluded[k] for k in values if k not in conflict_columns}
-    execute_core(
-        session,
-        statement.on_conflict_do_update(index_elements=list(conflict_columns), set_=changed),
+    statement = _upsert(_dialect(session), table_of(model), tuple(values), tuple(conflict_columns))
+    execute_core(session, statement, dict(values))
+
+
+@cache
+def _upsert(
+    dialect: str, table: Table, columns: tuple[str, ...], conflict_columns: tuple[str, ...]
+) -> Insert:
+    """``upsert``'s statement for one set of columns, built once: each row binds its values."""
+    statement = dialect_insert(dialect, table)
+    changed = {k: statement.excluded[k] for k in columns if k not in conflict_columns}
+    return statement.on_conflict_do_update(  # type: ignore[no-any-return]
+        index_elements=list(conflict_columns), set_=changed
     )
