@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import insert, null, select, update
+from sqlalchemy import bindparam, exists, insert, null, select, update
 from sqlalchemy.orm import Session
 
 from storage.blobs import document_blob, known_content_keys, put_blobs
@@ -202,9 +202,23 @@ def recorded_shas(session: Session, repo_id: RepoId) -> dict[str, bool]:
     return {sha: bool(on_main) for sha, on_main in rows}
 
 
-def has_revision(session: Session, repo_id: RepoId, sha: str) -> bool:
-    """Whether (repo, sha) is recorded, on main or not."""
-    return _revision_row_or_none(session, repo_id, sha) is not None
+def has_revision(
+    session: Session, repo_id: RepoId, sha: str, *, repo_pk: int | None = None
+) -> bool:
+    """Whether (repo, sha) is recorded, on main or not; ``repo_pk`` is the repo's key where
+    the caller has read it already (a walk asks once per revision)."""
+    pk = repo_row(session, repo_id).id if repo_pk is None else repo_pk
+    return bool(
+        execute_core(session, _RECORDED, {"recorded_repo": pk, "recorded_sha": sha}).scalar()
+    )
+
+
+_RECORDED: Final = select(
+    exists().where(
+        RevisionRow.repo_pk == bindparam("recorded_repo"),
+        RevisionRow.sha == bindparam("recorded_sha"),
+    )
+)
 
 
 def latest_revision(session: Session, repo_id: RepoId) -> Revision | None:

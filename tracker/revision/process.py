@@ -305,7 +305,7 @@ def _diff_base(session: Session, revision: Revision, walk: Walk) -> DiffBase:
     held = walk.parent_of(revision)
     if held is None or walk.repo_pk is None:
         return diff_base(session, revision, walk.repo_pk)
-    recorded = has_revision(session, revision.repo_id, revision.sha)
+    recorded = has_revision(session, revision.repo_id, revision.sha, repo_pk=walk.repo_pk)
     return DiffBase(recorded=recorded, repo_pk=walk.repo_pk, previous=None if recorded else held)
 
 
