@@ -40,7 +40,7 @@ from storage.records import (
 )
 from storage.repo_ids import RepoId
 from storage.repos import ensure_repo, remember_repo_pk, repo_row
-from storage.storable import storable_revision
+from storage.storable import JsonDocument, storable_revision
 from storage.summary_upkeep import mark_summary_stale, remember_newest, remember_plan_figures
 from storage.values import require_aware, require_text, storable_text
 
@@ -63,7 +63,7 @@ def record_revision(
     session: Session,
     snapshot: Snapshot,
     changes: Sequence[Change],
-    plan_json: dict[str, JsonValue] | None,
+    plan_json: Mapping[str, JsonValue] | JsonDocument | None,
     *,
     processed_at: datetime,
     plan_schema_version: int = PLAN_SCHEMA_VERSION,
@@ -82,7 +82,9 @@ def record_revision(
     a hostile commit is recorded rather than refused forever; the manifest and
     the plan are stored once per content (``storage.manifests``,
     ``storage.plans``); the revision is placed one past its parent on main's
-    chain. What it reads first is one statement (``storage.recording``). Every
+    chain. ``plan_json`` may come encoded already (``storage.storable.JsonDocument``:
+    the plan a walk recorded a moment ago, unchanged). What it reads first is one
+    statement (``storage.recording``). Every
     time it stores (processed, blob and repo creation) is ``processed_at``, the
     writer's clock reading; ``repo_pk`` is the repo's key when the caller has read
     it already.
@@ -170,7 +172,13 @@ def record_revision(
                 "schema_version": plan_schema_version,
             },
         )
-    recorded_plan = plan_json if plan is not None else None
+    recorded_plan = (
+        None
+        if plan_json is None
+        else plan_json.value
+        if isinstance(plan_json, JsonDocument)
+        else plan_json
+    )
     if context.newest_position is None or position > context.newest_position:
         remember_newest(session, repo_pk, revision_pk, recorded_plan)
     else:
