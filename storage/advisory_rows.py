@@ -41,7 +41,7 @@ def put_advisory(session: Session, advisory: Advisory) -> bool:
         session, AdvisoryRow, advisory_row_values(advisory, repo_pk), ["id"]
     )
     if inserted:
-        mark_summary_stale(session, repo_pk)
+        mark_summary_stale(session, repo_pk, newest_kept=True)
     return inserted
 
 

@@ -14,11 +14,16 @@ import hashlib
 import zlib
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Final
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from storage.dialect import insert_ignoring_duplicates, insert_many_ignoring_duplicates
+from storage.dialect import (
+    execute_core,
+    insert_ignoring_duplicates,
+    insert_many_ignoring_duplicates,
+)
 from storage.errors import BlobCorrupt, BlobNotFound, BlobTooLarge, InvalidRecord
 from storage.models import BlobRow
 from storage.values import require_aware
@@ -108,10 +113,13 @@ def known_content_keys(session: Session, keys: Iterable[str]) -> set[str]:
     found: set[str] = set()
     for start in range(0, len(wanted), _KEYS_PER_QUERY):
         chunk = wanted[start : start + _KEYS_PER_QUERY]
-        found.update(
-            session.scalars(select(BlobRow.content_key).where(BlobRow.content_key.in_(chunk)))
-        )
+        found.update(execute_core(session, _KNOWN, {"known_keys": chunk}).scalars())
     return found
+
+
+_KNOWN: Final = select(BlobRow.content_key).where(
+    BlobRow.content_key.in_(bindparam("known_keys", expanding=True))
+)
 
 
 def _check_key(content_key: str) -> None:

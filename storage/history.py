@@ -12,11 +12,11 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import insert, null, select, update
+from sqlalchemy import bindparam, exists, insert, null, select, update
 from sqlalchemy.orm import Session
 
 from storage.blobs import document_blob, known_content_keys, put_blobs
-from storage.dialect import insert_returning_id
+from storage.dialect import execute_core, insert_returning_id, table_of
 from storage.errors import InvalidRecord, RepoNotFound, RevisionNotFound
 from storage.manifests import manifest_of, snapshot_extras
 from storage.models import (
@@ -40,13 +40,20 @@ from storage.records import (
 )
 from storage.repo_ids import RepoId
 from storage.repos import ensure_repo, remember_repo_pk, repo_row
-from storage.storable import storable_revision
-from storage.summary_upkeep import mark_summary_stale, remember_plan_figures
+from storage.storable import JsonDocument, storable_revision
+from storage.summary_upkeep import mark_summary_stale, remember_newest, remember_plan_figures
 from storage.values import require_aware, require_text, storable_text
 
 NEWEST_FIRST: Final = (RevisionRow.position.desc(), RevisionRow.id.desc())
 """Main's order is its parent chain, never ``date``: the pusher's clock wrote that."""
 OLDEST_FIRST: Final = (RevisionRow.position, RevisionRow.id)
+
+_INSERT_FILES: Final = insert(table_of(RevisionFileRow))
+_INSERT_CHANGES: Final = insert(table_of(ChangeRow))
+# SQL NULL, not JSON null, in the old inline columns: the manifest and plan live in blobs.
+_INSERT_SNAPSHOT: Final = insert(table_of(SnapshotRow)).values(manifest=null())
+_INSERT_ESTIMATE: Final = insert(table_of(EstimateRow)).values(plan=null())
+"""The revision's rows, built once: each revision only binds its values to them."""
 
 PLAN_SCHEMA_VERSION = 1
 """Version of the estimator's plan JSON stored when the caller names none."""
@@ -56,7 +63,7 @@ def record_revision(
     session: Session,
     snapshot: Snapshot,
     changes: Sequence[Change],
-    plan_json: dict[str, JsonValue] | None,
+    plan_json: Mapping[str, JsonValue] | JsonDocument | None,
     *,
     processed_at: datetime,
     plan_schema_version: int = PLAN_SCHEMA_VERSION,
@@ -75,7 +82,9 @@ def record_revision(
     a hostile commit is recorded rather than refused forever; the manifest and
     the plan are stored once per content (``storage.manifests``,
     ``storage.plans``); the revision is placed one past its parent on main's
-    chain. What it reads first is one statement (``storage.recording``). Every
+    chain. ``plan_json`` may come encoded already (``storage.storable.JsonDocument``:
+    the plan a walk recorded a moment ago, unchanged). What it reads first is one
+    statement (``storage.recording``). Every
     time it stores (processed, blob and repo creation) is ``processed_at``, the
     writer's clock reading; ``repo_pk`` is the repo's key when the caller has read
     it already.
@@ -106,6 +115,7 @@ def record_revision(
         _refuse_missing_texts(session, snapshot, set(given))
     if context.recorded:
         return False
+    position = place_on_chain(session, repo_pk, context)
     revision_pk = insert_returning_id(
         session,
         RevisionRow,
@@ -116,7 +126,7 @@ def record_revision(
             "date": revision.date,
             "title": revision.title,
             "author": revision.author,
-            "position": place_on_chain(session, repo_pk, context),
+            "position": position,
             "processed_at": processed_at,
             "on_main": True,
         },
@@ -127,39 +137,53 @@ def record_revision(
     new_documents = {k: v for k, v in documents.items() if k not in context.stored_blobs}
     put_blobs(session, {**given, **new_documents}, at=processed_at)
     if snapshot.files:
-        session.execute(
-            insert(RevisionFileRow),
+        execute_core(
+            session,
+            _INSERT_FILES,
             [
                 _file_row(revision_pk, ordinal, entry)
                 for ordinal, entry in enumerate(snapshot.files)
             ],
         )
-    session.execute(
-        insert(SnapshotRow).values(
-            revision_pk=revision_pk,
-            texts=dict(snapshot.texts),
-            oversized=list(snapshot.oversized),
-            manifest=null(),  # SQL NULL, not JSON null: the manifest lives in its blob
-            manifest_key=None if manifest is None else manifest[0],
-            card=dict(snapshot.card),
-        )
+    execute_core(
+        session,
+        _INSERT_SNAPSHOT,
+        {
+            "revision_pk": revision_pk,
+            "texts": dict(snapshot.texts),
+            "oversized": list(snapshot.oversized),
+            "manifest_key": None if manifest is None else manifest[0],
+            "card": dict(snapshot.card),
+        },
     )
     if changes:
-        session.execute(
-            insert(ChangeRow),
+        execute_core(
+            session,
+            _INSERT_CHANGES,
             [_change_row(revision_pk, ordinal, change) for ordinal, change in enumerate(changes)],
         )
     if plan is not None:
-        session.execute(
-            insert(EstimateRow).values(
-                revision_pk=revision_pk,
-                plan=null(),  # SQL NULL, not JSON null: the plan lives in its blob
-                plan_key=plan[0],
-                schema_version=plan_schema_version,
-            )
+        execute_core(
+            session,
+            _INSERT_ESTIMATE,
+            {
+                "revision_pk": revision_pk,
+                "plan_key": plan[0],
+                "schema_version": plan_schema_version,
+            },
         )
-    remember_plan_figures(session, revision_pk, plan_json if plan is not None else None)
-    mark_summary_stale(session, repo_pk)
+    recorded_plan = (
+        None
+        if plan_json is None
+        else plan_json.value
+        if isinstance(plan_json, JsonDocument)
+        else plan_json
+    )
+    if context.newest_position is None or position > context.newest_position:
+        remember_newest(session, repo_pk, revision_pk, recorded_plan)
+    else:
+        remember_plan_figures(session, revision_pk, recorded_plan)
+        mark_summary_stale(session, repo_pk)
     return True
 
 
@@ -186,9 +210,23 @@ def recorded_shas(session: Session, repo_id: RepoId) -> dict[str, bool]:
     return {sha: bool(on_main) for sha, on_main in rows}
 
 
-def has_revision(session: Session, repo_id: RepoId, sha: str) -> bool:
-    """Whether (repo, sha) is recorded, on main or not."""
-    return _revision_row_or_none(session, repo_id, sha) is not None
+def has_revision(
+    session: Session, repo_id: RepoId, sha: str, *, repo_pk: int | None = None
+) -> bool:
+    """Whether (repo, sha) is recorded, on main or not; ``repo_pk`` is the repo's key where
+    the caller has read it already (a walk asks once per revision)."""
+    pk = repo_row(session, repo_id).id if repo_pk is None else repo_pk
+    return bool(
+        execute_core(session, _RECORDED, {"recorded_repo": pk, "recorded_sha": sha}).scalar()
+    )
+
+
+_RECORDED: Final = select(
+    exists().where(
+        RevisionRow.repo_pk == bindparam("recorded_repo"),
+        RevisionRow.sha == bindparam("recorded_sha"),
+    )
+)
 
 
 def latest_revision(session: Session, repo_id: RepoId) -> Revision | None:

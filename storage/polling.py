@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime, timedelta
+from typing import Final
 
-from sqlalchemy import ColumnElement, Select, func, or_, select, update
+from sqlalchemy import ColumnElement, Select, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from storage.dialect import execute_core, table_of
 from storage.errors import RepoNotFound
 from storage.models import PollStateRow, RepoRow
 from storage.records import PollState, RepoStatus, TrackingSummary
@@ -237,17 +239,29 @@ def extend_lease(
     ``repo_pk`` is the repo's key where the caller has it (``PollState.repo_pk``).
     """
     require_aware(now, "extend_lease now")
-    result = session.execute(
-        update(PollStateRow)
-        .where(
-            PollStateRow.repo_pk == (_pk(session, repo_id) if repo_pk is None else repo_pk),
-            PollStateRow.lease_owner == owner,
-            PollStateRow.lease_expires_at > now,
-        )
-        .values(lease_expires_at=now + timedelta(seconds=lease_seconds))
-        .execution_options(synchronize_session=False)
+    result = execute_core(
+        session,
+        _EXTEND_LEASE,
+        {
+            "leased_pk": _pk(session, repo_id) if repo_pk is None else repo_pk,
+            "leased_by": owner,
+            "leased_now": now,
+            "leased_until": now + timedelta(seconds=lease_seconds),
+        },
     )
-    return bool(getattr(result, "rowcount", 0))
+    return bool(result.rowcount)
+
+
+_EXTEND_LEASE: Final = (
+    update(table_of(PollStateRow))
+    .where(
+        PollStateRow.repo_pk == bindparam("leased_pk"),
+        PollStateRow.lease_owner == bindparam("leased_by"),
+        PollStateRow.lease_expires_at > bindparam("leased_now"),
+    )
+    .values(lease_expires_at=bindparam("leased_until", type_=PollStateRow.lease_expires_at.type))
+)
+"""The fence, built once: every revision's transaction runs it."""
 
 
 def release_leases_of(session: Session, owner_prefix: str) -> int:

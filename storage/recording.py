@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Final
 
-from sqlalchemy import Text, cast, exists, func, null, select, update
+from sqlalchemy import Integer, Select, Text, bindparam, cast, exists, func, null, select, update
 from sqlalchemy.orm import Session
 
 from storage.blobs import known_content_keys
+from storage.dialect import execute_core, table_of
 from storage.models import (
     BlobRow,
     RevisionRow,
@@ -72,32 +74,22 @@ def recording_context(
     ``blob_keys`` (at most a few) are answered key by key; ``text_keys`` only as a
     whole: a missing text is the caller's error, worth a second query to name it.
     """
-    of_repo = RevisionRow.repo_pk == repo_pk
     parents = list(revision.parents)
-    columns: list[Any] = [
-        exists().where(of_repo, RevisionRow.sha == revision.sha),
-        select(func.max(RevisionRow.position))
-        .where(of_repo, RevisionRow.sha.in_(parents))
-        .scalar_subquery()
-        if parents
-        else null(),
-        # Rarely found, and cheap to ask: parents is a short JSON list of hex shas.
-        select(func.min(RevisionRow.position))
-        .where(of_repo, cast(RevisionRow.parents, Text).contains(f'"{revision.sha}"'))
-        .scalar_subquery(),
-        select(func.max(RevisionRow.position)).where(of_repo).scalar_subquery(),
-        _subscribable(revision.repo_id),
-    ]
-    columns += [exists().where(BlobRow.content_key == key) for key in blob_keys]
     asked = sorted(set(text_keys))
-    if asked and len(asked) <= _MAX_KEYS_ASKED:
-        columns.append(
-            select(func.count())
-            .select_from(BlobRow)
-            .where(BlobRow.content_key.in_(asked))
-            .scalar_subquery()
-        )
-    found = session.execute(select(*columns)).one()
+    count_texts = bool(asked) and len(asked) <= _MAX_KEYS_ASKED
+    parameters: dict[str, Any] = {
+        "context_repo": repo_pk,
+        "context_sha": revision.sha,
+        "context_quoted_sha": f'"{revision.sha}"',
+        "context_lookup": list(lookup_keys(revision.repo_id)),
+    }
+    if parents:
+        parameters["context_parents"] = parents
+    if count_texts:
+        parameters["context_texts"] = asked
+    parameters |= {f"context_blob_{index}": key for index, key in enumerate(blob_keys)}
+    statement = _context_statement(bool(parents), len(blob_keys), count_texts)
+    found: Sequence[Any] = execute_core(session, statement, parameters).one()
     recorded, parent, child, newest, subscribable = found[:5]
     blobs = found[5 : 5 + len(blob_keys)]
     if not subscribable:
@@ -112,6 +104,49 @@ def recording_context(
     )
 
 
+@cache
+def _context_statement(with_parents: bool, blobs: int, count_texts: bool) -> Select[Any]:
+    """The statement of ``recording_context`` for one shape of revision, built once: each
+    revision binds its values (``context_*``) to it."""
+    repo_pk = bindparam("context_repo", type_=Integer)
+    of_repo = RevisionRow.repo_pk == repo_pk
+    columns: list[Any] = [
+        exists().where(of_repo, RevisionRow.sha == bindparam("context_sha")),
+        select(func.max(RevisionRow.position))
+        .where(of_repo, RevisionRow.sha.in_(bindparam("context_parents", expanding=True)))
+        .scalar_subquery()
+        if with_parents
+        else null(),
+        # Rarely found, and cheap to ask: parents is a short JSON list of hex shas.
+        select(func.min(RevisionRow.position))
+        .where(
+            of_repo,
+            cast(RevisionRow.parents, Text).contains(bindparam("context_quoted_sha", type_=Text)),
+        )
+        .scalar_subquery(),
+        select(func.max(RevisionRow.position)).where(of_repo).scalar_subquery(),
+        # An active subscription keyed by the repo, its org or ``*``: every one that can name
+        # it (``storage.repo_patterns``), and a superset of those that do.
+        exists().where(
+            SubscriptionRepoKeyRow.key.in_(bindparam("context_lookup", expanding=True)),
+            SubscriptionRow.id == SubscriptionRepoKeyRow.subscription_pk,
+            SubscriptionRow.active,
+        ),
+    ]
+    columns += [
+        exists().where(BlobRow.content_key == bindparam(f"context_blob_{index}"))
+        for index in range(blobs)
+    ]
+    if count_texts:
+        columns.append(
+            select(func.count())
+            .select_from(BlobRow)
+            .where(BlobRow.content_key.in_(bindparam("context_texts", expanding=True)))
+            .scalar_subquery()
+        )
+    return select(*columns)
+
+
 def place_on_chain(session: Session, repo_pk: int, context: RecordingContext) -> int:
     """The revision's place on main's chain: one past its parent's, before a child recorded
     earlier (a backfill out of order; later places shift to make room), else one past the
@@ -119,10 +154,11 @@ def place_on_chain(session: Session, repo_pk: int, context: RecordingContext) ->
     place = None if context.parent_position is None else context.parent_position + 1
     child = context.child_position
     if child is not None and (place is None or place >= child):
-        session.execute(
-            update(RevisionRow)
+        execute_core(
+            session,
+            update(table_of(RevisionRow))
             .where(RevisionRow.repo_pk == repo_pk, RevisionRow.position >= child)
-            .values(position=RevisionRow.position + 1)
+            .values(position=RevisionRow.position + 1),
         )
         return child
     if place is not None:
@@ -138,16 +174,6 @@ def no_subscription_names(session: Session, repo_id: RepoId) -> bool:
 def forget_unsubscribed(session: Session) -> None:
     """Drop the notes of ``no_subscription_names``: a subscription was added or changed."""
     session.info.pop(_UNSUBSCRIBED, None)
-
-
-def _subscribable(repo_id: RepoId) -> Any:
-    """Whether an active subscription is keyed by the repo, its org or ``*``: every one that
-    can name it (``storage.repo_patterns``), and a superset of those that do."""
-    return exists().where(
-        SubscriptionRepoKeyRow.key.in_(lookup_keys(repo_id)),
-        SubscriptionRow.id == SubscriptionRepoKeyRow.subscription_pk,
-        SubscriptionRow.active,
-    )
 
 
 def _texts_stored(session: Session, asked: list[str], counted: Sequence[Any]) -> bool:

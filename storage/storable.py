@@ -26,6 +26,25 @@ UNSTORABLE_KIND = "unstorable_text"
 
 
 @dataclass(frozen=True)
+class JsonDocument:
+    """A JSON object encoded once as storage stores it: ``value`` as written, ``text`` its
+    encoding with unstorable characters repaired (``storage.json_text.dumps_repaired``),
+    and whether any was. A writer that records the same document again (a walk's plan,
+    unchanged from the revision before) hands it back instead of encoding it anew."""
+
+    value: dict[str, JsonValue]
+    text: str
+    repaired: bool
+
+
+def json_document(value: Mapping[str, JsonValue]) -> JsonDocument:
+    """``value`` encoded as storage stores it."""
+    written = dict(value)
+    text, repaired = dumps_repaired(written)
+    return JsonDocument(written, text, repaired)
+
+
+@dataclass(frozen=True)
 class StorableRevision:
     """A revision as it is written: the snapshot repaired, its manifest and plan as the JSON
     text to store (each encoded once, the repair read off that encoding), and the finding."""
@@ -37,7 +56,7 @@ class StorableRevision:
 
 
 def storable_revision(
-    snapshot: Snapshot, plan_json: Mapping[str, JsonValue] | None
+    snapshot: Snapshot, plan_json: Mapping[str, JsonValue] | JsonDocument | None
 ) -> StorableRevision:
     """``snapshot`` and ``plan_json`` with every unstorable character replaced; the finding, if any.
 
@@ -67,7 +86,7 @@ def storable_revision(
     oversized = clean(list(snapshot.oversized), "oversized file names")
     manifest = None if snapshot.manifest is None else encoded(snapshot.manifest, "weight manifest")
     card = clean(dict(snapshot.card), "model card")
-    plan = None if plan_json is None else encoded(dict(plan_json), "estimate")
+    plan = None if plan_json is None else _plan_text(plan_json, repaired)
     if not repaired:
         return StorableRevision(snapshot, manifest, plan, None)
     stored = Snapshot(
@@ -79,6 +98,13 @@ def storable_revision(
         card=card,
     )
     return StorableRevision(stored, manifest, plan, _finding(repaired, dropped))
+
+
+def _plan_text(plan_json: Mapping[str, JsonValue] | JsonDocument, repaired: list[str]) -> str:
+    document = plan_json if isinstance(plan_json, JsonDocument) else json_document(plan_json)
+    if document.repaired:
+        repaired.append("estimate")
+    return document.text
 
 
 def _storable_files(
@@ -121,4 +147,10 @@ def _finding(repaired: list[str], dropped: list[str]) -> Change:
     )
 
 
-__all__ = ["UNSTORABLE_KIND", "StorableRevision", "storable_revision"]
+__all__ = [
+    "UNSTORABLE_KIND",
+    "JsonDocument",
+    "StorableRevision",
+    "json_document",
+    "storable_revision",
+]

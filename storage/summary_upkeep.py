@@ -11,16 +11,22 @@ written in the same transaction.
 The family and parameter total are the only fields read from inside a stored
 plan: siblings are "the other tracked repos of this family", a lookup that
 must not parse every repo's plan.
+
+The common write, a revision recorded at the head of main with perhaps its
+advisory, knows the repo's newest revision and its plan already
+(``remember_newest``): its refresh is one upsert that counts the advisories,
+instead of a read and then the upsert.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from typing import Any, Final
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import Insert, bindparam, exists, func, select
 from sqlalchemy.orm import Session
 
-from storage.dialect import upsert
+from storage.dialect import dialect_insert, execute_core, upsert
 from storage.models import AdvisoryRow, RepoRow, RepoSummaryRow, RevisionRow
 from storage.models.summary import FAMILY_LENGTH
 from storage.plans import estimate_of
@@ -28,19 +34,39 @@ from storage.values import storable_text
 
 _STALE = "neurarch_stale_summaries"
 _FIGURES = "neurarch_plan_figures"
+_NEWEST: Final = "neurarch_newest_revisions"
+"""``Session.info`` key: repo key -> (its newest revision on main, that plan's figures), where
+the write that made it newest said so and nothing since could have changed it."""
 NEWEST_ON_MAIN = (RevisionRow.position.desc(), RevisionRow.id.desc())
 
 
-def mark_summary_stale(session: Session, repo_pk: int) -> None:
-    """Have ``repo_pk``'s summary recomputed when this transaction commits."""
+def mark_summary_stale(session: Session, repo_pk: int, *, newest_kept: bool = False) -> None:
+    """Have ``repo_pk``'s summary recomputed when this transaction commits.
+
+    ``newest_kept``: the write cannot change which revision is the repo's newest on main
+    (an advisory appended), so what ``remember_newest`` noted still holds.
+    """
     session.info.setdefault(_STALE, set()).add(repo_pk)
+    if not newest_kept:
+        session.info.get(_NEWEST, {}).pop(repo_pk, None)
+
+
+def remember_newest(session: Session, repo_pk: int, revision_pk: int, plan: Any) -> None:
+    """Mark ``repo_pk``'s summary stale, noting that ``revision_pk`` (whose plan JSON,
+    None without one, is ``plan``) is now its newest revision on main."""
+    mark_summary_stale(session, repo_pk)
+    session.info.setdefault(_NEWEST, {})[repo_pk] = (revision_pk, *family_and_total(plan))
 
 
 def refresh_stale_summaries(session: Session) -> None:
     """The ``before_commit`` hook: recompute every summary marked in this transaction."""
     stale: set[int] = session.info.pop(_STALE, set())
+    newest: dict[int, tuple[int, str | None, int | None]] = session.info.pop(_NEWEST, {})
     for repo_pk in sorted(stale):  # one order for every writer: no deadlock between two
-        refresh_summary(session, repo_pk)
+        if repo_pk in newest:
+            _refresh_newest(session, repo_pk, *newest[repo_pk])
+        else:
+            refresh_summary(session, repo_pk)
     session.info.pop(_FIGURES, None)
 
 
@@ -85,6 +111,49 @@ def refresh_summary(session: Session, repo_pk: int) -> None:
             "total_parameters": total,
         },
         ["repo_pk"],
+    )
+
+
+def _refresh_newest(
+    session: Session, repo_pk: int, latest: int, family: str | None, total: int | None
+) -> None:
+    """``refresh_summary`` where the newest revision and its plan's figures are known: one
+    statement, which writes nothing for a repo purged in this transaction."""
+    execute_core(
+        session,
+        _newest_upsert(session.get_bind().dialect.name),
+        {
+            "summary_pk": repo_pk,
+            "summary_latest": latest,
+            "summary_family": family,
+            "summary_total": total,
+        },
+    )
+
+
+@cache
+def _newest_upsert(dialect: str) -> Insert:
+    """The one-statement refresh, built once per backend."""
+    table = RepoSummaryRow.__table__
+    repo_pk = bindparam("summary_pk", type_=table.c.repo_pk.type)
+    count = (
+        select(func.count())
+        .select_from(AdvisoryRow)
+        .where(AdvisoryRow.repo_pk == repo_pk)
+        .scalar_subquery()
+    )
+    rows = select(
+        repo_pk,
+        bindparam("summary_latest", type_=table.c.latest_revision_pk.type),
+        count,
+        bindparam("summary_family", type_=table.c.family.type),
+        bindparam("summary_total", type_=table.c.total_parameters.type),
+    ).where(exists().where(RepoRow.id == repo_pk))
+    columns = ["repo_pk", "latest_revision_pk", "advisories", "family", "total_parameters"]
+    statement = dialect_insert(dialect, table).from_select(columns, rows)
+    return statement.on_conflict_do_update(  # type: ignore[no-any-return]
+        index_elements=["repo_pk"],
+        set_={name: statement.excluded[name] for name in columns[1:]},
     )
 
 

@@ -1,7 +1,8 @@
 """Where one revision's instance CPU goes: one check worker profiled in steady state.
 
 Run: ``.venv/bin/python tests/bench/profile_revision.py [--workload synthetic|corpus]
-[--revisions 300] [--warmup 60] [--top 40] [--sample] [--dump profile.pstats]``.
+[--revisions 300] [--warmup 60] [--top 40] [--sample [--under 'process.py:*(commit)']]
+[--dump profile.pstats]``.
 
 The worker runs in a subprocess exactly as ``tests/bench/bench_revision_cost.py`` runs it
 (the daemon's ``Worker`` and publishers, SQLite, the Hub emulator served from this
@@ -15,7 +16,8 @@ Two profilers, because each misleads alone: cProfile (the default) counts every 
 triples the cost of code made of many small calls (SQLAlchemy, httpx, cattrs), so it
 ranks them too high; ``--sample`` interrupts the process every millisecond of its CPU
 (``SIGPROF``) and charges the main thread's stack, which keeps the proportions but
-gives no call counts.
+gives no call counts. ``--under`` (with ``--sample``) also prints where the CPU inside one
+function goes: the samples whose stack holds it, by the calls below it, three deep.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from fnmatch import fnmatch
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -49,7 +52,7 @@ def instance(args: argparse.Namespace) -> int:
         return int(metrics.registry.get_sample_value("neurarch_revisions_recorded_total") or 0)
 
     profile = cProfile.Profile(time.process_time) if not args.sample else None
-    sampler = Sampler() if args.sample else None
+    sampler = Sampler(under=args.under) if args.sample else None
     start: int | None = None
     while worker.run_once():
         done = recorded()
@@ -101,10 +104,12 @@ class Sampler:
     """About every ``interval_s`` of the process's CPU, the main thread's stack, counted per function:
     once in ``inclusive`` for each function on the stack, and in ``own`` for the innermost."""
 
-    def __init__(self, interval_s: float = 0.001) -> None:
+    def __init__(self, interval_s: float = 0.001, under: str | None = None) -> None:
         self.interval_s = interval_s
+        self.under = under
         self.inclusive: Counter[str] = Counter()
         self.own: Counter[str] = Counter()
+        self.below: Counter[tuple[str, ...]] = Counter()
         self.samples = 0
         self.cpu_s = 0.0
 
@@ -121,17 +126,30 @@ class Sampler:
     def _sample(self, _: int, frame: FrameType | None) -> None:
         self.samples += 1
         seen: set[str] = set()
-        innermost = True
+        stack: list[str] = []
         while frame is not None:
             code = frame.f_code
             name = f"{Path(code.co_filename).name}:{code.co_firstlineno}({code.co_name})"
-            if innermost:
+            if not stack:
                 self.own[name] += 1
-                innermost = False
+            stack.append(name)
             if name not in seen:
                 seen.add(name)
                 self.inclusive[name] += 1
             frame = frame.f_back
+        if self.under is not None:
+            self._count_below(stack)
+
+    def _count_below(self, stack: list[str]) -> None:
+        """Count the sample once for each of the (up to) three calls below ``under``'s
+        outermost frame, each keyed by its path from there."""
+        assert self.under is not None
+        for depth in range(len(stack) - 1, -1, -1):
+            if fnmatch(stack[depth], self.under):
+                path = tuple(reversed(stack[max(0, depth - 3) : depth + 1]))
+                for length in range(1, len(path) + 1):
+                    self.below[path[:length]] += 1
+                return
 
     def print_top(self, revisions: int, top: int) -> None:
         """The ``top`` functions by inclusive and by own samples, as CPU ms per revision: each
@@ -143,6 +161,22 @@ class Sampler:
             print(f"\nsampled, by {title}:\n{'ms':>8}  function")
             for name, count in counter.most_common(top):
                 print(f"{count * per:8.3f}  {name}")
+        if self.under is not None:
+            self._print_below(per)
+
+    def _print_below(self, per: float) -> None:
+        """The tree under ``under``: each call's CPU ms per revision, children by cost."""
+        print(f"\nsampled, below {self.under}:\n{'ms':>8}  function")
+
+        def show(path: tuple[str, ...]) -> None:
+            print(f"{self.below[path] * per:8.3f}  {'  ' * (len(path) - 1)}{path[-1]}")
+            children = [p for p in self.below if len(p) == len(path) + 1 and p[:-1] == path]
+            for child in sorted(children, key=lambda p: -self.below[p]):
+                if self.below[child] * per >= 0.05:
+                    show(child)
+
+        for root in sorted((p for p in self.below if len(p) == 1), key=lambda p: -self.below[p]):
+            show(root)
 
 
 def main() -> int:
@@ -153,6 +187,9 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--sample", action="store_true", help="sample the stack on SIGPROF")
     parser.add_argument("--dump", help="also write cProfile's raw pstats here")
+    parser.add_argument(
+        "--under", help="with --sample: the calls below this function (fnmatch on file:line(name))"
+    )
     parser.add_argument("--instance", action="store_true", help=argparse.SUPPRESS)
     for name in ("url", "endpoint", "repos", "scratch"):
         parser.add_argument(f"--{name}", help=argparse.SUPPRESS)
@@ -186,6 +223,7 @@ def main() -> int:
                 f"--warmup={args.warmup}",
                 f"--top={args.top}",
                 *(["--sample"] if args.sample else []),
+                *([f"--under={args.under}"] if args.under else []),
                 *([f"--dump={Path(args.dump).resolve()}"] if args.dump else []),
             ]
             return subprocess.run(command, cwd=ROOT, env=env).returncode

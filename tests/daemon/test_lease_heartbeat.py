@@ -11,6 +11,7 @@ the revision after it.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from datetime import UTC, datetime
 
@@ -106,9 +107,30 @@ def test_the_heartbeat_stops_renewing_past_its_bound(database: Database) -> None
     track_all(database, [REPO])
     [claim] = claim_due(database, "slow/0", now=datetime.now(UTC), lease_s=0.3, limit=1)
     clock = lambda: datetime.now(UTC)  # noqa: E731
-    with Heartbeat(database, claim, lease_s=0.3, until=time.monotonic() + 0.6, clock=clock) as beat:
+    heartbeat = Heartbeat(database, lease_s=0.3, clock=clock)
+    with heartbeat.renewing(claim, until=time.monotonic() + 0.6) as beat:
         time.sleep(1.5)  # past the bound and then a lease more
+    heartbeat.close()
     with database.session() as session, pytest.raises(LeaseLost):
         renew(session, claim, now=datetime.now(UTC), lease_s=0.3)
     assert 3 <= beat.beats <= 7  # a beat every 0.1 s for 0.6 s, then none
     assert not beat.lost
+
+
+def test_one_heartbeat_thread_renews_every_revision_of_a_worker(database: Database) -> None:
+    track_all(database, [REPO])
+    [claim] = claim_due(database, "reused/0", now=datetime.now(UTC), lease_s=0.3, limit=1)
+    clock = lambda: datetime.now(UTC)  # noqa: E731
+    heartbeat = Heartbeat(database, lease_s=0.3, clock=clock, name="heartbeat reused/0")
+    beats = []
+    for _ in range(3):
+        with heartbeat.renewing(claim, until=time.monotonic() + 5) as beat:
+            time.sleep(0.25)  # two beats are due, at 0.1 s and 0.2 s
+        beats.append(beat.beats)
+    threads = [t for t in threading.enumerate() if t.name == "heartbeat reused/0"]
+    heartbeat.close()
+    assert all(1 <= count <= 2 for count in beats)
+    assert len(threads) == 1
+    assert not threads[0].is_alive()
+    with database.session() as session:
+        renew(session, claim, now=datetime.now(UTC), lease_s=0.3)  # still ours

@@ -103,17 +103,24 @@ class Reads:
     """(digest of the config, workload) of every estimator.plan call."""
     decodes: int = 0
     """Plan JSON documents read back into a typed Plan (``estimator.plan_json.from_json``)."""
+    encodes: int = 0
+    """Typed Plans written out as JSON documents (``estimator.plan_json.to_json``)."""
 
     by_publishers: dict[str, int] = field(default_factory=dict)
     """Blob reads made while each publisher ran."""
 
     def take(self) -> Reads:
         taken = Reads(
-            list(self.blobs), self.probes, list(self.plans), self.decodes, dict(self.by_publishers)
+            list(self.blobs),
+            self.probes,
+            list(self.plans),
+            self.decodes,
+            self.encodes,
+            dict(self.by_publishers),
         )
         self.blobs.clear()
         self.plans.clear()
-        self.probes = self.decodes = 0
+        self.probes = self.decodes = self.encodes = 0
         self.by_publishers.clear()
         return taken
 
@@ -165,9 +172,16 @@ def reads(database: Database, monkeypatch: pytest.MonkeyPatch) -> Iterator[Reads
         counted.decodes += 1
         return real_decode(document)
 
+    real_encode: Callable[[estimator.Plan], dict[str, Any]] = plan_json.to_json
+
+    def counting_encode(plan: estimator.Plan) -> dict[str, Any]:
+        counted.encodes += 1
+        return real_encode(plan)
+
     event.listen(database.engine, "before_cursor_execute", on_execute)
     monkeypatch.setattr(estimator, "plan", counting_plan)
     monkeypatch.setattr(plan_json, "from_json", counting_decode)
+    monkeypatch.setattr(plan_json, "to_json", counting_encode)
     try:
         yield counted
     finally:
@@ -322,6 +336,8 @@ def test_a_walk_reads_no_blob_back_and_plans_only_when_config_json_changed(
     assert walked.blobs == []
     # the initial commit has no config.json; the upload and the two context steps plan
     assert len(walked.plans) == 3
+    # and only those plans are written out: the others are stored as the document before
+    assert walked.encodes == 3
     with database.read_session() as session:
         plans = [plan_at(session, REPO, r.sha) for r in hub.commits(REPO)]
     assert plans[0] is None

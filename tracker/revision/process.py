@@ -80,6 +80,7 @@ from storage import (
     record_revision,
 )
 from storage.records import JsonValue, Publication, Revision, RevisionOutcome, Snapshot
+from storage.storable import JsonDocument, json_document
 from tracker.diff.common import by_severity
 from tracker.diff.plan_delta import diff_plans
 from tracker.diff.revision import Parsed, RevisionContent, diff_revisions
@@ -206,6 +207,8 @@ class Prepared:
     """The repo's key in storage, read while preparing."""
     stored: frozenset[str] = frozenset()
     """The content keys seen in the store while preparing (not asked for again)."""
+    plan_document: JsonDocument | None = None
+    """The plan's JSON, encoded once (the walk's, as it was stored, when the plan is carried)."""
 
 
 def prepare(
@@ -257,8 +260,9 @@ def prepare(
         new = result.content(blobs)
         found = diff_revisions(old, new) + list(result.problems)
         plan: Plan | None
-        if _plan_holds(carried, previous, new) and old_plan is not None:
-            plan, problem = old_plan, None
+        document: JsonDocument | None = None
+        if _plan_holds(carried, previous, new) and carried is not None:
+            plan, problem, document = carried.plan, None, carried.document
         else:
             plan, problem = estimate(new, old, builds)
         if problem is not None:
@@ -278,15 +282,18 @@ def prepare(
         plan=plan,
         previous_plan=old_plan,
     )
+    if document is None and plan is not None:
+        document = json_document(plan.to_json())
     # New meta-device builds are blobs of their own, written in the revision's transaction,
     # and so are the texts read for an unrecorded parent that this revision's snapshot names.
     return Prepared(
         outcome,
         {**blobs.fetched, **result.fetched, **(builds.new if builds else {})},
         {**in_hand, **result.fetched},
-        _planned(result.snapshot, plan),
+        _planned(result.snapshot, plan, document),
         base.repo_pk,
         frozenset(blobs.stored),
+        document,
     )
 
 
@@ -305,7 +312,7 @@ def _diff_base(session: Session, revision: Revision, walk: Walk) -> DiffBase:
     held = walk.parent_of(revision)
     if held is None or walk.repo_pk is None:
         return diff_base(session, revision, walk.repo_pk)
-    recorded = has_revision(session, revision.repo_id, revision.sha)
+    recorded = has_revision(session, revision.repo_id, revision.sha, repo_pk=walk.repo_pk)
     return DiffBase(recorded=recorded, repo_pk=walk.repo_pk, previous=None if recorded else held)
 
 
@@ -320,11 +327,13 @@ def _plan_holds(carried: Planned | None, previous: Snapshot | None, new: Revisio
     )
 
 
-def _planned(snapshot: Snapshot, plan: Plan | None) -> Planned | None:
+def _planned(
+    snapshot: Snapshot, plan: Plan | None, document: JsonDocument | None
+) -> Planned | None:
     config_key = snapshot.texts.get("config.json")
-    if plan is None or config_key is None:
+    if plan is None or document is None or config_key is None:
         return None
-    return Planned(snapshot.revision.sha, config_key, snapshot.manifest, plan)
+    return Planned(snapshot.revision.sha, config_key, snapshot.manifest, plan, document)
 
 
 def _parent_revision(
@@ -363,7 +372,7 @@ def commit(
             session,
             outcome.snapshot,
             list(outcome.changes),
-            None if outcome.plan is None else outcome.plan.to_json(),
+            prepared.plan_document,
             processed_at=now,
             repo_pk=prepared.repo_pk,
             texts=prepared.fetched,

@@ -17,6 +17,7 @@ from typing import Any
 
 from estimator import Plan
 from storage.records import Revision, Snapshot
+from storage.storable import JsonDocument
 from tracker.untrusted.artifacts import Parsed
 
 
@@ -28,6 +29,8 @@ class Planned:
     config_key: str
     manifest: Mapping[str, Any] | None
     plan: Plan
+    document: JsonDocument
+    """The plan's JSON as it was stored: a revision whose plan this is stores it again as is."""
 
 
 @dataclass

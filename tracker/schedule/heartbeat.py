@@ -8,6 +8,9 @@ length while the work goes on. Renewal
 is bounded: it stops at ``until`` (the revision's budget plus one lease), so a
 prepare that hangs past its budget lets the lease expire and another worker
 take the repo, rather than holding it forever.
+
+Each worker has one ``Heartbeat``: its thread is started on first use and then
+waits between revisions, so a revision costs no thread start and join.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
-from types import TracebackType
+from functools import partial
 
 from storage import Database, StorageError
 from tracker.schedule.leases import Claim, LeaseLost, renew
@@ -26,60 +31,113 @@ from tracker.schedule.leases import Claim, LeaseLost, renew
 log = logging.getLogger("neurarch.worker")
 
 
+@dataclass
+class Beat:
+    """One stretch of renewals: a claim renewed until ``until`` (``time.monotonic()``)."""
+
+    claim: Claim
+    until: float
+    beats: int = 0
+    """Renewals made."""
+    lost: bool = False
+    """A renewal found the lease taken over: the commit's fence will find it too."""
+    stopped: bool = False
+    """No more renewals: past ``until``, or lost."""
+
+
 class Heartbeat:
-    """Renews ``claim`` on a thread of its own inside a ``with`` block."""
+    """Renews the claim in hand, on a thread of its own, inside ``renewing`` blocks."""
 
     def __init__(
         self,
         database: Database,
-        claim: Claim,
         *,
         lease_s: float,
-        until: float,
         clock: Callable[[], datetime],
+        name: str = "heartbeat",
     ) -> None:
         self.database = database
-        self.claim = claim
+        self.name = name
         self.lease_s = lease_s
-        self.until = until
         self.clock = clock
-        self.beats = 0
-        self.lost = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name=f"heartbeat {claim.repo_id}", daemon=True
-        )
+        self._every = max(lease_s / 3, 0.05)
+        self._wake = threading.Condition()
+        self._beat: Beat | None = None
+        self._renewing = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
+    @contextmanager
+    def renewing(self, claim: Claim, *, until: float) -> Iterator[Beat]:
+        """Renew ``claim`` every third of a lease until the block ends or ``until``; when
+        the block ends no renewal is in flight, so the caller's commit runs alone."""
+        beat = Beat(claim, until)
+        with self._wake:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+            self._beat = beat
+            self._wake.notify_all()
+        try:
+            yield beat
+        finally:
+            with self._wake:
+                self._beat = None
+                self._wake.notify_all()
+                self._wake.wait_for(lambda: not self._renewing)
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self._stop.set()
-        self._thread.join()
+    def close(self) -> None:
+        """Stop the thread (a worker that stops)."""
+        with self._wake:
+            self._closed = True
+            self._wake.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
 
     def _run(self) -> None:
-        every = max(self.lease_s / 3, 0.05)
-        while not self._stop.wait(every):
-            if time.monotonic() > self.until:
-                log.warning(json.dumps({"event": "heartbeat_stopped", "repo": self.claim.repo_id}))
-                return
+        while (beat := self._next_due()) is not None:
             try:
-                with self.database.session() as session:
-                    renew(session, self.claim, now=self.clock(), lease_s=self.lease_s)
-                self.beats += 1
-            except LeaseLost:
-                # The commit's fence will find it lost too and write nothing.
-                self.lost = True
-                return
-            except StorageError as exc:
-                # The database is away for a moment: the next beat tries again.
-                log.warning(json.dumps({"event": "heartbeat_failed", "error": str(exc)}))
+                self._renew(beat)
+            finally:
+                with self._wake:
+                    self._renewing = False
+                    self._wake.notify_all()
+
+    def _next_due(self) -> Beat | None:
+        """The beat whose renewal is due, waiting for it; None once closed."""
+        with self._wake:
+            while not self._closed:
+                beat = self._beat
+                if beat is None or beat.stopped:
+                    self._wake.wait()
+                    continue
+                if self._wake.wait_for(partial(self._ended, beat), self._every):
+                    continue  # the block ended (or a new one began) before the beat was due
+                if time.monotonic() > beat.until:
+                    log.warning(
+                        json.dumps({"event": "heartbeat_stopped", "repo": beat.claim.repo_id})
+                    )
+                    beat.stopped = True
+                    continue
+                self._renewing = True
+                return beat
+            return None
+
+    def _ended(self, beat: Beat) -> bool:
+        return self._beat is not beat or self._closed
+
+    def _renew(self, beat: Beat) -> None:
+        try:
+            with self.database.session() as session:
+                renew(session, beat.claim, now=self.clock(), lease_s=self.lease_s)
+            beat.beats += 1
+        except LeaseLost:
+            beat.lost = True
+            beat.stopped = True
+        except StorageError as exc:
+            # The database is away for a moment: the next beat tries again.
+            log.warning(json.dumps({"event": "heartbeat_failed", "error": str(exc)}))
 
 
-__all__ = ["Heartbeat"]
+__all__ = ["Beat", "Heartbeat"]

@@ -98,6 +98,9 @@ class Worker:
         self.clock = clock
         self.publish = publish
         self.stop = stop or threading.Event()
+        self.heartbeat = Heartbeat(
+            database, lease_s=policy.lease_s, clock=clock, name=f"heartbeat {owner}"
+        )
 
     def run(self, idle_s: float) -> None:
         """Check due repos until ``stop`` is set; wait ``idle_s`` when nothing is due."""
@@ -110,6 +113,7 @@ class Worker:
                 busy = False
             if not busy:
                 self.stop.wait(idle_s)
+        self.heartbeat.close()
 
     def run_once(self) -> bool:
         """Claim and check one due repo; False when none was due."""
@@ -222,13 +226,7 @@ class Worker:
         listed: dict[str, Revision],
     ) -> None:
         deadline = time.monotonic() + self.policy.budget_s
-        with Heartbeat(
-            self.database,
-            claim,
-            lease_s=self.policy.lease_s,
-            until=deadline + self.policy.lease_s,
-            clock=self.clock,
-        ):
+        with self.heartbeat.renewing(claim, until=deadline + self.policy.lease_s):
             prepared = prepare(self.database, self.hub, revision, walk, listed, deadline=deadline)
         if prepared is None:
             return
