@@ -354,10 +354,8 @@ def drop_database(url: str) -> None:
         connection.execute(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
 
 
-def run_tree(
-    tree: Path, url: str, endpoint: str, repos: Path, scratch: Path, args: argparse.Namespace
-) -> tuple[dict[str, Any], dict[str, str]]:
-    records = scratch / f"records-{time.monotonic_ns()}.json"
+def instance_environment(tree: Path) -> dict[str, str]:
+    """The environment an instance subprocess runs ``tree`` in: this Hub, no configured database."""
     env = {
         **os.environ,
         "PYTHONPATH": str(tree),
@@ -366,6 +364,14 @@ def run_tree(
         "HF_HUB_OFFLINE": "0",
     }
     env.pop("NEURARCH_DATABASE_URL", None)
+    return env
+
+
+def run_tree(
+    tree: Path, url: str, endpoint: str, repos: Path, scratch: Path, args: argparse.Namespace
+) -> tuple[dict[str, Any], dict[str, str]]:
+    records = scratch / f"records-{time.monotonic_ns()}.json"
+    env = instance_environment(tree)
     command = [
         sys.executable,
         str(Path(__file__).resolve()),

@@ -26,7 +26,6 @@ import argparse
 import cProfile
 import io
 import json
-import os
 import pstats
 import signal
 import subprocess
@@ -41,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_revision_cost import ROOT, checking_worker, hub_for
+from bench_revision_cost import ROOT, checking_worker, hub_for, instance_environment
 
 
 def instance(args: argparse.Namespace) -> int:
@@ -203,14 +202,7 @@ def main() -> int:
             scratch = Path(temp)
             listing = scratch / "repos.json"
             listing.write_text(json.dumps(repos))
-            env = {
-                **os.environ,
-                "PYTHONPATH": str(ROOT),
-                "HF_HUB_DISABLE_TELEMETRY": "1",
-                "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-                "HF_HUB_OFFLINE": "0",
-            }
-            env.pop("NEURARCH_DATABASE_URL", None)
+            env = instance_environment(ROOT)
             command = [
                 sys.executable,
                 str(Path(__file__).resolve()),
