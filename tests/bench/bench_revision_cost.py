@@ -95,7 +95,7 @@ Still above the issue's goal (instance <= 5 ms, PostgreSQL <= 2.5 ms): a sampled
 (``tests/bench/profile_revision.py --sample``) puts about 13 ms of a synthetic SQLite
 revision in the worker's own thread, most of it preparing (the Hub client about 2.4 ms,
 the diff 1.4, the estimate 1.3, the snapshot's reads and parses), the recording 3.1;
-the rest is the isolated parser and meta-device workers.
+the bench's figure also counts the other threads and the worker processes.
 """
 
 from __future__ import annotations
