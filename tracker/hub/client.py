@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx2
@@ -46,6 +46,8 @@ from tracker.hub.translate import translate_hub_errors
 from tracker.untrusted.safetensors_header import MAX_HEADER_BYTES, PREFIX, read_header
 
 CHUNK = 64 * 1024
+_Shape = TypeVar("_Shape", dict[str, Any], list[Any])
+"""What a JSON answer must be: an object or a list."""
 
 
 @dataclass(frozen=True)
@@ -240,30 +242,28 @@ class Hub:
 
     def _get_object(self, where: str, url: str) -> dict[str, Any]:
         """One JSON object from the Hub, as ``HfApi``'s own calls read it."""
+        found, _ = self._get_json(where, url, dict, "an object")
+        return found
+
+    def _get_page(self, where: str, url: str) -> tuple[list[Any], str | None]:
+        """One page of a paged listing and the next page's URL (from ``Link``), if any."""
+        page, response = self._get_json(where, url, list, "a list")
+        next_url = response.links.get("next", {}).get("url")
+        return page, next_url if isinstance(next_url, str) else None
+
+    def _get_json(
+        self, where: str, url: str, shape: type[_Shape], named: str
+    ) -> tuple[_Shape, httpx2.Response]:
+        """The answer's JSON, which must be a ``shape``, and the response it came in."""
         response = get_session().get(url, headers=self._headers(), timeout=self.timeout)
         hf_raise_for_status(response)
         try:
             found = response.json()
         except ValueError as exc:
             raise HubUnavailable(f"{where}: the Hub's answer is not JSON: {exc}") from exc
-        if not isinstance(found, dict):
-            raise HubError(
-                f"{where}: the Hub sent a {type(found).__name__} where an object belongs"
-            )
-        return found
-
-    def _get_page(self, where: str, url: str) -> tuple[list[Any], str | None]:
-        """One page of a paged listing and the next page's URL (from ``Link``), if any."""
-        response = get_session().get(url, headers=self._headers(), timeout=self.timeout)
-        hf_raise_for_status(response)
-        try:
-            page = response.json()
-        except ValueError as exc:
-            raise HubUnavailable(f"{where}: the Hub's answer is not JSON: {exc}") from exc
-        if not isinstance(page, list):
-            raise HubError(f"{where}: the Hub sent a {type(page).__name__} where a list belongs")
-        next_url = response.links.get("next", {}).get("url")
-        return page, next_url if isinstance(next_url, str) else None
+        if not isinstance(found, shape):
+            raise HubError(f"{where}: the Hub sent a {type(found).__name__} where {named} belongs")
+        return found, response
 
     def _get_range(self, where: str, url: str, start: int, end: int) -> bytes:
         headers = self._headers({"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"})
