@@ -28,15 +28,7 @@ def test_idle_cycle_costs_one_request_and_a_push_makes_only_that_repo_due(
     repos = hub_emulator.repo_ids()
     track_all(database, repos)
     run_until_idle(make_worker())
-    daemon = Daemon(
-        settings=Settings(
-            StorageSettings(database_url="unused", data_dir=tmp_path),
-            HubSettings(endpoint=hub_emulator.endpoint),
-        ),
-        config=DaemonConfig(),
-        database=database,
-    )
-    discovery = Discovery(connect(HubSettings(hub_emulator.endpoint)))
+    daemon, discovery = discovering_daemon(database, hub_emulator, tmp_path)
     daemon.discover(discovery)  # first cycle: sets the watermark
     hub_emulator.stats.reset()
     daemon.discover(discovery)
@@ -64,15 +56,7 @@ def test_repos_sharing_the_watermarks_second_are_read_once_and_a_new_sha_there_i
     second = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
     for repo in repos:
         hub_emulator.publish(repo, {"README.md": f"{repo}\n".encode()}, date=second)
-    daemon = Daemon(
-        settings=Settings(
-            StorageSettings(database_url="unused", data_dir=tmp_path),
-            HubSettings(endpoint=hub_emulator.endpoint),
-        ),
-        config=DaemonConfig(),
-        database=database,
-    )
-    discovery = Discovery(connect(HubSettings(hub_emulator.endpoint)))
+    daemon, discovery = discovering_daemon(database, hub_emulator, tmp_path)
     daemon.discover(discovery)  # sets the watermark at that second
     daemon.discover(discovery)  # reads every repo at the second once, makes them due
     run_until_idle(make_worker())
@@ -98,3 +82,18 @@ def test_repos_sharing_the_watermarks_second_are_read_once_and_a_new_sha_there_i
             r: poll_state(session, r).next_check_at <= before + timedelta(seconds=5) for r in repos
         }
     assert due == {r: r == moved for r in repos}
+
+
+def discovering_daemon(
+    database: Database, hub_emulator: HubEmulator, tmp_path: Path
+) -> tuple[Daemon, Discovery]:
+    """A daemon over ``database`` and a walker of the emulator's listing, as ``start`` wires them."""
+    daemon = Daemon(
+        settings=Settings(
+            StorageSettings(database_url="unused", data_dir=tmp_path),
+            HubSettings(endpoint=hub_emulator.endpoint),
+        ),
+        config=DaemonConfig(),
+        database=database,
+    )
+    return daemon, Discovery(connect(HubSettings(hub_emulator.endpoint)))
