@@ -10,7 +10,9 @@ process so its CPU is not the instance's). Profiling starts after ``--warmup`` r
 (imports and caches amortised) and stops after ``--revisions`` more; the functions are
 printed by cumulative and by own CPU time in milliseconds per revision (the process's CPU,
 every thread's: waiting on the Hub or the database is not counted; the isolated parser
-pool's children are not seen).
+pool's children are not seen). Before the tables, the window's CPU per revision is split
+by thread (the worker's, its heartbeat) and by live child process (the isolated parser
+pool), from ``/proc``: what the profiled main thread does not show.
 
 Two profilers, because each misleads alone: cProfile (the default) counts every call but
 triples the cost of code made of many small calls (SQLAlchemy, httpx, cattrs), so it
@@ -26,6 +28,7 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
 import signal
 import subprocess
@@ -40,7 +43,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_revision_cost import ROOT, checking_worker, hub_for, instance_environment
+from bench_revision_cost import (
+    ROOT,
+    checking_worker,
+    descendants,
+    hub_for,
+    instance_environment,
+    proc_cpu_s,
+)
 
 
 def instance(args: argparse.Namespace) -> int:
@@ -61,6 +71,7 @@ def instance(args: argparse.Namespace) -> int:
                 profile.enable()
             if sampler is not None:
                 sampler.start()
+            places = where_cpu_goes()
         if start is not None and done - start >= args.revisions:
             break
     if profile is not None:
@@ -71,6 +82,7 @@ def instance(args: argparse.Namespace) -> int:
         raise SystemExit(f"only {recorded()} revisions recorded, fewer than --warmup")
     revisions = recorded() - start
     print(f"{revisions} revisions profiled; ms per revision")
+    print_places(places, where_cpu_goes(), revisions)
     if profile is not None:
         if args.dump:
             profile.dump_stats(args.dump)
@@ -80,6 +92,40 @@ def instance(args: argparse.Namespace) -> int:
         sampler.print_top(revisions, args.top)
     database.close()
     return 0
+
+
+def where_cpu_goes() -> dict[str, float]:
+    """CPU seconds so far of each thread of this process (by its Python name) and of each
+    live descendant process (by pid and command): where the instance's CPU is spent outside
+    the profiled main thread."""
+    import threading
+
+    names = {thread.native_id: thread.name for thread in threading.enumerate()}
+    places: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        name = names.get(int(task.name), f"thread {task.name}")
+        places[f"thread {name}"] = sum(int(f) for f in fields[11:13]) / tick
+    for pid in descendants(os.getpid()):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:60]
+            places[f"process {pid} {command.decode(errors='replace')}"] = proc_cpu_s(pid)
+        except OSError:
+            continue
+    return places
+
+
+def print_places(before: dict[str, float], after: dict[str, float], revisions: int) -> None:
+    """Each thread's and descendant's CPU ms per revision over the window, largest first."""
+    spent = {name: after[name] - before.get(name, 0.0) for name in after}
+    print(f"\nby thread and process ({1000 * sum(spent.values()) / revisions:.2f} ms in all):")
+    for name, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+        if seconds > 0:
+            print(f"{1000 * seconds / revisions:8.3f}  {name}")
 
 
 def print_top(profile: cProfile.Profile, order: str, revisions: int, top: int) -> None:
