@@ -9,7 +9,10 @@ event, and every ``estimator.plan`` call and every Plan JSON decode
 function. The promises: within one revision each blob is read at most
 once and each plan is computed once per (config, workload), however many
 subscriptions ask; the publishers read no blob at all; the only Plan JSON
-read back is the parent's stored plan, once per revision.
+read back is the parent's stored plan, once per revision. Every statement is also
+counted by the transaction it ran in (``begin``): a walked revision asks the store only
+what the walk does not hold, and a revision recorded by another writer meanwhile is
+written once and not claimed by the worker.
 """
 
 from __future__ import annotations
