@@ -9,7 +9,10 @@ event, and every ``estimator.plan`` call and every Plan JSON decode
 function. The promises: within one revision each blob is read at most
 once and each plan is computed once per (config, workload), however many
 subscriptions ask; the publishers read no blob at all; the only Plan JSON
-read back is the parent's stored plan, once per revision.
+read back is the parent's stored plan, once per revision. Every statement is also
+counted by the transaction it ran in (``begin``): a walked revision asks the store only
+what the walk does not hold, and a revision recorded by another writer meanwhile is
+written once and not claimed by the worker.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ import pytest
 from sqlalchemy import event
 
 import estimator
+import tracker.schedule.worker as worker_module
 from estimator import plan_json
-from storage import Database, deliveries, ensure_repo, plan_at
-from storage.records import Publication, RevisionOutcome, Subscription
+from storage import Database, deliveries, ensure_repo, plan_at, revision_log, snapshot_at
+from storage.records import Publication, Revision, RevisionOutcome, Subscription
 from tests.daemon.conftest import run_until_idle, track_all
 from tests.storage.builders import RECORDED_AT, recorded_at
 from tracker.alerts.registry import save_subscription
@@ -43,7 +47,15 @@ from tracker.hub.client import Hub
 from tracker.hub.discovery import HeadProbe
 from tracker.hubsim import HubEmulator
 from tracker.revision.backfill import backfill, record_one
-from tracker.revision.process import Publisher, Publishers
+from tracker.revision.process import (
+    Prepared,
+    Publisher,
+    Publishers,
+    commit,
+    prepare,
+    remember,
+)
+from tracker.revision.walk import Walk
 from tracker.schedule.metrics import DaemonMetrics
 from tracker.schedule.worker import Worker, WorkerPolicy
 from tracker.settings import HubSettings, Settings
@@ -342,3 +354,141 @@ def test_a_walk_reads_no_blob_back_and_plans_only_when_config_json_changed(
         plans = [plan_at(session, REPO, r.sha) for r in hub.commits(REPO)]
     assert plans[0] is None
     assert plans[2] == plans[3] == plans[4] != plans[1] == plans[5]
+
+
+@dataclass
+class Transactions:
+    """The transactions the engine began since the last ``take``, each as the verbs of the
+    statements it ran (SQLite's own ``BEGIN`` left out, so both backends count alike)."""
+
+    began: list[list[str]] = field(default_factory=list)
+
+    def take(self) -> list[list[str]]:
+        taken = list(self.began)
+        self.began.clear()
+        return taken
+
+
+@pytest.fixture
+def transactions(database: Database) -> Iterator[Transactions]:
+    counted = Transactions()
+
+    def on_begin(conn: Any) -> None:
+        counted.began.append([])
+
+    def on_execute(
+        conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool
+    ) -> None:
+        verb = statement.split(None, 1)[0].upper()
+        if verb != "BEGIN":
+            counted.began[-1].append(verb)
+
+    event.listen(database.engine, "begin", on_begin)
+    event.listen(database.engine, "before_cursor_execute", on_execute)
+    try:
+        yield counted
+    finally:
+        event.remove(database.engine, "before_cursor_execute", on_execute)
+        event.remove(database.engine, "begin", on_begin)
+
+
+WALKED = {
+    # revision: statements per transaction it ran, in order (the read session, if any; the write)
+    "initial commit": [2, 5],  # no walk yet: the repo, then its standing (storage.diff_base)
+    "Upload folder": [1, 8],  # which of the new texts the store holds; the recording
+    "context 2048 -> 4096": [1, 8],
+    "generation_config only": [1, 8],
+    "chat template": [1, 8],
+    "context 4096 -> 2048": [1, 7],  # config.json back to a stored text: asked, found, not sent
+    "drop the README": [7],  # every text the walk's: no read session at all
+}
+"""What each revision of a walk asks the database, prepared and committed as a backfill does.
+The write's first statement is the recording's one read (``storage.recording``), which also
+answers whether the revision is recorded: the walk does not ask it first."""
+
+
+def test_a_walked_revision_asks_the_store_only_what_the_walk_does_not_hold(
+    database: Database, hub_emulator: HubEmulator, transactions: Transactions
+) -> None:
+    hub_emulator.publish(REPO, UPLOAD, title="Upload folder", date=START)
+    for index, (title, files) in enumerate(STEPS.items(), start=1):
+        hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
+    hub_emulator.publish(REPO, {}, deletions=["README.md"], title="drop the README", date=START)
+    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=2, timeout=5.0)
+    with database.session() as session:
+        ensure_repo(session, REPO, now=RECORDED_AT)
+    walk = Walk()
+    per_revision: dict[str, list[list[str]]] = {}
+    transactions.take()
+    for revision in hub.commits(REPO):
+        prepared = prepare(database, hub, revision, walk)
+        assert prepared is not None
+        assert commit(database, prepared, fence=no_fence, publish=None, clock=recorded_at)
+        remember(walk, prepared)
+        per_revision[revision.title] = transactions.take()
+
+    assert {title: [len(t) for t in done] for title, done in per_revision.items()} == WALKED
+    for title, done in per_revision.items():
+        *reads, write = done
+        assert all(verb == "SELECT" for read in reads for verb in read), title
+        assert write[0] == "SELECT" and "SELECT" not in write[1:], (title, write)
+    # the walk recorded what a backfill records: every revision once, the README gone last
+    with database.read_session() as session:
+        log = revision_log(session, REPO)
+        assert [stored.revision.title for stored in log] == list(reversed(WALKED))
+        assert "README.md" not in snapshot_at(session, REPO, log[0].revision.sha).texts
+
+
+def test_a_revision_recorded_by_another_writer_meanwhile_is_written_once_and_not_counted(
+    database: Database,
+    hub_emulator: HubEmulator,
+    tmp_path: Path,
+    reads: Reads,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    hub_emulator.publish(REPO, UPLOAD, title="Upload folder", date=START)
+    track_all(database, [REPO], clock.now)
+    worker = daemon_worker(database, hub_emulator, tmp_path, clock, reads)
+    run_until_idle(worker)
+    for index, (title, files) in enumerate(STEPS.items(), start=1):
+        hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
+    raced = "generation_config only"
+    other = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=2, timeout=5.0)
+    held_parent: list[bool] = []
+
+    def prepare_then_lose_the_race(
+        database: Database, hub: Hub, revision: Revision, walk: Walk, *args: Any, **kwargs: Any
+    ) -> Prepared | None:
+        held_parent.append(walk.parent_of(revision) is not None)
+        prepared = prepare(database, hub, revision, walk, *args, **kwargs)
+        if revision.title == raced:  # another worker records it before this one commits
+            assert record_one(database, other, revision, clock=recorded_at) is not None
+        return prepared
+
+    monkeypatch.setattr(worker_module, "prepare", prepare_then_lose_the_race)
+    recorded_before = worker.metrics.revisions._value.get()
+    clock.now += timedelta(minutes=10)
+    with caplog.at_level(logging.INFO, logger="neurarch.worker"):
+        assert run_until_idle(worker) == 1
+
+    # the raced revision's parent was the walk's, so nothing asked whether it was recorded;
+    # the walk kept nothing of it, so the next revision read its parent from the store
+    assert held_parent == [False, True, False, True]
+    logged = [json.loads(r.getMessage()) for r in caplog.records if r.name == "neurarch.worker"]
+    titles = {r.sha: r.title for r in other.commits(REPO)}
+    claimed = [titles[e["sha"]] for e in logged if e["event"] == "revision_recorded"]
+    assert claimed == [title for title in STEPS if title != raced]
+    assert worker.metrics.revisions._value.get() == recorded_before + len(STEPS) - 1
+    with database.read_session() as session:
+        log = revision_log(session, REPO)
+    assert Counter(stored.revision.title for stored in log) == Counter(
+        ["initial commit", "Upload folder", *STEPS]
+    )
+    # written by the other writer, at its clock, not by this worker at the worker's
+    assert [s.processed_at for s in log if s.revision.title == raced] == [RECORDED_AT]
+
+
+def no_fence(session: Any) -> None:
+    """No lease to check: the test is the only writer."""

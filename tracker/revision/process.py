@@ -18,25 +18,28 @@ One revision from claim to alert, and what each step reads:
    list come from the Hub. The repo's status and the history check are one
    transaction, which also reads the shas recorded already: the walk skips those
    without asking storage again.
-2. ``prepare``, in one read session: the previous snapshot and plan (one query for
-   the revision, its parent's row, snapshot, estimate, manifest and plan blobs,
-   one for the parent's files); the file list from the Hub and ONE query for which content
+2. ``prepare``, in at most one read session (``ReadSession``), opened only when
+   something asks the store: the previous snapshot and plan (one query for the
+   revision, its parent's row, snapshot, estimate, manifest and plan blobs, one for
+   the parent's files); the file list from the Hub and ONE query for which content
    keys the store already holds; unseen texts fetched from the Hub, never read
-   back; the texts the differs need from the store through ``SessionBlobs``,
-   which reads each content key at most once per revision; parsing through
-   the artifact table, cached by (kind, content key); ``estimator.plan`` once
-    on config.json; the previous plan from the estimates table, read into a
-    typed Plan once (``estimate.parent_plan``). Walking a repo's history, the
-    caller passes what it kept of the revision it recorded before
-    (``tracker.revision.walk.Walk``): those texts are not read again, the repo is
-    looked up once, the parent's snapshot and Plan are the ones it recorded (only
-    whether the revision itself is recorded is asked, and no stored plan is parsed),
-    and the parent's Plan is the revision's own when config.json
-    and the manifest are unchanged (no plan, no plan delta). Plan JSON is written
-    once, into the estimates table. The parsed
-   configs (``CONFIG_PATHS``) go into the record, the previous side's taken
-   from the new one where the file is unchanged, else from what the differ
-   parsed, so building the record reads nothing more.
+   back; the texts the differs need from the store through ``SessionBlobs``, which
+   reads each content key at most once per revision; parsing through the artifact
+   table, cached by (kind, content key); ``estimator.plan`` once on config.json;
+   the previous plan from the estimates table, read into a typed Plan once
+   (``estimate.parent_plan``). Walking a repo's history, the caller passes what it
+   kept of the revision it recorded before (``tracker.revision.walk.Walk``): its
+   texts are neither asked for nor read again, the repo is looked up once, and the
+   parent's snapshot and Plan are the ones it recorded, so nothing is asked about
+   the parent or the revision (whether another writer recorded the revision
+   meanwhile is the recording statement's answer) and no stored plan is parsed; the
+   parent's Plan is the revision's own when config.json and the manifest are
+   unchanged (no plan, no plan delta). A walked revision whose every text the walk
+   holds or the Hub gave opens no read session: its one transaction is the write.
+   Plan JSON is written once, into the estimates table. The parsed configs
+   (``CONFIG_PATHS``) go into the record, the previous side's taken from the new
+   one where the file is unchanged, else from what the differ parsed, so building
+   the record reads nothing more.
 3. ``commit``, in one write transaction: the lease fence; ONE statement for what
    the recording must know (``storage.recording``: its place on main's chain,
    whether it is recorded, which of its manifest and plan blobs are stored,
@@ -63,8 +66,10 @@ each.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import TracebackType
 from typing import Final
 
 from sqlalchemy.orm import Session
@@ -75,7 +80,6 @@ from storage import (
     DiffBase,
     diff_base,
     get_blob,
-    has_revision,
     known_content_keys,
     record_revision,
 )
@@ -89,11 +93,43 @@ from tracker.hub.client import Hub
 from tracker.revision.estimate import estimate, parent_plan
 from tracker.revision.exact_parameters import available as exact_available
 from tracker.revision.snapshot import LazyBlobs, take_snapshot
-from tracker.revision.stored_builds import StoredBuilds
+from tracker.revision.stored_builds import SessionSource, StoredBuilds, session_source
 from tracker.revision.walk import Planned, Walk
 
 CONFIG_PATHS: Final = ("config.json", "generation_config.json")
 """The model-level configs an outcome carries parsed, for publishers to read."""
+
+
+class ReadSession:
+    """The one read session of a ``prepare``, opened only when something asks the store.
+
+    A revision walked after its parent often asks the store nothing: the walk holds the
+    parent, and its texts are held or fetched. Such a revision opens no session at all;
+    any other opens one at its first question and keeps it to the end (``with``), closed
+    (rolled back) when preparing raises.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._stack = ExitStack()
+        self._session: Session | None = None
+
+    def __call__(self) -> Session:
+        """The session, opened on the first call."""
+        if self._session is None:
+            self._session = self._stack.enter_context(self._database.read_session())
+        return self._session
+
+    def __enter__(self) -> ReadSession:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stack.__exit__(kind, error, traceback)
 
 
 class SessionBlobs:
@@ -104,21 +140,26 @@ class SessionBlobs:
     and they are written with the revision (``Prepared.fetched``). ``kept`` holds
     texts already in the store whose bytes the caller has in hand (the walk's
     previous revision, ``tracker.revision.walk``): they are neither asked for nor read.
+    ``stored`` names more keys the caller knows are in the store (the rest of that
+    revision's texts): they are not asked for, only read when a differ needs their bytes.
+    ``session`` is a session or, in ``prepare``, its ``ReadSession``: asked for only when
+    a key is none of these.
     """
 
     def __init__(
         self,
-        session: Session,
+        session: Session | SessionSource,
         fetched: Mapping[str, bytes] | None = None,
         kept: Mapping[str, bytes] | None = None,
+        stored: Iterable[str] = (),
     ) -> None:
-        self._session = session
+        self._session = session_source(session)
         self._read: dict[str, bytes] = {}
         self._kept: Mapping[str, bytes] = kept or {}
         self.fetched: dict[str, bytes] = dict(fetched or {})
-        self.stored: set[str] = set(self._kept)
-        """The keys this view saw in the store (kept, or found there): the recording
-        transaction need not ask for them again, since blobs are never deleted."""
+        self.stored: set[str] = set(self._kept) | set(stored)
+        """The keys this view saw in the store (kept, known stored, or found there): the
+        recording transaction need not ask for them again, since blobs are never deleted."""
 
     def with_fetched(self, fetched: Mapping[str, bytes]) -> SessionBlobs:
         """This view with ``fetched`` (Hub texts not in the store) added."""
@@ -129,13 +170,14 @@ class SessionBlobs:
 
     def known(self, keys: Iterable[str]) -> set[str]:
         """The keys among ``keys`` already fetched in this revision or stored in the blob table."""
-        wanted = list(keys)
-        in_hand = [k for k in wanted if k in self.fetched or k in self._kept]
-        found = known_content_keys(
-            self._session, [k for k in wanted if k not in self.fetched and k not in self._kept]
-        )
+        wanted = set(keys)
+        seen = {k for k in wanted if k in self.fetched or k in self.stored}
+        asked = wanted - seen
+        if not asked:
+            return seen
+        found = known_content_keys(self._session(), asked)
         self.stored |= found
-        return set(in_hand) | found
+        return seen | found
 
     def read(self, key: str) -> bytes:
         """The blob at ``key``, read from the store at most once through this view."""
@@ -144,7 +186,7 @@ class SessionBlobs:
         if key in self._kept:
             return self._kept[key]
         if key not in self._read:
-            self._read[key] = get_blob(self._session, key)
+            self._read[key] = get_blob(self._session(), key)
         return self._read[key]
 
     def in_hand(self) -> dict[str, bytes]:
@@ -234,12 +276,12 @@ def prepare(
     again, and its plan is carried when config.json and the manifest are unchanged.
     """
     cache = walk.parsed
-    with database.read_session() as session:
+    with ReadSession(database) as session:
         base = _diff_base(session, revision, walk)
         walk.repo_pk = base.repo_pk
         if base.recorded:
             return None
-        blobs = SessionBlobs(session, kept=walk.texts)
+        blobs = SessionBlobs(session, kept=walk.texts, stored=walk.stored())
         builds = StoredBuilds(session) if exact_available() else None
         previous, old_plan = base.previous, None
         old: RevisionContent | None = None
@@ -302,18 +344,21 @@ def remember(walk: Walk, prepared: Prepared) -> None:
     walk.recorded(prepared.outcome.snapshot, prepared.in_hand, prepared.planned)
 
 
-def _diff_base(session: Session, revision: Revision, walk: Walk) -> DiffBase:
+def _diff_base(session: SessionSource, revision: Revision, walk: Walk) -> DiffBase:
     """``storage.diff_base``, or where the walk recorded ``revision``'s parent a moment ago,
-    the same answer from what it holds: only whether ``revision`` is recorded is asked.
+    the same answer from what it holds, asking nothing.
 
-    That answer leaves ``previous_plan`` out: the walk holds the parent's Plan itself
-    (``walk.planned``, None exactly where the parent has no plan), which ``prepare`` takes.
+    The walk lists only revisions it has not seen recorded, so ``revision`` is taken as
+    unrecorded: where another writer recorded it since, the recording transaction's first
+    statement finds it and ``commit`` writes nothing and returns None, the answer a
+    revision found recorded here gave. That answer leaves ``previous_plan`` out: the walk
+    holds the parent's Plan itself (``walk.planned``, None exactly where the parent has no
+    plan), which ``prepare`` takes.
     """
     held = walk.parent_of(revision)
     if held is None or walk.repo_pk is None:
-        return diff_base(session, revision, walk.repo_pk)
-    recorded = has_revision(session, revision.repo_id, revision.sha, repo_pk=walk.repo_pk)
-    return DiffBase(recorded=recorded, repo_pk=walk.repo_pk, previous=None if recorded else held)
+        return diff_base(session(), revision, walk.repo_pk)
+    return DiffBase(recorded=False, repo_pk=walk.repo_pk, previous=held)
 
 
 def _plan_holds(carried: Planned | None, previous: Snapshot | None, new: RevisionContent) -> bool:
@@ -422,6 +467,7 @@ __all__ = [
     "Prepared",
     "Publisher",
     "Publishers",
+    "ReadSession",
     "SessionBlobs",
     "commit",
     "configs_of",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, Final
 
@@ -32,6 +32,16 @@ from tracker.revision.exact_parameters import MetaBuild, cached, config_hash, me
 
 KEY_PREFIX: Final = "m"
 FORMAT: Final = 1
+
+SessionSource = Callable[[], Session]
+"""Gives the session to read through, opening it on first use (``process.ReadSession``)."""
+
+
+def session_source(session: Session | SessionSource) -> SessionSource:
+    """``session`` as a source: a session in hand is given as it is."""
+    if isinstance(session, Session):
+        return lambda: session
+    return session
 
 
 @lru_cache(maxsize=1)
@@ -109,13 +119,13 @@ def _modules(value: Any) -> tuple[tuple[str, str], ...] | None:
 class StoredBuilds:
     """The ExactParameters of one revision's read session.
 
-    A config this process holds a build of is answered from memory; any other is
-    read from the blob store, or, met for the first time, built and its document
-    kept in ``new`` for the revision's transaction to write.
+    A config this process holds a build of is answered from memory, without asking for
+    the session; any other is read from the blob store, or, met for the first time, built
+    and its document kept in ``new`` for the revision's transaction to write.
     """
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, session: Session | SessionSource) -> None:
+        self.session = session_source(session)
         self.new: dict[str, bytes] = {}
 
     def __call__(self, config: Mapping[str, object]) -> ParameterList | None:
@@ -141,10 +151,18 @@ class StoredBuilds:
 
     def _stored(self, key: str) -> MetaBuild | None:
         try:
-            data = get_blob(self.session, key)
+            data = get_blob(self.session(), key)
         except (BlobNotFound, BlobCorrupt):
             return None
         return decode(data, key)
 
 
-__all__ = ["StoredBuilds", "build_key", "decode", "encode", "transformers_version"]
+__all__ = [
+    "SessionSource",
+    "StoredBuilds",
+    "build_key",
+    "decode",
+    "encode",
+    "session_source",
+    "transformers_version",
+]

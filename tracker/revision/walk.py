@@ -3,10 +3,11 @@
 Each revision is diffed against its parent, which is (almost always) the revision the
 same worker recorded a moment before. Its snapshot was recorded by the same worker, its
 texts were fetched or read for that revision, and parsed; its plan was computed from its
-config.json and manifest. Kept here, the next revision reads none of them from the store
-again (neither the snapshot nor the stored plan: only whether the revision itself is
-recorded is asked), parses nothing twice and plans only when the inputs of the plan changed. Only the last recorded revision's
-texts are kept, so a walk holds one revision's texts however long the history.
+config.json and manifest. Kept here, the next revision asks the store nothing about them
+(not the snapshot, not the stored plan, not whether its texts are stored, not even whether
+the revision itself is recorded: the recording's first statement answers that), parses
+nothing twice and plans only when the inputs of the plan changed. Only the last recorded
+revision's texts are kept, so a walk holds one revision's texts however long the history.
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ class Walk:
         self.texts = {key: in_hand[key] for key in snapshot.texts.values() if key in in_hand}
         self.planned = planned
         self.snapshot = snapshot
+
+    def stored(self) -> frozenset[str]:
+        """The content keys of the last recorded revision's texts: all in the store, since it
+        was recorded, whether or not their bytes are kept (a text found stored and parsed from
+        the cache was never read)."""
+        return frozenset() if self.snapshot is None else frozenset(self.snapshot.texts.values())
 
     def parent_of(self, revision: Revision) -> Snapshot | None:
         """The snapshot of ``revision``'s parent on main, when it is the one recorded last."""
