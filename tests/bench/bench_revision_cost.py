@@ -8,7 +8,8 @@ records the same workload in a subprocess of its own (``PYTHONPATH`` set to that
 one after the other, against the same Hub emulator served from this process (so the
 emulator's CPU is not an instance's) and a fresh database of the same kind. The
 subprocess runs one check worker in its main thread exactly as the daemon builds it
-(``tracker.schedule.worker.Worker`` with the daemon's publishers) until the workload is
+(``tracker.schedule.worker.Worker`` with the daemon's publishers, on the daemon's Hub
+client: ``tracker.hub.ratelimit.install``, at a rate that never paces) until the workload is
 recorded, and measures a window that starts after ``--warmup`` revisions (imports and
 caches amortised: steady state):
 
@@ -242,6 +243,7 @@ def checking_worker(args: argparse.Namespace, owner: str) -> tuple[Any, Any, Any
     from tracker.hub.api import connect
     from tracker.hub.client import Hub
     from tracker.hub.discovery import HeadProbe
+    from tracker.hub.ratelimit import RateLimiter, install
     from tracker.schedule.leases import track
     from tracker.schedule.metrics import DaemonMetrics
     from tracker.schedule.worker import Worker, WorkerPolicy
@@ -254,6 +256,9 @@ def checking_worker(args: argparse.Namespace, owner: str) -> tuple[Any, Any, Any
         for repo_id in repos:
             track(session, repo_id, now=datetime.now(UTC))
     metrics = DaemonMetrics()
+    # the daemon's Hub client (``Daemon.start_background``): its hooks, timeout and transport;
+    # a rate that never paces, so the window measures what a request costs, not the pacing
+    install(RateLimiter(1e9), timeout_s=30.0, observers=(metrics.observe_response,))
     settings = Settings.in_dir(Path(args.scratch))
     api = connect(HubSettings(args.endpoint))
     worker = Worker(
