@@ -17,6 +17,11 @@ Three things differ between the backends when the defaults are left alone:
   ``json.dumps`` at all; it is stored as the string of its digits (``decimal`` converts
   without that limit), so the row is written and reads back the same everywhere.
 
+A writer that has encoded a value already (to learn whether it needed repair) binds
+the text to the column as ``Encoded``: both engines' serializers are ``dumps``
+(directly, or through ``dumps_for_sqlite``), which hands it back as it is, so the
+value is not encoded a second time.
+
 Nothing queries inside JSON columns, so a BLOB row is invisible to every reader but
 ``json.loads``.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
@@ -33,12 +39,22 @@ from storage.values import holds_unstorable_escape, storable_text
 NON_FINITE: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A JSON column's value already written by ``dumps``: bound as ``text``, not encoded again."""
+
+    text: str
+
+
 def dumps(value: Any) -> str:
     """``value`` as standard JSON (RFC 8259), as both backends store it.
 
     NUL and lone surrogates (which PostgreSQL refuses in ``json`` and no
-    reader can print) are written as U+FFFD (``storage.values``).
+    reader can print) are written as U+FFFD (``storage.values``). An ``Encoded``
+    value is its text.
     """
+    if type(value) is Encoded:
+        return value.text
     return dumps_repaired(value)[0]
 
 
@@ -58,6 +74,13 @@ def dumps_repaired(value: Any) -> tuple[str, bool]:
     if repaired is value:  # an escaped valid surrogate pair: nothing to replace
         return text, False
     return json.dumps(standard(repaired), allow_nan=False), True
+
+
+def encoded_repaired(value: Any) -> tuple[Encoded, bool]:
+    """``value`` encoded once for a JSON column (``Encoded``), and whether a character had
+    to be replaced to write it (``dumps_repaired``)."""
+    text, repaired = dumps_repaired(value)
+    return Encoded(text), repaired
 
 
 def dumps_for_sqlite(value: Any) -> str | bytes:
@@ -90,4 +113,12 @@ def _writable(value: int) -> bool:
     return True
 
 
-__all__ = ["NON_FINITE", "dumps", "dumps_for_sqlite", "dumps_repaired", "standard"]
+__all__ = [
+    "NON_FINITE",
+    "Encoded",
+    "dumps",
+    "dumps_for_sqlite",
+    "dumps_repaired",
+    "encoded_repaired",
+    "standard",
+]
