@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
-from storage.values import holds_unstorable_escape, storable_text
+from storage.values import holds_unstorable, holds_unstorable_escape, storable_text
 
 NON_FINITE: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
@@ -64,23 +64,37 @@ def dumps_repaired(value: Any) -> tuple[str, bool]:
     The common case costs one encode: the escapes json writes for those characters
     are looked for in its output, and only a value whose output holds one is walked.
     """
-    try:
-        text = json.dumps(value, allow_nan=False)
-    except ValueError:
-        text = json.dumps(standard(value), allow_nan=False)
-    if not holds_unstorable_escape(text):
-        return text, False
-    repaired = storable_text(value)
-    if repaired is value:  # an escaped valid surrogate pair: nothing to replace
-        return text, False
-    return json.dumps(standard(repaired), allow_nan=False), True
+    text, repaired, _ = _encoded(value)
+    return text, repaired
 
 
 def encoded_repaired(value: Any) -> tuple[Encoded, bool]:
-    """``value`` encoded once for a JSON column (``Encoded``), and whether a character had
-    to be replaced to write it (``dumps_repaired``)."""
-    text, repaired = dumps_repaired(value)
-    return Encoded(text), repaired
+    """``value`` encoded once for a JSON column (``Encoded``), and whether
+    ``storage.values.holds_unstorable`` finds a character in it to replace.
+
+    That check is what a snapshot's columns were checked with before they were
+    encoded once, and it also answers yes for a value json cannot write as it is (an
+    integer past the int-to-str limit); where the value needed ``standard`` it decides,
+    so such a revision still carries the finding it always did.
+    """
+    text, repaired, standardized = _encoded(value)
+    return Encoded(text), holds_unstorable(value) if standardized else repaired
+
+
+def _encoded(value: Any) -> tuple[str, bool, bool]:
+    """``dumps_repaired``, and whether ``value`` needed ``standard`` to be written."""
+    standardized = False
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except ValueError:
+        standardized = True
+        text = json.dumps(standard(value), allow_nan=False)
+    if not holds_unstorable_escape(text):
+        return text, False, standardized
+    repaired = storable_text(value)
+    if repaired is value:  # an escaped valid surrogate pair: nothing to replace
+        return text, False, standardized
+    return json.dumps(standard(repaired), allow_nan=False), True, standardized
 
 
 def dumps_for_sqlite(value: Any) -> str | bytes:
