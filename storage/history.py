@@ -110,7 +110,7 @@ def record_revision(
         repo_pk,
         revision,
         blob_keys=list(documents),
-        text_keys=set(snapshot.texts.values()) - set(given) - set(stored_keys),
+        text_keys=set(snapshot.texts.values()).difference(given, stored_keys),
     )
     if not context.texts_stored:
         _refuse_missing_texts(session, snapshot, set(given))
