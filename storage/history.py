@@ -137,7 +137,7 @@ def record_revision(
         return False
     new_documents: dict[str, bytes] = {}
     if manifest is not None and manifest.key not in context.stored_blobs:
-        new_documents[manifest.key] = manifest.bytes()
+        new_documents[manifest.key] = manifest.stored_bytes()
     if plan is not None and plan.blob[0] not in context.stored_blobs:
         new_documents[plan.blob[0]] = plan.blob[1]
     put_blobs(session, {**given, **new_documents}, at=processed_at)

@@ -58,14 +58,14 @@ class StoredManifest:
     """A weight manifest as its blob: the key, and the bytes where this revision encoded it.
 
     ``data`` is None where the key was remembered from an identical manifest encoded for
-    an earlier revision (``storage.manifest_keys``); ``bytes`` encodes it then, for a
+    an earlier revision (``storage.manifest_keys``); ``stored_bytes`` encodes it then, for a
     store that lacks the blob."""
 
     key: str
     data: bytes | None
     value: Mapping[str, JsonValue]
 
-    def bytes(self) -> bytes:
+    def stored_bytes(self) -> bytes:
         """The blob's bytes, encoded now if they were not."""
         return self.data if self.data is not None else _encode_manifest(self.value, None)[0][1]
 

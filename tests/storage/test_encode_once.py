@@ -127,7 +127,7 @@ def test_a_manifest_seen_before_takes_its_remembered_key_and_bytes_are_made_on_d
     assert first is not None and first.data == text.encode()
     assert again is not None and again.data is None
     assert again.key == first.key == hashlib.sha256(text.encode()).hexdigest()
-    assert again.bytes() == text.encode()
+    assert again.stored_bytes() == text.encode()
 
 
 def test_a_remembered_manifest_is_stored_in_a_database_that_lacks_its_blob(
