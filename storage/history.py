@@ -15,7 +15,7 @@ from typing import Any, Final
 from sqlalchemy import bindparam, exists, insert, null, select, update
 from sqlalchemy.orm import Session
 
-from storage.blobs import document_blob, known_content_keys, put_blobs
+from storage.blobs import known_content_keys, put_blobs
 from storage.dialect import execute_core, insert_returning_id, table_of
 from storage.errors import InvalidRecord, RepoNotFound, RevisionNotFound
 from storage.manifests import manifest_of, snapshot_extras
@@ -40,7 +40,7 @@ from storage.records import (
 )
 from storage.repo_ids import RepoId
 from storage.repos import ensure_repo, remember_repo_pk, repo_row
-from storage.storable import JsonDocument, storable_revision
+from storage.storable import JsonDocument, json_column, storable_revision
 from storage.summary_upkeep import mark_summary_stale, remember_newest, remember_plan_figures
 from storage.values import require_aware, require_text, storable_text
 
@@ -101,15 +101,16 @@ def record_revision(
     else:
         remember_repo_pk(session, revision.repo_id, repo_pk)
     given = dict(texts or {})
-    manifest = None if storable.manifest is None else document_blob(storable.manifest)
-    plan = None if storable.plan is None else document_blob(storable.plan)
-    documents = dict(blob for blob in (manifest, plan) if blob is not None)
+    manifest, plan = storable.manifest, storable.plan
+    manifest_key = None if manifest is None else manifest.key
+    plan_key = None if plan is None else plan.blob[0]
+    documents = [key for key in dict.fromkeys((manifest_key, plan_key)) if key is not None]
     context = recording_context(
         session,
         repo_pk,
         revision,
         blob_keys=list(documents),
-        text_keys=set(snapshot.texts.values()) - set(given) - set(stored_keys),
+        text_keys=set(snapshot.texts.values()).difference(given, stored_keys),
     )
     if not context.texts_stored:
         _refuse_missing_texts(session, snapshot, set(given))
@@ -134,7 +135,11 @@ def record_revision(
     )
     if revision_pk is None:
         return False
-    new_documents = {k: v for k, v in documents.items() if k not in context.stored_blobs}
+    new_documents: dict[str, bytes] = {}
+    if manifest is not None and manifest.key not in context.stored_blobs:
+        new_documents[manifest.key] = manifest.stored_bytes()
+    if plan is not None and plan.blob[0] not in context.stored_blobs:
+        new_documents[plan.blob[0]] = plan.blob[1]
     put_blobs(session, {**given, **new_documents}, at=processed_at)
     if snapshot.files:
         execute_core(
@@ -150,10 +155,10 @@ def record_revision(
         _INSERT_SNAPSHOT,
         {
             "revision_pk": revision_pk,
-            "texts": dict(snapshot.texts),
-            "oversized": list(snapshot.oversized),
-            "manifest_key": None if manifest is None else manifest[0],
-            "card": dict(snapshot.card),
+            "texts": storable.texts,
+            "oversized": storable.oversized,
+            "manifest_key": manifest_key,
+            "card": storable.card,
         },
     )
     if changes:
@@ -168,17 +173,11 @@ def record_revision(
             _INSERT_ESTIMATE,
             {
                 "revision_pk": revision_pk,
-                "plan_key": plan[0],
+                "plan_key": plan_key,
                 "schema_version": plan_schema_version,
             },
         )
-    recorded_plan = (
-        None
-        if plan_json is None
-        else plan_json.value
-        if isinstance(plan_json, JsonDocument)
-        else plan_json
-    )
+    recorded_plan = plan_json.value if isinstance(plan_json, JsonDocument) else plan_json
     if context.newest_position is None or position > context.newest_position:
         remember_newest(session, repo_pk, revision_pk, recorded_plan)
     else:
@@ -499,8 +498,8 @@ def _change_row(revision_pk: int, ordinal: int, change: Change) -> dict[str, Any
         "artifact": change.artifact,
         "path": storable_text(change.path),
         "kind": change.kind,
-        "old": storable_text(change.old),
-        "new": storable_text(change.new),
+        "old": json_column(change.old),
+        "new": json_column(change.new),
         "severity": int(change.severity),
         "message": storable_text(change.message),
     }

@@ -17,6 +17,11 @@ Three things differ between the backends when the defaults are left alone:
   ``json.dumps`` at all; it is stored as the string of its digits (``decimal`` converts
   without that limit), so the row is written and reads back the same everywhere.
 
+A writer that has encoded a value already (to learn whether it needed repair) binds
+the text to the column as ``Encoded``: both engines' serializers are ``dumps``
+(directly, or through ``dumps_for_sqlite``), which hands it back as it is, so the
+value is not encoded a second time.
+
 Nothing queries inside JSON columns, so a BLOB row is invisible to every reader but
 ``json.loads``.
 """
@@ -25,20 +30,31 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
-from storage.values import holds_unstorable_escape, storable_text
+from storage.values import holds_unstorable, holds_unstorable_escape, storable_text
 
 NON_FINITE: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A JSON column's value already written by ``dumps``: bound as ``text``, not encoded again."""
+
+    text: str
 
 
 def dumps(value: Any) -> str:
     """``value`` as standard JSON (RFC 8259), as both backends store it.
 
     NUL and lone surrogates (which PostgreSQL refuses in ``json`` and no
-    reader can print) are written as U+FFFD (``storage.values``).
+    reader can print) are written as U+FFFD (``storage.values``). An ``Encoded``
+    value is its text.
     """
+    if type(value) is Encoded:
+        return value.text
     return dumps_repaired(value)[0]
 
 
@@ -48,16 +64,37 @@ def dumps_repaired(value: Any) -> tuple[str, bool]:
     The common case costs one encode: the escapes json writes for those characters
     are looked for in its output, and only a value whose output holds one is walked.
     """
+    text, repaired, _ = _encoded(value)
+    return text, repaired
+
+
+def encoded_repaired(value: Any) -> tuple[Encoded, bool]:
+    """``value`` encoded once for a JSON column (``Encoded``), and whether
+    ``storage.values.holds_unstorable`` finds a character in it to replace.
+
+    That check is what a snapshot's columns were checked with before they were
+    encoded once, and it also answers yes for a value json cannot write as it is (an
+    integer past the int-to-str limit); where the value needed ``standard`` it decides,
+    so such a revision still carries the finding it always did.
+    """
+    text, repaired, standardized = _encoded(value)
+    return Encoded(text), holds_unstorable(value) if standardized else repaired
+
+
+def _encoded(value: Any) -> tuple[str, bool, bool]:
+    """``dumps_repaired``, and whether ``value`` needed ``standard`` to be written."""
+    standardized = False
     try:
         text = json.dumps(value, allow_nan=False)
     except ValueError:
+        standardized = True
         text = json.dumps(standard(value), allow_nan=False)
     if not holds_unstorable_escape(text):
-        return text, False
+        return text, False, standardized
     repaired = storable_text(value)
     if repaired is value:  # an escaped valid surrogate pair: nothing to replace
-        return text, False
-    return json.dumps(standard(repaired), allow_nan=False), True
+        return text, False, standardized
+    return json.dumps(standard(repaired), allow_nan=False), True, standardized
 
 
 def dumps_for_sqlite(value: Any) -> str | bytes:
@@ -90,4 +127,12 @@ def _writable(value: int) -> bool:
     return True
 
 
-__all__ = ["NON_FINITE", "dumps", "dumps_for_sqlite", "dumps_repaired", "standard"]
+__all__ = [
+    "NON_FINITE",
+    "Encoded",
+    "dumps",
+    "dumps_for_sqlite",
+    "dumps_repaired",
+    "encoded_repaired",
+    "standard",
+]

@@ -74,21 +74,21 @@ def recording_context(
     ``blob_keys`` (at most a few) are answered key by key; ``text_keys`` only as a
     whole: a missing text is the caller's error, worth a second query to name it.
     """
-    parents = list(revision.parents)
+    parents = revision.parents
+    lookup = lookup_keys(revision.repo_id)
     asked = sorted(set(text_keys))
     count_texts = bool(asked) and len(asked) <= _MAX_KEYS_ASKED
     parameters: dict[str, Any] = {
         "context_repo": repo_pk,
         "context_sha": revision.sha,
         "context_quoted_sha": f'"{revision.sha}"',
-        "context_lookup": list(lookup_keys(revision.repo_id)),
     }
-    if parents:
-        parameters["context_parents"] = parents
+    parameters |= {f"context_parent_{index}": sha for index, sha in enumerate(parents)}
+    parameters |= {f"context_lookup_{index}": key for index, key in enumerate(lookup)}
     if count_texts:
         parameters["context_texts"] = asked
     parameters |= {f"context_blob_{index}": key for index, key in enumerate(blob_keys)}
-    statement = _context_statement(bool(parents), len(blob_keys), count_texts)
+    statement = _context_statement(len(parents), len(lookup), len(blob_keys), count_texts)
     found: Sequence[Any] = execute_core(session, statement, parameters).one()
     recorded, parent, child, newest, subscribable = found[:5]
     blobs = found[5 : 5 + len(blob_keys)]
@@ -105,17 +105,25 @@ def recording_context(
 
 
 @cache
-def _context_statement(with_parents: bool, blobs: int, count_texts: bool) -> Select[Any]:
+def _context_statement(parents: int, lookups: int, blobs: int, count_texts: bool) -> Select[Any]:
     """The statement of ``recording_context`` for one shape of revision, built once: each
-    revision binds its values (``context_*``) to it."""
+    revision binds its values (``context_*``) to it.
+
+    The parents and lookup keys (one or two, two or three) are a parameter each, not
+    an expanding list: that list's SQL is rewritten on every execution, which cost
+    more than running the statement on SQLite. Only the rare list of texts expands.
+    """
     repo_pk = bindparam("context_repo", type_=Integer)
     of_repo = RevisionRow.repo_pk == repo_pk
     columns: list[Any] = [
         exists().where(of_repo, RevisionRow.sha == bindparam("context_sha")),
         select(func.max(RevisionRow.position))
-        .where(of_repo, RevisionRow.sha.in_(bindparam("context_parents", expanding=True)))
+        .where(
+            of_repo,
+            RevisionRow.sha.in_([bindparam(f"context_parent_{index}") for index in range(parents)]),
+        )
         .scalar_subquery()
-        if with_parents
+        if parents
         else null(),
         # Rarely found, and cheap to ask: parents is a short JSON list of hex shas.
         select(func.min(RevisionRow.position))
@@ -128,7 +136,9 @@ def _context_statement(with_parents: bool, blobs: int, count_texts: bool) -> Sel
         # An active subscription keyed by the repo, its org or ``*``: every one that can name
         # it (``storage.repo_patterns``), and a superset of those that do.
         exists().where(
-            SubscriptionRepoKeyRow.key.in_(bindparam("context_lookup", expanding=True)),
+            SubscriptionRepoKeyRow.key.in_(
+                [bindparam(f"context_lookup_{index}") for index in range(lookups)]
+            ),
             SubscriptionRow.id == SubscriptionRepoKeyRow.subscription_pk,
             SubscriptionRow.active,
         ),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -66,6 +66,12 @@ def holds_unstorable(value: Any) -> bool:
     except (TypeError, ValueError, RecursionError):
         return True  # the walk decides
     return _ESCAPED_UNSTORABLE.search(encoded) is not None and _found(value)
+
+
+def any_unstorable(texts: Iterable[str]) -> bool:
+    """Whether any of ``texts`` holds a character ``storable_text`` would replace: one search
+    over them joined (a file list's paths), no JSON written."""
+    return _UNSTORABLE.search("\n".join(texts)) is not None
 
 
 def holds_unstorable_escape(encoded: str) -> bool:
@@ -134,6 +140,8 @@ def _may_hold_nul(value: Any) -> bool:
     if any("\x00" in item for item in items if isinstance(item, str)):
         return True
     deeper = [item for item in items if isinstance(item, Mapping | list | tuple)]
+    if not deeper:
+        return False
     try:
         return "\\u0000" in json.dumps(deeper, ensure_ascii=False, check_circular=False)
     except (TypeError, ValueError, RecursionError):
