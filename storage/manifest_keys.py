@@ -1,7 +1,8 @@
 """The content key of a weight manifest encoded before, found without encoding it again.
 
-Most revisions leave the weights alone, so their manifest is their parent's, rebuilt
-as a new but identical value; encoding it to JSON, checking that text for characters
+Most revisions leave the weights alone, so their manifest is their parent's (the same
+object, where the snapshot saw the shards unchanged, else an identical value built
+again); encoding it to JSON, checking that text for characters
 to repair and hashing it cost more than anything else the recording does with it.
 ``marshal`` (format version 0: no object references, no interned-string marks) writes
 a JSON value in a fraction of that time and keeps exactly what ``json.dumps`` reads:
@@ -33,14 +34,25 @@ class ManifestKeys:
         self._size = size
         self._known: dict[bytes, tuple[str, bool]] = {}
         self._lock = threading.Lock()
+        self._last = threading.local()
 
     def digest(self, manifest: Any) -> bytes | None:
         """The value's identity as JSON, or None where ``marshal`` cannot write it (a type of
-        its own, too deep): such a manifest is encoded every time."""
+        its own, too deep): such a manifest is encoded every time.
+
+        The very object this thread asked about last answers from memory: a revision that
+        leaves the weights alone carries its parent's manifest object itself
+        (``tracker.revision.weights_manifest``), and nothing mutates a recorded manifest.
+        """
+        last: tuple[Any, bytes] | None = getattr(self._last, "asked", None)
+        if last is not None and last[0] is manifest:
+            return last[1]
         try:
-            return hashlib.sha256(marshal.dumps(manifest, _MARSHAL_VERSION)).digest()
+            digest = hashlib.sha256(marshal.dumps(manifest, _MARSHAL_VERSION)).digest()
         except ValueError:
             return None
+        self._last.asked = (manifest, digest)
+        return digest
 
     def get(self, digest: bytes | None) -> tuple[str, bool] | None:
         """The (content key, repaired) remembered for ``digest``, if any."""

@@ -368,7 +368,7 @@ def _plan_holds(carried: Planned | None, previous: Snapshot | None, new: Revisio
         return False
     return (
         new.snapshot.texts.get("config.json") == carried.config_key
-        and new.snapshot.manifest == carried.manifest
+        and (new.snapshot.manifest is carried.manifest or new.snapshot.manifest == carried.manifest)
     )
 
 
