@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from storage.records import FileEntry, Revision, Snapshot
 from tracker.diff.files import suffix
+from tracker.diff.revision import RevisionContent, diff_revisions
 from tracker.diff.special_tokens import TokenNames
 
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+INDEX = "model.safetensors.index.json"
 PATH_PARTS = st.sampled_from(["", ".", "..", "a", "b.BIN", ".hidden", "x.", "m.safetensors"])
 
 
@@ -51,3 +58,43 @@ def test_token_names_are_read_on_the_first_lookup_only() -> None:
     assert 50259 in names and len(names) == 1
     assert side.reads == reads
     assert dict(TokenNames(None)) == {}
+
+
+def revision_side(texts: dict[str, bytes], label: str) -> RevisionContent:
+    keys = {path: hashlib.sha1(data).hexdigest() for path, data in texts.items()}
+    revision = Revision("acme/model", hashlib.sha1(label.encode()).hexdigest(), (), NOW, label)
+    files = tuple(FileEntry(path, len(data), keys[path]) for path, data in texts.items())
+    return RevisionContent(Snapshot(revision, files, keys), texts)
+
+
+def emptied(document: dict[str, Any]) -> None:
+    """Every dict of ``document`` cleared in place, the deepest first."""
+    for value in document.values():
+        if isinstance(value, dict):
+            emptied(value)
+    document.clear()
+
+
+def test_a_change_keeps_its_values_as_written_when_the_parsed_document_is_rewritten() -> None:
+    old_config = {"rope_scaling": {"factor": 8.0, "type": "llama3"}, "vocab_size": 32000}
+    new_config = {"rope_scaling": {"factor": 16.0, "type": "llama3"}, "vocab_size": 32000}
+    index = {"metadata": {"total_size": 10}, "weight_map": {"w": "model.safetensors"}}
+    old = revision_side({"config.json": json.dumps(old_config).encode()}, "a")
+    new = revision_side(
+        {
+            "config.json": json.dumps(new_config).encode(),
+            "model.safetensors.index.json": json.dumps(index).encode(),
+        },
+        "b",
+    )
+    changes = diff_revisions(old, new)
+    # later readers of the revision (transformers' config classes) rewrite dicts in place
+    for side, path in ((old, "config.json"), (new, "config.json"), (new, INDEX)):
+        emptied(side.value(path))
+    assert {(c.path, c.kind): (c.old, c.new) for c in changes} == {
+        ("config.json", "modified"): (
+            {"factor": 8.0, "type": "llama3"},
+            {"factor": 16.0, "type": "llama3"},
+        ),
+        (INDEX, "added"): (None, index),
+    }
