@@ -10,7 +10,6 @@ says why it matters. Wording rules that need more than a fixed sentence
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -21,7 +20,7 @@ from typing import Any
 from deepdiff import DeepDiff
 
 from storage.records import Change, Severity
-from tracker.diff.common import DiffContext, format_value
+from tracker.diff.common import DiffContext, format_value, json_copy
 from tracker.diff.shapes import MAX_LINE_CHARS, MISSING, describe
 from tracker.diff.special_tokens import token_context
 from tracker.diff.wording import EXPLAINERS
@@ -335,7 +334,7 @@ def diff_json_file(
 
 def _kept(change: Change) -> Change:
     """The change holding its own copies of its values, not the parsed documents' objects."""
-    return replace(change, old=copy.deepcopy(change.old), new=copy.deepcopy(change.new))
+    return replace(change, old=json_copy(change.old), new=json_copy(change.new))
 
 
 def _file_change(artifact: str, path: str, kind: str, found: list[Change]) -> Change:

@@ -11,12 +11,12 @@ records them, one line per file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from storage.records import Change, Severity
+from tracker.diff.common import json_equal
 from tracker.untrusted.artifacts import Side
 
 ARTIFACT = "tokenizer"
@@ -137,7 +137,9 @@ def _unrecorded(
     left_new: dict[str, Any] = {}
     for key in sorted(set(old_entries) | set(new_entries), key=str):
         was, now = old_entries.get(key), new_entries.get(key)
-        if _same(was, now) or (_same(seen_old.get(key), was) and _same(seen_new.get(key), now)):
+        if json_equal(was, now) or (
+            json_equal(seen_old.get(key), was) and json_equal(seen_new.get(key), now)
+        ):
             continue
         if was is not None:
             left_old[key] = was
@@ -149,11 +151,6 @@ def _unrecorded(
             {DECODER: left_new} if left_new else {},
         )
     return left_old, left_new
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as JSON (``1`` is not ``true``), key order aside."""
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def _relisting(source: str, old: dict[str, Any], new: dict[str, Any]) -> Change:

@@ -16,12 +16,12 @@ row's business (``tracker.diff.manifest``).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from storage.records import Change, Severity
+from tracker.diff.common import json_copy
 from tracker.diff.json_diff import diff_json_file
 from tracker.diff.shapes import MAX_LINE_CHARS
 from tracker.untrusted.artifacts import Side
@@ -53,7 +53,7 @@ def _whole_file(change: Change, old: Any, new: Any, mapping: Mapping[str, str]) 
     """The file that came or went, with its whole document and how many tensors it maps.
 
     The document is copied, as ``diff_json_file`` copies what its changes hold."""
-    old, new = copy.deepcopy(old), copy.deepcopy(new)
+    old, new = json_copy(old), json_copy(new)
     if not mapping:
         return replace(change, old=old, new=new)
     shards = len(set(mapping.values()))
