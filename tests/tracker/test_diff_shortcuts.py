@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 from storage.records import FileEntry, Revision, Snapshot
 from tracker.diff.files import suffix
+from tracker.diff.kept import KeptByIdentity
 from tracker.diff.revision import RevisionContent, diff_revisions
-from tracker.diff.special_tokens import TokenNames
+from tracker.diff.special_tokens import TokenNames, token_names, token_table
+from tracker.untrusted.artifacts import Parsed
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 INDEX = "model.safetensors.index.json"
@@ -98,3 +100,32 @@ def test_a_change_keeps_its_values_as_written_when_the_parsed_document_is_rewrit
         ),
         (INDEX, "added"): (None, index),
     }
+
+
+def test_kept_results_are_derived_once_per_object_and_dropped_oldest_first() -> None:
+    kept: KeptByIdentity[int] = KeptByIdentity(2)
+    derived: list[object] = []
+
+    def derive(value: dict[str, int]) -> int:
+        derived.append(value)
+        return len(value)
+
+    one, two, three = {"a": 1}, {"a": 1}, {"b": 2, "c": 3}
+    assert [kept.get("x", (v,), lambda v=v: derive(v)) for v in (one, one, two, one)] == [1] * 4
+    assert derived == [one, two]  # an equal value parsed anew is another object
+    assert kept.get("y", (one,), lambda: derive(one)) == 1  # another label, derived again
+    assert kept.get("x", (three,), lambda: derive(three)) == 2
+    assert kept.get("x", (one,), lambda: derive(one)) == 1  # dropped: held two at most
+    assert len(derived) == 5
+
+
+def test_token_tables_are_shared_while_the_parse_cache_hands_the_same_value() -> None:
+    config = json.dumps({"added_tokens_decoder": {"7": {"content": "<x>", "special": True}}})
+    texts = {"tokenizer_config.json": config.encode()}
+    cache: dict[tuple[str, str], Parsed] = {}
+    first, second = revision_side(texts, "a"), revision_side(texts, "b")
+    first.cache = second.cache = cache  # a walk's revisions share its parse cache
+    table = token_table(first)
+    assert token_table(second) is table and token_names(second) == {7: "<x>"}
+    anew = revision_side(texts, "c")  # its own cache: the file parsed again
+    assert token_table(anew) == table and token_table(anew) is not table

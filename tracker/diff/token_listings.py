@@ -13,16 +13,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from storage.records import Change, Severity
 from tracker.diff.common import json_equal
+from tracker.diff.kept import KeptByIdentity
 from tracker.untrusted.artifacts import Side
 
 ARTIFACT = "tokenizer"
 FLAGS = ("special", "lstrip", "rstrip", "single_word", "normalized")
 SHOWN = 3
 DECODER = "added_tokens_decoder"
+KEPT: Final = 64
+"""Token files whose tokens and listings are kept (``tracker.diff.kept``): a revision and
+its parent hold at most three each, and the daemon's workers share the table."""
+_TOKENS: KeptByIdentity[list[AddedToken]] = KeptByIdentity(KEPT)
+_LISTINGS: KeptByIdentity[dict[str, Any]] = KeptByIdentity(KEPT)
 
 
 @dataclass(frozen=True)
@@ -45,8 +51,13 @@ class AddedToken:
 def tokens_in(source: str, value: Any) -> list[AddedToken]:
     """The added tokens ``value`` (the file's parsed value) lists, by ``source``'s own format.
 
-    Anything shaped otherwise lists none: upstream content never raises here.
+    Anything shaped otherwise lists none: upstream content never raises here. The list is
+    kept for the same parsed value and shared: callers only read it.
     """
+    return _TOKENS.get(source, (value,), lambda: _tokens_in(source, value))
+
+
+def _tokens_in(source: str, value: Any) -> list[AddedToken]:
     if source == "tokenizer_config.json":
         decoder = value.get(DECODER) if isinstance(value, dict) else None
         if not isinstance(decoder, dict):
@@ -85,11 +96,16 @@ def listing(token: AddedToken) -> dict[str, Any]:
 
 def file_listing(source: str, side: Side) -> dict[str, Any]:
     """Every token listing of one file at its key path (tokenizer.json is not listed here:
-    its facts keep only the special tokens)."""
+    its facts keep only the special tokens); kept for the same parsed value and shared."""
+    value = side.value(source)
+    return _LISTINGS.get(source, (value,), lambda: _file_listing(source, value))
+
+
+def _file_listing(source: str, value: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if source == "tokenizer.json":
         return out
-    for token in tokens_in(source, side.value(source)):
+    for token in tokens_in(source, value):
         merge_listing(out, listing(token))
     return out
 
