@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage.records import FileEntry, Revision, Snapshot
@@ -16,6 +16,7 @@ from tracker.diff.files import suffix
 from tracker.diff.kept import KeptByIdentity
 from tracker.diff.revision import RevisionContent, diff_revisions
 from tracker.diff.special_tokens import TokenNames, token_names, token_table
+from tracker.diff.token_listings import DECODER, merged_listings
 from tracker.untrusted.artifacts import Parsed
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -129,3 +130,47 @@ def test_token_tables_are_shared_while_the_parse_cache_hands_the_same_value() ->
     assert token_table(second) is table and token_names(second) == {7: "<x>"}
     anew = revision_side(texts, "c")  # its own cache: the file parsed again
     assert token_table(anew) == table and token_table(anew) is not table
+
+
+def merged_one_by_one(values: list[Any]) -> dict[str, Any]:
+    """How listings were merged before ``merged_listings``: each into a new copy."""
+    into: dict[str, Any] = {}
+    for value in values:
+        for key, item in (value if isinstance(value, dict) else {}).items():
+            if key == DECODER and isinstance(item, dict):
+                into[key] = {**into.get(key, {}), **item}
+            else:
+                into[key] = item
+    return into
+
+
+ENTRY = st.fixed_dictionaries({"content": st.sampled_from(["<s>", "</s>"])}) | st.integers(0, 3)
+LISTING_VALUES = (
+    st.none()
+    | st.integers(0, 3)
+    | st.dictionaries(
+        st.sampled_from([DECODER, "<|en|>", "<s>"]),
+        st.dictionaries(st.sampled_from(["0", "1", "2", "7"]), ENTRY, max_size=3)
+        | st.integers(0, 9)
+        | st.none(),
+        max_size=3,
+    )
+)
+
+
+def merged_as(merge: Any, values: list[Any]) -> object:
+    """The merged mapping with every dict's key order, or the error merging raises."""
+    try:
+        return json.dumps(merge(values))
+    except TypeError as exc:
+        return type(exc)
+
+
+@settings(max_examples=1000, deadline=None, derandomize=True)
+@given(st.lists(LISTING_VALUES, max_size=8))
+def test_merged_listings_are_the_listings_merged_one_by_one(values: list[Any]) -> None:
+    assert merged_as(merged_listings, values) == merged_as(merged_one_by_one, values)
+    if isinstance(merged_as(merged_listings, values), str):
+        decoder = merged_listings(values).get(DECODER)
+        if isinstance(decoder, dict):  # gathered in a dict of its own, none of the values'
+            assert all(decoder is not v.get(DECODER) for v in values if isinstance(v, dict))

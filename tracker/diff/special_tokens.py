@@ -37,7 +37,7 @@ from tracker.diff.token_listings import (
     AddedToken,
     listing,
     listings,
-    merge_listing,
+    merged_listings,
     relisted,
     tokens_in,
 )
@@ -300,11 +300,8 @@ def _capped(kind: str, found: list[tuple[int, Change]]) -> list[Change]:
         if len(pairs) <= MAX_LINES:
             capped += [change for _, change in pairs]
             continue
-        old: dict[str, Any] = {}
-        new: dict[str, Any] = {}
-        for _, change in pairs:
-            merge_listing(old, change.old)
-            merge_listing(new, change.new)
+        old = merged_listings(change.old for _, change in pairs)
+        new = merged_listings(change.new for _, change in pairs)
         ids = sorted(token_id for token_id, _ in pairs)
         first = min(pairs, key=lambda pair: pair[0])[1]
         what = kind.removeprefix("special_token_").replace("_", " ")

@@ -102,12 +102,9 @@ def file_listing(source: str, side: Side) -> dict[str, Any]:
 
 
 def _file_listing(source: str, value: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
     if source == "tokenizer.json":
-        return out
-    for token in tokens_in(source, value):
-        merge_listing(out, listing(token))
-    return out
+        return {}
+    return merged_listings(listing(token) for token in tokens_in(source, value))
 
 
 def relisted(old: Side, new: Side, sources: tuple[str, ...], said: list[Change]) -> list[Change]:
@@ -121,12 +118,8 @@ def relisted(old: Side, new: Side, sources: tuple[str, ...], said: list[Change])
         before, after = file_listing(source, old), file_listing(source, new)
         if before == after:
             continue
-        recorded_old: dict[str, Any] = {}
-        recorded_new: dict[str, Any] = {}
-        for change in said:
-            if change.path == source:
-                merge_listing(recorded_old, change.old)
-                merge_listing(recorded_new, change.new)
+        recorded_old = merged_listings(c.old for c in said if c.path == source)
+        recorded_new = merged_listings(c.new for c in said if c.path == source)
         left_old, left_new = _unrecorded(source, before, after, recorded_old, recorded_new)
         if left_old or left_new:
             changes.append(_relisting(source, left_old, left_new))
@@ -199,19 +192,28 @@ def _content(entry: Any, key: str) -> str:
 
 def listings(tokens: Iterable[AddedToken]) -> dict[str, Any]:
     """The tokens' listings merged into one mapping: one side of a change to several tokens."""
-    out: dict[str, Any] = {}
-    for token in tokens:
-        merge_listing(out, listing(token))
-    return out
+    return merged_listings(listing(token) for token in tokens)
 
 
-def merge_listing(into: dict[str, Any], value: Any) -> None:
-    """Per-token listings into one mapping: decoder entries gather under one key."""
-    for key, item in (value if isinstance(value, dict) else {}).items():
-        if key == DECODER and isinstance(item, dict):
-            into[key] = {**into.get(key, {}), **item}
-        else:
-            into[key] = item
+def merged_listings(values: Iterable[Any]) -> dict[str, Any]:
+    """Per-token listings (or changes' values) merged into one mapping, later ones winning:
+    decoder entries gather under one key.
+
+    The decoder entries gather in one dict made here, added to in place: merging each
+    listing into a new copy of all gathered so far, as before, took time quadratic in
+    the tokens (a first upload lists thousands), for the same mapping.
+    """
+    into: dict[str, Any] = {}
+    gathered: dict[str, Any] | None = None  # the decoder dict made here, once there is one
+    for value in values:
+        for key, item in (value if isinstance(value, dict) else {}).items():
+            if key != DECODER or not isinstance(item, dict):
+                into[key] = item
+            elif gathered is not None and into[key] is gathered:
+                gathered.update(item)
+            else:
+                gathered = into[key] = {**into.get(key, {}), **item}
+    return into
 
 
 __all__ = [
@@ -222,7 +224,7 @@ __all__ = [
     "file_listing",
     "listing",
     "listings",
-    "merge_listing",
+    "merged_listings",
     "relisted",
     "tokens_in",
 ]
