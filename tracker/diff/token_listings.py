@@ -97,14 +97,12 @@ def listing(token: AddedToken) -> dict[str, Any]:
 def file_listing(source: str, side: Side) -> dict[str, Any]:
     """Every token listing of one file at its key path (tokenizer.json is not listed here:
     its facts keep only the special tokens); kept for the same parsed value and shared."""
-    value = side.value(source)
-    return _LISTINGS.get(source, (value,), lambda: _file_listing(source, value))
-
-
-def _file_listing(source: str, value: Any) -> dict[str, Any]:
     if source == "tokenizer.json":
         return {}
-    return merged_listings(listing(token) for token in tokens_in(source, value))
+    value = side.value(source)
+    return _LISTINGS.get(
+        source, (value,), lambda: merged_listings(listing(t) for t in tokens_in(source, value))
+    )
 
 
 def relisted(old: Side, new: Side, sources: tuple[str, ...], said: list[Change]) -> list[Change]:
