@@ -18,8 +18,9 @@ from typing import Any
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tests.tracker.test_json_diff_paths import json_versions
 from tracker.diff.common import json_copy, json_equal
+from tracker.hubsim.corpus import load_corpus
+from tracker.untrusted.artifacts import ArtifactParseError, parse_json
 
 
 def texts_equal(a: Any, b: Any) -> bool:
@@ -127,3 +128,22 @@ def test_json_equal_and_copy_over_every_corpus_file_history(corpus_dir: Path) ->
         if isinstance(before, dict) and isinstance(after, dict):
             for key in before.keys() & after.keys():
                 assert json_equal(before[key], after[key]) == texts_equal(before[key], after[key])
+
+
+def json_versions(corpus_dir: Path) -> list[tuple[str, Any, Any]]:
+    """(path, previous version, next version) of every JSON file each repo's commits rewrote."""
+    found = []
+    for history in load_corpus(corpus_dir).values():
+        last: dict[str, Any] = {}
+        for commit in history:
+            for path, data in commit.files.items():
+                if not path.endswith(".json"):
+                    continue
+                try:
+                    value = parse_json(data)
+                except ArtifactParseError:
+                    continue
+                if path in last:
+                    found.append((path, last[path], value))
+                last[path] = value
+    return found
