@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from storage.records import Change, Severity
 from tracker.untrusted.artifacts import Differ, Side
@@ -94,6 +94,51 @@ def per_file(file_differ: FileDiffer) -> Differ:
     return differ
 
 
+JSON_SCALARS: Final = (str, int, float, bool, type(None))
+_JSON_TYPES: Final = (dict, list, *JSON_SCALARS)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Whether two values are written as the same JSON, key order aside (``1`` is not
+    ``true`` nor ``1.0``; ``0.0`` is not ``-0.0``; NaN is NaN): what comparing their
+    ``json.dumps(..., sort_keys=True)`` texts answers, without writing them out.
+
+    Two JSON types are never written alike, a float is written as its ``repr`` (or
+    ``NaN``, ``Infinity``), other scalars as ``==`` tells, dicts (with string keys) and
+    lists entry by entry; anything else is written out and compared as text.
+    """
+    kind = type(a)
+    if kind is not type(b):
+        if kind in _JSON_TYPES and type(b) in _JSON_TYPES:
+            return False
+        return _as_text(a) == _as_text(b)
+    if kind is float:
+        return repr(a) == repr(b)
+    if kind is dict:
+        if not all(type(k) is str for k in a) or not all(type(k) is str for k in b):
+            return _as_text(a) == _as_text(b)
+        return a.keys() == b.keys() and all(json_equal(v, b[k]) for k, v in a.items())
+    if kind is list:
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if kind in JSON_SCALARS:
+        return bool(a == b)
+    return _as_text(a) == _as_text(b)
+
+
+def _as_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def json_copy(value: Any) -> Any:
+    """A JSON value's own copy, as ``copy.deepcopy`` makes it of parsed JSON: its dicts and
+    lists made anew, its scalars (immutable) shared."""
+    if isinstance(value, dict):
+        return {k: json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_copy(v) for v in value]
+    return value
+
+
 def format_value(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
     """A JSON value as a message shows it: strings bare, the rest as compact JSON."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -143,6 +188,8 @@ __all__ = [
     "by_severity",
     "change_json",
     "format_value",
+    "json_copy",
+    "json_equal",
     "parse_error",
     "per_file",
     "plausible_size",

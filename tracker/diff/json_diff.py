@@ -10,7 +10,6 @@ says why it matters. Wording rules that need more than a fixed sentence
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -21,7 +20,7 @@ from typing import Any
 from deepdiff import DeepDiff
 
 from storage.records import Change, Severity
-from tracker.diff.common import DiffContext, format_value
+from tracker.diff.common import DiffContext, format_value, json_copy
 from tracker.diff.shapes import MAX_LINE_CHARS, MISSING, describe
 from tracker.diff.special_tokens import token_context
 from tracker.diff.wording import EXPLAINERS
@@ -309,11 +308,12 @@ def diff_json_file(
 ) -> list[Change]:
     """One JSON file's changes under ``kind``'s rules; a file that came or went is one change.
 
-    The documents are copied first: the parsed values are shared with later readers of
-    the revision (the exact estimate path hands config.json to transformers, whose config
-    classes rewrite nested dicts in place), and a change must keep the values as written.
+    The values a change holds are copies: the parsed documents are shared with later
+    readers of the revision (the exact estimate path hands config.json to transformers,
+    whose config classes rewrite nested dicts in place), and a change must keep the values
+    as written. Only what the changes hold is copied, not the documents: the differ
+    itself only reads them.
     """
-    old, new = copy.deepcopy(old), copy.deepcopy(new)
     whole = old is None or new is None  # its fields are summed up in one line: keep each short
     found = diff_json(
         kind,
@@ -324,12 +324,17 @@ def diff_json_file(
         FIELD_IN_SUMMARY_CHARS if whole else MAX_LINE_CHARS,
     )
     if old is not None and new is not None:
-        return found
+        return [_kept(change) for change in found]
     change = _file_change(kind, path, "added" if old is None else "removed", found)
     # the file's fields as values, so every key is named with its value (the message names
     # the notable ones); fields another differ reads stay with it
     skip = rules_for(kind).skip
-    return [replace(change, old=_without(old, skip), new=_without(new, skip))]
+    return [_kept(replace(change, old=_without(old, skip), new=_without(new, skip)))]
+
+
+def _kept(change: Change) -> Change:
+    """The change holding its own copies of its values, not the parsed documents' objects."""
+    return replace(change, old=json_copy(change.old), new=json_copy(change.new))
 
 
 def _file_change(artifact: str, path: str, kind: str, found: list[Change]) -> Change:

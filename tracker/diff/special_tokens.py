@@ -30,12 +30,14 @@ from typing import Any
 
 from storage.records import Change, Severity
 from tracker.diff.common import DiffContext, format_value
+from tracker.diff.kept import KeptByIdentity
 from tracker.diff.token_listings import (
     FLAGS,
+    KEPT,
     AddedToken,
     listing,
     listings,
-    merge_listing,
+    merged_listings,
     relisted,
     tokens_in,
 )
@@ -56,15 +58,34 @@ SHIFT_MIN = 5
 MAX_LINES = 20
 """More per-token changes of one kind than this collapse into one change naming the first."""
 SHOWN = 3
+_TABLES: KeptByIdentity[dict[str, AddedToken]] = KeptByIdentity(KEPT)
+_NAMES: KeptByIdentity[dict[int, str]] = KeptByIdentity(KEPT)
 
 
 def token_table(side: Side, sources: tuple[str, ...] = SOURCES) -> dict[str, AddedToken]:
-    """token text -> the token, merged over ``sources`` (the first file naming it wins)."""
+    """token text -> the token, merged over ``sources`` (the first file naming it wins);
+    kept for the same parsed values and shared: callers only read it."""
+    values = tuple(side.value(source) for source in sources)
+    return _TABLES.get(sources, values, lambda: _merged(sources, values))
+
+
+def _merged(sources: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, AddedToken]:
     table: dict[str, AddedToken] = {}
-    for source in sources:
-        for token in tokens_in(source, side.value(source)):
+    for source, value in zip(sources, values, strict=True):
+        for token in tokens_in(source, value):
             table.setdefault(token.content, token)
     return table
+
+
+def token_names(side: Side) -> dict[int, str]:
+    """token id -> text at one side (the first file naming a text wins, and of two texts
+    at one id the one listed first); kept for the same parsed values and shared."""
+    values = tuple(side.value(source) for source in SOURCES)
+    return _NAMES.get(SOURCES, values, lambda: _named(token_table(side)))
+
+
+def _named(table: dict[str, AddedToken]) -> dict[int, str]:
+    return {t.id: t.content for t in reversed(table.values())}
 
 
 def token_context(old: Side | None, new: Side) -> DiffContext:
@@ -86,8 +107,7 @@ class TokenNames(Mapping[int, str]):
 
     def _read(self) -> dict[int, str]:
         if self._names is None:
-            table = {} if self._side is None else token_table(self._side)
-            self._names = {t.id: t.content for t in reversed(table.values())}
+            self._names = {} if self._side is None else token_names(self._side)
         return self._names
 
     def __getitem__(self, token_id: int) -> str:
@@ -280,11 +300,8 @@ def _capped(kind: str, found: list[tuple[int, Change]]) -> list[Change]:
         if len(pairs) <= MAX_LINES:
             capped += [change for _, change in pairs]
             continue
-        old: dict[str, Any] = {}
-        new: dict[str, Any] = {}
-        for _, change in pairs:
-            merge_listing(old, change.old)
-            merge_listing(new, change.new)
+        old = merged_listings(change.old for _, change in pairs)
+        new = merged_listings(change.new for _, change in pairs)
         ids = sorted(token_id for token_id, _ in pairs)
         first = min(pairs, key=lambda pair: pair[0])[1]
         what = kind.removeprefix("special_token_").replace("_", " ")
@@ -316,5 +333,6 @@ __all__ = [
     "TokenNames",
     "diff_special_tokens",
     "token_context",
+    "token_names",
     "token_table",
 ]

@@ -11,18 +11,24 @@ records them, one line per file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from storage.records import Change, Severity
+from tracker.diff.common import json_equal
+from tracker.diff.kept import KeptByIdentity
 from tracker.untrusted.artifacts import Side
 
 ARTIFACT = "tokenizer"
 FLAGS = ("special", "lstrip", "rstrip", "single_word", "normalized")
 SHOWN = 3
 DECODER = "added_tokens_decoder"
+KEPT: Final = 64
+"""Token files whose tokens and listings are kept (``tracker.diff.kept``): a revision and
+its parent hold at most three each, and the daemon's workers share the table."""
+_TOKENS: KeptByIdentity[list[AddedToken]] = KeptByIdentity(KEPT)
+_LISTINGS: KeptByIdentity[dict[str, Any]] = KeptByIdentity(KEPT)
 
 
 @dataclass(frozen=True)
@@ -45,8 +51,13 @@ class AddedToken:
 def tokens_in(source: str, value: Any) -> list[AddedToken]:
     """The added tokens ``value`` (the file's parsed value) lists, by ``source``'s own format.
 
-    Anything shaped otherwise lists none: upstream content never raises here.
+    Anything shaped otherwise lists none: upstream content never raises here. The list is
+    kept for the same parsed value and shared: callers only read it.
     """
+    return _TOKENS.get(source, (value,), lambda: _tokens_in(source, value))
+
+
+def _tokens_in(source: str, value: Any) -> list[AddedToken]:
     if source == "tokenizer_config.json":
         decoder = value.get(DECODER) if isinstance(value, dict) else None
         if not isinstance(decoder, dict):
@@ -85,13 +96,13 @@ def listing(token: AddedToken) -> dict[str, Any]:
 
 def file_listing(source: str, side: Side) -> dict[str, Any]:
     """Every token listing of one file at its key path (tokenizer.json is not listed here:
-    its facts keep only the special tokens)."""
-    out: dict[str, Any] = {}
+    its facts keep only the special tokens); kept for the same parsed value and shared."""
     if source == "tokenizer.json":
-        return out
-    for token in tokens_in(source, side.value(source)):
-        merge_listing(out, listing(token))
-    return out
+        return {}
+    value = side.value(source)
+    return _LISTINGS.get(
+        source, (value,), lambda: merged_listings(listing(t) for t in tokens_in(source, value))
+    )
 
 
 def relisted(old: Side, new: Side, sources: tuple[str, ...], said: list[Change]) -> list[Change]:
@@ -105,12 +116,8 @@ def relisted(old: Side, new: Side, sources: tuple[str, ...], said: list[Change])
         before, after = file_listing(source, old), file_listing(source, new)
         if before == after:
             continue
-        recorded_old: dict[str, Any] = {}
-        recorded_new: dict[str, Any] = {}
-        for change in said:
-            if change.path == source:
-                merge_listing(recorded_old, change.old)
-                merge_listing(recorded_new, change.new)
+        recorded_old = merged_listings(c.old for c in said if c.path == source)
+        recorded_new = merged_listings(c.new for c in said if c.path == source)
         left_old, left_new = _unrecorded(source, before, after, recorded_old, recorded_new)
         if left_old or left_new:
             changes.append(_relisting(source, left_old, left_new))
@@ -137,7 +144,9 @@ def _unrecorded(
     left_new: dict[str, Any] = {}
     for key in sorted(set(old_entries) | set(new_entries), key=str):
         was, now = old_entries.get(key), new_entries.get(key)
-        if _same(was, now) or (_same(seen_old.get(key), was) and _same(seen_new.get(key), now)):
+        if json_equal(was, now) or (
+            json_equal(seen_old.get(key), was) and json_equal(seen_new.get(key), now)
+        ):
             continue
         if was is not None:
             left_old[key] = was
@@ -149,11 +158,6 @@ def _unrecorded(
             {DECODER: left_new} if left_new else {},
         )
     return left_old, left_new
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as JSON (``1`` is not ``true``), key order aside."""
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def _relisting(source: str, old: dict[str, Any], new: dict[str, Any]) -> Change:
@@ -186,19 +190,28 @@ def _content(entry: Any, key: str) -> str:
 
 def listings(tokens: Iterable[AddedToken]) -> dict[str, Any]:
     """The tokens' listings merged into one mapping: one side of a change to several tokens."""
-    out: dict[str, Any] = {}
-    for token in tokens:
-        merge_listing(out, listing(token))
-    return out
+    return merged_listings(listing(token) for token in tokens)
 
 
-def merge_listing(into: dict[str, Any], value: Any) -> None:
-    """Per-token listings into one mapping: decoder entries gather under one key."""
-    for key, item in (value if isinstance(value, dict) else {}).items():
-        if key == DECODER and isinstance(item, dict):
-            into[key] = {**into.get(key, {}), **item}
-        else:
-            into[key] = item
+def merged_listings(values: Iterable[Any]) -> dict[str, Any]:
+    """Per-token listings (or changes' values) merged into one mapping, later ones winning:
+    decoder entries gather under one key.
+
+    The decoder entries gather in one dict made here, added to in place: merging each
+    listing into a new copy of all gathered so far, as before, took time quadratic in
+    the tokens (a first upload lists thousands), for the same mapping.
+    """
+    into: dict[str, Any] = {}
+    gathered: dict[str, Any] | None = None  # the decoder dict made here, once there is one
+    for value in values:
+        for key, item in (value if isinstance(value, dict) else {}).items():
+            if key != DECODER or not isinstance(item, dict):
+                into[key] = item
+            elif gathered is not None and into[key] is gathered:
+                gathered.update(item)
+            else:
+                gathered = into[key] = {**into.get(key, {}), **item}
+    return into
 
 
 __all__ = [
@@ -209,7 +222,7 @@ __all__ = [
     "file_listing",
     "listing",
     "listings",
-    "merge_listing",
+    "merged_listings",
     "relisted",
     "tokens_in",
 ]

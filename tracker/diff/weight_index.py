@@ -16,12 +16,12 @@ row's business (``tracker.diff.manifest``).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from storage.records import Change, Severity
+from tracker.diff.common import json_copy
 from tracker.diff.json_diff import diff_json_file
 from tracker.diff.shapes import MAX_LINE_CHARS
 from tracker.untrusted.artifacts import Side
@@ -35,7 +35,6 @@ def diff_weight_index_file(
     kind: str, path: str, old: Any, new: Any, sides: tuple[Side, Side]
 ) -> list[Change]:
     """One index file's changes: its plain fields, then its weight map's entries."""
-    old, new = copy.deepcopy(old), copy.deepcopy(new)  # kept as written; see diff_json_file
     changes = diff_json_file(kind, path, old, new, sides)
     before, after = _weight_map(old), _weight_map(new)
     if old is None or new is None:
@@ -51,7 +50,10 @@ def _weight_map(document: Any) -> dict[str, str]:
 
 
 def _whole_file(change: Change, old: Any, new: Any, mapping: Mapping[str, str]) -> Change:
-    """The file that came or went, with its whole document and how many tensors it maps."""
+    """The file that came or went, with its whole document and how many tensors it maps.
+
+    The document is copied, as ``diff_json_file`` copies what its changes hold."""
+    old, new = json_copy(old), json_copy(new)
     if not mapping:
         return replace(change, old=old, new=new)
     shards = len(set(mapping.values()))
