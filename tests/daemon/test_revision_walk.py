@@ -309,13 +309,18 @@ def queued_alerts(
         }
 
 
-def test_backfill_builds_the_same_record_with_each_blob_read_once_per_revision(
-    database: Database, hub_emulator: HubEmulator, reads: Reads
-) -> None:
+def published_steps(hub_emulator: HubEmulator) -> Hub:
+    """The upload and every step of ``STEPS`` published, a minute apart; a client of that Hub."""
     hub_emulator.publish(REPO, UPLOAD, title="Upload folder", date=START)
     for index, (title, files) in enumerate(STEPS.items(), start=1):
         hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
-    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=2, timeout=5.0)
+    return Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=2, timeout=5.0)
+
+
+def test_backfill_builds_the_same_record_with_each_blob_read_once_per_revision(
+    database: Database, hub_emulator: HubEmulator, reads: Reads
+) -> None:
+    hub = published_steps(hub_emulator)
     with database.session() as session:
         ensure_repo(session, REPO, now=RECORDED_AT)
     cache: dict[tuple[str, str], Parsed] = {}
@@ -337,10 +342,7 @@ def test_backfill_builds_the_same_record_with_each_blob_read_once_per_revision(
 def test_a_walk_reads_no_blob_back_and_plans_only_when_config_json_changed(
     database: Database, hub_emulator: HubEmulator, reads: Reads
 ) -> None:
-    hub_emulator.publish(REPO, UPLOAD, title="Upload folder", date=START)
-    for index, (title, files) in enumerate(STEPS.items(), start=1):
-        hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
-    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=2, timeout=5.0)
+    hub = published_steps(hub_emulator)
     report = backfill(database, hub, REPO, clock=recorded_at)
     walked = reads.take()
 
@@ -410,11 +412,8 @@ answers whether the revision is recorded: the walk does not ask it first."""
 def test_a_walked_revision_asks_the_store_only_what_the_walk_does_not_hold(
     database: Database, hub_emulator: HubEmulator, transactions: Transactions
 ) -> None:
-    hub_emulator.publish(REPO, UPLOAD, title="Upload folder", date=START)
-    for index, (title, files) in enumerate(STEPS.items(), start=1):
-        hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
+    hub = published_steps(hub_emulator)
     hub_emulator.publish(REPO, {}, deletions=["README.md"], title="drop the README", date=START)
-    hub = Hub(connect(HubSettings(hub_emulator.endpoint)), max_retries=2, timeout=5.0)
     with database.session() as session:
         ensure_repo(session, REPO, now=RECORDED_AT)
     walk = Walk()
