@@ -37,6 +37,23 @@ Measured (2 CPUs shared with other work: the load averages are beside each rate;
 150-200 s, not full backfills; seed 0; 11.7 commits per repo on main, 1,168,737 at 100k):
 
 ```text
+run F, the million-revision backfill's rate on the next round's code, on a machine about twice
+as fast (--sizes 10000,100000 --instances 2 --workers 2 --seconds 300: 2 instances of 2 check
+threads, no Hub latency; load 3.2-4.1, nothing else running; rate per minute as it ran)
+N=10k   2 instances 74.5 rev/s (load 3.7)  22,170 rows in 298 s  208/213 (+458/455) MB  0 duplicates
+        per minute 75.8, 81.9, 76.4, 67.0
+        7.9 KiB/revision, database 183 MiB, WAL 12.8 KiB/revision
+        20 ms instance CPU/rev, 3 ms DB backend CPU/rev, 3 ms emulator; idle cycle 1 request,
+        0 statements, 4.4 ms CPU
+N=100k  2 instances 77.4 rev/s (load 3.6)  22,734 rows in 294 s  212/211 (+458/456) MB  0 duplicates
+        per minute 66.2, 86.1, 84.5, 74.5
+        8.0 KiB/revision, database 214 MiB, WAL 12.9 KiB/revision
+        19 ms instance CPU/rev, 3 ms DB backend CPU/rev, 3 ms emulator; idle cycle 1 request,
+        0 statements, 10.9 ms CPU
+The CPU of the window is spent (428 s instances, 71 s PostgreSQL, 72 s emulator in 294 s:
+1.94 of 2 cores), so the rate is the machine's: at 77.4 rev/s the 1,168,737 revisions of
+N=100k take about 4.2 hours; 90 minutes needs 216 rev/s, 2.8 times as many per CPU second.
+Peak RSS per instance is flat from 10k to 100k (213 -> 212 MB).
 run E, toward the million-revision backfill (--sizes 10000,100000 --instances 2 --seconds 900,
 2 instances of 4 check threads, no Hub latency; load 9-20 from other work on the 2 cores;
 rate per minute printed as it ran)
