@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -64,6 +65,20 @@ def test_demo_backfills_every_shipped_repo_and_reports_done(tmp_path: Path) -> N
         rf"backfill: \d+/{repos} repos: \d+rev \[[\d:]+, [\d.?]+(rev/s|s/rev)\]\n", output
     )
     assert "\r" not in output
+    # the reading command the demo prints, typed as printed, reads the demo's history
+    (read,) = re.findall(
+        r"^read: +NEURARCH_DATABASE_URL=(\S+) neurarch-trace (history \S+)", output, re.M
+    )
+    history = subprocess.run(
+        [sys.executable, "-m", "tracker.cli", *read[1].split()],
+        cwd=REPO_ROOT,
+        env={**env, "NEURARCH_DATABASE_URL": shlex.split(read[0])[0]},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert history.returncode == 0, history.stderr
+    assert "Extend context to 128k with llama3 rope scaling" in history.stdout
     database = open_database(f"sqlite:///{tmp_path / 'demo.db'}")
     try:
         with database.read_session() as session:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -114,6 +115,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             base = line.split("serving on ", 1)[-1].split()[0]
             print(f"Hub emulator: {endpoint} ({len(repos)} repos from {corpus})")
             print(f"database:     {local.storage.database_url}")
+            if repos:  # the demo's database is its own: the reading commands must be told so
+                url = shlex.quote(local.storage.database_url)
+                print(
+                    f"read:         NEURARCH_DATABASE_URL={url} neurarch-trace history "
+                    f"{repos[0].repo_id}   (or diff REPO OLD NEW)"
+                )
             print(
                 f"open:         {base}/   (backfill progress: {base}/healthz, "
                 f"metrics: {base}/metrics)"
