@@ -209,12 +209,9 @@ def recorded_shas(session: Session, repo_id: RepoId) -> dict[str, bool]:
     return {sha: bool(on_main) for sha, on_main in rows}
 
 
-def has_revision(
-    session: Session, repo_id: RepoId, sha: str, *, repo_pk: int | None = None
-) -> bool:
-    """Whether (repo, sha) is recorded, on main or not; ``repo_pk`` is the repo's key where
-    the caller has read it already (a walk asks once per revision)."""
-    pk = repo_row(session, repo_id).id if repo_pk is None else repo_pk
+def has_revision(session: Session, repo_id: RepoId, sha: str) -> bool:
+    """Whether (repo, sha) is recorded, on main or not."""
+    pk = repo_row(session, repo_id).id
     return bool(
         execute_core(session, _RECORDED, {"recorded_repo": pk, "recorded_sha": sha}).scalar()
     )

@@ -366,8 +366,9 @@ def _plan_holds(carried: Planned | None, previous: Snapshot | None, new: Revisio
     same config.json and the same manifest are the same inputs, so the same plan."""
     if carried is None or previous is None or carried.sha != previous.revision.sha:
         return False
-    return new.snapshot.texts.get("config.json") == carried.config_key and (
-        new.snapshot.manifest is carried.manifest or new.snapshot.manifest == carried.manifest
+    return (
+        new.snapshot.texts.get("config.json") == carried.config_key
+        and new.snapshot.manifest == carried.manifest
     )
 
 
