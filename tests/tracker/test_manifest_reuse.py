@@ -10,7 +10,6 @@ published on the Hub emulator and read through the real client.
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from storage.records import Revision, Snapshot
+from tests.tracker.test_safetensors_header import safetensors
 from tracker.hub.api import connect
 from tracker.hub.client import Hub
 from tracker.hubsim import HubEmulator
@@ -30,13 +30,12 @@ INDEX = "model.safetensors.index.json"
 
 
 def shard(tensors: Mapping[str, list[int]]) -> bytes:
-    header = json.dumps(
-        {
-            name: {"dtype": "BF16", "shape": shape, "data_offsets": [0, 0]}
-            for name, shape in tensors.items()
-        }
-    ).encode()
-    return struct.pack("<Q", len(header)) + header
+    """A safetensors file of empty ``tensors`` (bf16, of these shapes): its header alone."""
+    header = {
+        name: {"dtype": "BF16", "shape": shape, "data_offsets": [0, 0]}
+        for name, shape in tensors.items()
+    }
+    return safetensors(header, body=b"")
 
 
 def index(weight_map: Mapping[str, str]) -> bytes:
@@ -65,7 +64,7 @@ REVISIONS: list[tuple[str, dict[str, bytes]]] = [
     ),
     ("the index alone", {INDEX: index(dict(reversed(list(WEIGHT_MAP.items()))))}),
 ]
-"""Each revision's files over its parent's, and whether the weights stay the parent's."""
+"""Each revision's title and its files over its parent's."""
 
 
 @pytest.mark.parametrize("hub_emulator", [{"corpus": None}], indirect=True)

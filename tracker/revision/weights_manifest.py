@@ -97,9 +97,7 @@ def build_manifest(
     skipped: list[str] = []
     for shard in shards:
         before = old_headers.get(shard.path, {})
-        if before.get("content_key") == shard.content_key and (
-            not before.get("error") or before.get("capped")
-        ):
+        if _header_holds(before, shard):
             kept = old_by_file.get(shard.path, {})
             if spent.tensors + len(kept) <= caps.tensors_per_revision:
                 tensors.update(kept)
@@ -131,10 +129,14 @@ def _parent_manifest_holds(
         return False
     if len(old.get("tensors", {})) > caps.tensors_per_revision:
         return False
-    return all(
-        headers[shard.path].get("content_key") == shard.content_key
-        and (not headers[shard.path].get("error") or headers[shard.path].get("capped"))
-        for shard in shards
+    return all(_header_holds(headers[shard.path], shard) for shard in shards)
+
+
+def _header_holds(before: Mapping[str, Any], shard: FileEntry) -> bool:
+    """Whether the parent's header entry stands for ``shard`` without reading it again: the
+    same content, read whole then or refused by a cap that a re-read would meet again."""
+    return before.get("content_key") == shard.content_key and (
+        not before.get("error") or bool(before.get("capped"))
     )
 
 
