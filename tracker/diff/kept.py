@@ -8,6 +8,12 @@ listings, every JSON file's token names), and the next revision again for its pa
 ``KeptByIdentity`` keeps such results keyed by the identity of the values they were
 derived from, holding those values so that an identity is never reused while kept;
 a value parsed anew is another object, so it is derived anew.
+
+Each thread keeps its own few: a check worker walks one repo at a time, and what it
+needs again is its revision's and its parent's. Held per thread and that few, the
+kept values are ones its walk holds anyway, so an upstream file at its size limit is
+not held longer than the walk holds it (a table shared by every thread would keep
+others' files alive after their walks moved on).
 """
 
 from __future__ import annotations
@@ -20,29 +26,29 @@ T = TypeVar("T")
 
 
 class KeptByIdentity(Generic[T]):
-    """Up to ``size`` results of one pure function, by its arguments' identities (oldest
-    dropped first); the callers only read the results, which are shared."""
+    """Up to ``size`` results of one pure function per thread, by its arguments' identities
+    (oldest dropped first); the callers only read the results, which are shared."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._held: dict[tuple[Hashable, tuple[int, ...]], tuple[tuple[Any, ...], T]] = {}
-        self._lock = threading.Lock()  # the daemon's workers share it from their threads
+        self._local = threading.local()
 
     def get(self, label: Hashable, values: tuple[Any, ...], derive: Callable[[], T]) -> T:
         """The result for ``values`` (and ``label``, what else it depends on), derived by
-        ``derive`` unless kept for these very objects."""
+        ``derive`` unless this thread kept it for these very objects."""
+        held: dict[tuple[Hashable, tuple[int, ...]], tuple[tuple[Any, ...], T]] | None
+        held = getattr(self._local, "held", None)
+        if held is None:
+            held = self._local.held = {}
         # the values kept with a result are alive, so no other object has their identities
         key = (label, tuple(id(value) for value in values))
-        with self._lock:
-            held = self._held.get(key)
-        if held is not None:
-            return held[1]
+        found = held.get(key)
+        if found is not None:
+            return found[1]
         result = derive()
-        with self._lock:
-            self._held.pop(key, None)
-            self._held[key] = (values, result)
-            while len(self._held) > self._size:
-                del self._held[next(iter(self._held))]
+        held[key] = (values, result)
+        while len(held) > self._size:
+            del held[next(iter(held))]
         return result
 
 

@@ -24,9 +24,9 @@ ARTIFACT = "tokenizer"
 FLAGS = ("special", "lstrip", "rstrip", "single_word", "normalized")
 SHOWN = 3
 DECODER = "added_tokens_decoder"
-KEPT: Final = 64
-"""Token files whose tokens and listings are kept (``tracker.diff.kept``): a revision and
-its parent hold at most three each, and the daemon's workers share the table."""
+KEPT: Final = 6
+"""Token files whose tokens and listings each thread keeps (``tracker.diff.kept``): a
+revision and its parent hold at most three each (``special_tokens.SOURCES``)."""
 _TOKENS: KeptByIdentity[list[AddedToken]] = KeptByIdentity(KEPT)
 _LISTINGS: KeptByIdentity[dict[str, Any]] = KeptByIdentity(KEPT)
 
