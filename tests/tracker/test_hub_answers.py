@@ -15,7 +15,7 @@ import pytest
 
 from tracker.demo import HISTORIES
 from tracker.errors import Gated, HubError, HubUnavailable, RateLimited, RepoGone
-from tracker.hub.api import LIBRARY, connect, request_headers
+from tracker.hub.api import HEADERS_TTL_S, LIBRARY, RequestHeaders, connect, request_headers
 from tracker.hub.client import Hub
 from tracker.hub.discovery import Discovery, HeadProbe
 from tracker.hub.retry import NO_RETRIES, Retrying
@@ -109,3 +109,22 @@ def test_the_client_names_the_tracker_and_leaves_the_token_to_huggingface_hub(
     assert headers["Range"] == "bytes=0-7"
     given = connect(HubSettings("http://127.0.0.1:9", "hf_from_the_settings"))
     assert request_headers(given)["authorization"] == "Bearer hf_from_the_settings"
+
+
+def test_a_token_saved_while_the_daemon_runs_is_sent_within_the_headers_lifetime(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_IMPLICIT_TOKEN", False)
+    monkeypatch.setenv("HF_TOKEN", "hf_before")
+    now = [100.0]
+    headers = RequestHeaders(connect(HubSettings("http://127.0.0.1:9")), clock=lambda: now[0])
+    first = headers({"Range": "bytes=0-7"})
+    assert first["authorization"] == "Bearer hf_before"
+    first["authorization"] = "changed by the caller"  # each call hands out its own dict
+    monkeypatch.setenv("HF_TOKEN", "hf_after")
+    now[0] += HEADERS_TTL_S - 1
+    kept = headers()
+    assert kept["authorization"] == "Bearer hf_before"  # resolved once, not per request
+    assert "Range" not in kept
+    now[0] += 1
+    assert headers()["authorization"] == "Bearer hf_after"

@@ -8,18 +8,27 @@ settings the token is huggingface_hub's to find, as the library does
 (``HF_TOKEN``, the file ``HF_TOKEN_PATH`` names, or ``$HF_HOME/token`` that
 ``hf auth login`` writes): ``None`` goes through, never ``False``, which would
 turn that lookup off.
+
+That lookup reads the token file and rebuilds the user agent on each call (about 40-70
+microseconds, four times per revision), so ``RequestHeaders`` keeps its answer for
+``HEADERS_TTL_S``: a token saved or refreshed while the daemon runs is sent within that time.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
-from typing import Protocol
+from typing import Final, Protocol
 
 from huggingface_hub import HfApi
 from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]  # lazily exported
 
 LIBRARY = "neurarch-trace"
 """The name our requests carry in their User-Agent, beside huggingface_hub's own."""
+HEADERS_TTL_S: Final = 30.0
+"""How long the token and user agent huggingface_hub resolved are sent before it is asked
+again: well inside the minutes before an OAuth token's expiry that ``get_token`` refreshes at."""
 
 
 class HubAccess(Protocol):
@@ -59,6 +68,36 @@ def request_headers(api: HfApi, extra: dict[str, str] | None = None) -> dict[str
     return headers
 
 
+class RequestHeaders:
+    """``request_headers(api)``, resolved at most once per ``ttl`` seconds.
+
+    Shared by the check threads without a lock: the resolved pair is replaced whole, and two
+    threads that find it stale at once both resolve it, to the same answer.
+    """
+
+    def __init__(
+        self,
+        api: HfApi,
+        *,
+        ttl: float = HEADERS_TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._api = api
+        self._ttl = ttl
+        self._clock = clock
+        self._resolved: tuple[float, dict[str, str]] | None = None
+
+    def __call__(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """A fresh dict of the headers, with ``extra`` added (the caller may change it)."""
+        now = self._clock()
+        resolved = self._resolved
+        if resolved is None or now - resolved[0] >= self._ttl:
+            resolved = self._resolved = (now, request_headers(self._api))
+        headers = dict(resolved[1])
+        headers.update(extra or {})
+        return headers
+
+
 def _installed_version() -> str:
     try:
         return version(LIBRARY)
@@ -66,4 +105,4 @@ def _installed_version() -> str:
         return "0+unknown"
 
 
-__all__ = ["LIBRARY", "HubAccess", "connect", "request_headers"]
+__all__ = ["HEADERS_TTL_S", "LIBRARY", "HubAccess", "RequestHeaders", "connect", "request_headers"]

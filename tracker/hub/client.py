@@ -39,7 +39,7 @@ from huggingface_hub.utils import (  # type: ignore[attr-defined]  # lazily expo
 
 from storage.records import FileEntry, Revision
 from tracker.errors import HubError, HubUnavailable, OversizedFile, RepoGone
-from tracker.hub.api import HubAccess, connect, request_headers
+from tracker.hub.api import HubAccess, RequestHeaders, connect
 from tracker.hub.repo_id import RepoRef, validate_repo_id
 from tracker.hub.retry import Retrying, RetryPolicy
 from tracker.hub.translate import translate_hub_errors
@@ -76,6 +76,7 @@ class Hub:
         self.endpoint = api.endpoint
         self.retrying = retrying or Retrying(RetryPolicy(attempts=max_retries + 1))
         self.timeout = timeout
+        self._request_headers = RequestHeaders(api)
 
     @classmethod
     def from_settings(cls, access: HubAccess, retrying: Retrying | None = None) -> Hub:
@@ -238,7 +239,7 @@ class Hub:
         return read_header(read, where, size=size, limit=limit, first_read=first_read)
 
     def _headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        return request_headers(self.api, extra)
+        return self._request_headers(extra)
 
     def _get_object(self, where: str, url: str) -> dict[str, Any]:
         """One JSON object from the Hub, as ``HfApi``'s own calls read it."""
