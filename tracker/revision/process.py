@@ -114,6 +114,11 @@ class ReadSession:
         self._stack = ExitStack()
         self._session: Session | None = None
 
+    @property
+    def opened(self) -> bool:
+        """Whether something asked the store already: asking more costs no session of its own."""
+        return self._session is not None
+
     def __call__(self) -> Session:
         """The session, opened on the first call."""
         if self._session is None:
@@ -168,16 +173,26 @@ class SessionBlobs:
         view.stored = self.stored
         return view
 
-    def known(self, keys: Iterable[str]) -> set[str]:
-        """The keys among ``keys`` already fetched in this revision or stored in the blob table."""
-        wanted = set(keys)
-        seen = {k for k in wanted if k in self.fetched or k in self.stored}
+    def known(self, keys: Iterable[str], *, fetchable: Iterable[str] = ()) -> set[str]:
+        """The keys among ``keys`` and ``fetchable`` already fetched in this revision or stored
+        in the blob table. ``fetchable`` keys are asked about only with others or in a read
+        session already open: otherwise they are left unknown, to be fetched, and ``prepare``
+        opens no read session for them (``tracker.revision.snapshot.ASK_ABOVE``)."""
+        wanted, optional = set(keys), set(fetchable)
+        seen = {k for k in wanted | optional if k in self.fetched or k in self.stored}
         asked = wanted - seen
+        if asked or self._session_open():
+            asked |= optional - seen
         if not asked:
             return seen
         found = known_content_keys(self._session(), asked)
         self.stored |= found
         return seen | found
+
+    def _session_open(self) -> bool:
+        """Whether asking the store costs no session of its own: a session in hand, or the
+        read session opened already."""
+        return not isinstance(self._session, ReadSession) or self._session.opened
 
     def read(self, key: str) -> bytes:
         """The blob at ``key``, read from the store at most once through this view."""
