@@ -21,9 +21,12 @@ One revision from claim to alert, and what each step reads:
 2. ``prepare``, in at most one read session (``ReadSession``), opened only when
    something asks the store: the previous snapshot and plan (one query for the
    revision, its parent's row, snapshot, estimate, manifest and plan blobs, one for
-   the parent's files); the file list from the Hub and ONE query for which content
-   keys the store already holds; unseen texts fetched from the Hub, never read
-   back; the texts the differs need from the store through ``SessionBlobs``, which
+   the parent's files); the file list from the Hub and at most ONE query for which
+   content keys the store already holds, asked about texts over
+   ``tracker.revision.snapshot.ASK_ABOVE`` (and the small ones with them, or when the
+   session is open anyway): a small text is cheaper to fetch than a read session, so it
+   is fetched without asking, and where the store held it the blob insert ignores it;
+   unseen texts fetched from the Hub, never read back; the texts the differs need from the store through ``SessionBlobs``, which
    reads each content key at most once per revision; parsing through the artifact
    table, cached by (kind, content key); ``estimator.plan`` once on config.json;
    the previous plan from the estimates table, read into a typed Plan once
@@ -34,8 +37,8 @@ One revision from claim to alert, and what each step reads:
    the parent or the revision (whether another writer recorded the revision
    meanwhile is the recording statement's answer) and no stored plan is parsed; the
    parent's Plan is the revision's own when config.json and the manifest are
-   unchanged (no plan, no plan delta). A walked revision whose every text the walk
-   holds or the Hub gave opens no read session: its one transaction is the write.
+   unchanged (no plan, no plan delta). A walked revision whose new texts are small
+   opens no read session: its one transaction is the write.
    Plan JSON is written once, into the estimates table. The parsed configs
    (``CONFIG_PATHS``) go into the record, the previous side's taken from the new
    one where the file is unchanged, else from what the differ parsed, so building
@@ -45,7 +48,8 @@ One revision from claim to alert, and what each step reads:
    whether it is recorded, which of its manifest and plan blobs are stored,
    whether any subscription can name the repo; the texts the read session saw
    stored are not asked again); the fetched texts, manifest and plan in one
-   batched insert, the revision's rows (files and changes each one executemany);
+   batched insert that ignores a key already stored (a small text fetched without
+   asking, or one another writer stored meanwhile: each blob is stored once), the revision's rows (files and changes each one executemany);
    then the publishers in order, each reading only the record: ``advisories``
    (feeds.publish.advisory_writer: changes and both plans; the repo's key is the
    claim's) and ``alerts`` (tracker.alerts.evaluate.alert_publisher: the
@@ -104,7 +108,7 @@ class ReadSession:
     """The one read session of a ``prepare``, opened only when something asks the store.
 
     A revision walked after its parent often asks the store nothing: the walk holds the
-    parent, and its texts are held or fetched. Such a revision opens no session at all;
+    parent, and its texts are held or, when small, fetched without asking. Such a revision opens no session at all;
     any other opens one at its first question and keeps it to the end (``with``), closed
     (rolled back) when preparing raises.
     """
