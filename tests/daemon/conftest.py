@@ -96,7 +96,3 @@ def transactions(database: Database) -> Iterator[Transactions]:
     finally:
         event.remove(database.engine, "before_cursor_execute", on_execute)
         event.remove(database.engine, "begin", on_begin)
-
-
-def no_fence(session: Any) -> None:
-    """No lease to check: the test is the only writer."""

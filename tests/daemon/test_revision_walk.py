@@ -33,9 +33,18 @@ from sqlalchemy import event
 import estimator
 import tracker.schedule.worker as worker_module
 from estimator import plan_json
-from storage import Database, deliveries, ensure_repo, plan_at, revision_log, snapshot_at
+from storage import (
+    Database,
+    LeaseFence,
+    claim_due_repos,
+    deliveries,
+    ensure_repo,
+    plan_at,
+    revision_log,
+    snapshot_at,
+)
 from storage.records import Publication, Revision, RevisionOutcome, Subscription
-from tests.daemon.conftest import Transactions, no_fence, run_until_idle, track_all
+from tests.daemon.conftest import Transactions, run_until_idle, track_all
 from tests.storage.builders import RECORDED_AT, recorded_at
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import parse_subscription
@@ -368,10 +377,11 @@ WALKED = {
     "context 4096 -> 2048": [8],  # config.json back to a stored text: fetched, its insert ignored
     "drop the README": [7],  # every text the walk's: nothing fetched, no blob written
 }
-"""What each revision of a walk asks the database, prepared and committed as a backfill does.
-A walked revision whose new texts are small (``tracker.revision.snapshot.ASK_ABOVE``) opens no
-read session: its one transaction is the write, whose first statement is the recording's one
-read (``storage.recording``), which also answers whether the revision is recorded."""
+"""What each revision of a walk asks the database, prepared and committed as a worker does,
+fenced by its lease. A walked revision whose new texts are small
+(``tracker.revision.snapshot.ASK_ABOVE``) opens no read session: its one transaction is the
+write, whose first statement renews the lease and returns the recording's one read
+(``storage.recording``), which also answers whether the revision is recorded."""
 
 
 def test_a_walked_revision_asks_the_store_only_what_the_walk_does_not_hold(
@@ -379,15 +389,18 @@ def test_a_walked_revision_asks_the_store_only_what_the_walk_does_not_hold(
 ) -> None:
     hub = published_steps(hub_emulator)
     hub_emulator.publish(REPO, {}, deletions=["README.md"], title="drop the README", date=START)
+    now = datetime.now(UTC)
     with database.session() as session:
-        ensure_repo(session, REPO, now=RECORDED_AT)
+        ensure_repo(session, REPO, now=now)
+        assert claim_due_repos(session, "walk/0", now, 1, 600)  # a worker's lease on it
+    fence = LeaseFence("walk/0", now, now + timedelta(seconds=600))
     walk = Walk()
     per_revision: dict[str, list[list[str]]] = {}
     transactions.take()
     for revision in hub.commits(REPO):
         prepared = prepare(database, hub, revision, walk)
         assert prepared is not None
-        assert commit(database, prepared, fence=no_fence, publish=None, clock=recorded_at)
+        assert commit(database, prepared, fence=fence, publish=None, clock=recorded_at)
         remember(walk, prepared)
         per_revision[revision.title] = transactions.take()
 
@@ -395,7 +408,8 @@ def test_a_walked_revision_asks_the_store_only_what_the_walk_does_not_hold(
     for title, done in per_revision.items():
         *reads, write = done
         assert all(verb == "SELECT" for read in reads for verb in read), title
-        assert write[0] == "SELECT" and "SELECT" not in write[1:], (title, write)
+        # the fence and the recording's read are one statement: nothing is read after it
+        assert write[0] == "UPDATE" and "SELECT" not in write[1:], (title, write)
     # the walk recorded what a backfill records: every revision once, the README gone last
     with database.read_session() as session:
         log = revision_log(session, REPO)

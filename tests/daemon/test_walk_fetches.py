@@ -19,7 +19,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 from storage import Database, ensure_repo, get_blob, snapshot_at
 from storage.records import Revision
-from tests.daemon.conftest import Transactions, no_fence
+from tests.daemon.conftest import Transactions
 from tests.storage.builders import RECORDED_AT, recorded_at
 from tracker.hub.api import connect
 from tracker.hub.client import Hub
@@ -61,7 +61,7 @@ def walk_history(
         hub_emulator.stats.reset()
         prepared = prepare(database, hub, revision, walk)
         assert prepared is not None
-        assert commit(database, prepared, fence=no_fence, publish=None, clock=recorded_at)
+        assert commit(database, prepared, fence=None, publish=None, clock=recorded_at)
         remember(walk, prepared)
         walked[revision.title] = (
             revision,
@@ -153,7 +153,7 @@ def test_a_small_text_the_time_budget_left_unfetched_is_taken_from_the_store(
     for revision in older:
         prepared = prepare(database, hub, revision, walk)
         assert prepared is not None
-        assert commit(database, prepared, fence=no_fence, publish=None, clock=recorded_at)
+        assert commit(database, prepared, fence=None, publish=None, clock=recorded_at)
         remember(walk, prepared)
     hub_emulator.stats.reset()
     transactions.take()

@@ -43,8 +43,9 @@ One revision from claim to alert, and what each step reads:
    (``CONFIG_PATHS``) go into the record, the previous side's taken from the new
    one where the file is unchanged, else from what the differ parsed, so building
    the record reads nothing more.
-3. ``commit``, in one write transaction: the lease fence; ONE statement for what
-   the recording must know (``storage.recording``: its place on main's chain,
+3. ``commit``, in one write transaction: ONE statement, the lease fence (the
+   worker's lease renewed, or nothing written) returning what the recording must
+   know (``storage.recording``: its place on main's chain,
    whether it is recorded, which of its manifest and plan blobs are stored,
    whether any subscription can name the repo; the texts the read session saw
    stored are not asked again); the fetched texts, manifest and plan in one
@@ -82,6 +83,7 @@ from estimator import Plan
 from storage import (
     Database,
     DiffBase,
+    LeaseFence,
     diff_base,
     get_blob,
     known_content_keys,
@@ -248,10 +250,6 @@ class Publishers:
         return publication
 
 
-InTransaction = Callable[[Session], None]
-"""Runs first inside the recording transaction (the lease fence); raising aborts the commit."""
-
-
 @dataclass(frozen=True)
 class Prepared:
     """A revision read from the Hub and diffed, not yet written: its outcome and the blobs
@@ -416,14 +414,16 @@ def commit(
     database: Database,
     prepared: Prepared,
     *,
-    fence: InTransaction,
+    fence: LeaseFence | None,
     publish: Publishers | None,
     clock: Callable[[], datetime],
 ) -> Publication | None:
     """Write the revision, its blobs and its published rows in one transaction.
 
     ``clock`` (the daemon's, or a test's fake) is read once: every time the
-    transaction stores is that reading.
+    transaction stores is that reading. ``fence`` is the worker's lease on the repo
+    (None for a writer that holds none, a backfill): the recording's first statement
+    renews it and raises LeaseNotHeld, writing nothing, where it is no longer held.
 
     What the publishers wrote (empty without publishers), or None when
     (repo, sha) was already recorded and nothing was written.
@@ -431,7 +431,6 @@ def commit(
     outcome = prepared.outcome
     now = clock()
     with database.session() as session:
-        fence(session)
         if not record_revision(
             session,
             outcome.snapshot,
@@ -441,6 +440,7 @@ def commit(
             repo_pk=prepared.repo_pk,
             texts=prepared.fetched,
             stored_keys=prepared.stored,
+            fence=fence,
         ):
             return None
         return Publication() if publish is None else publish.run(session, outcome)
@@ -482,7 +482,6 @@ def content_of(
 
 __all__ = [
     "CONFIG_PATHS",
-    "InTransaction",
     "Prepared",
     "Publisher",
     "Publishers",
