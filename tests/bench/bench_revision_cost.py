@@ -21,7 +21,9 @@ caches amortised: steady state):
 - statements, their wall time and transactions per revision, from SQLAlchemy's engine
   events (``before_cursor_execute``, ``begin``) in the instance;
 - bytes per revision: the SQLite file and its WAL after a checkpoint, or
-  ``pg_database_size``, at both ends of the window.
+  ``pg_database_size``, at both ends of the window;
+- Hub requests per revision (``hub``), from the emulator's request log, over the whole run
+  (warm-up included) and every revision it recorded.
 
 Workloads: ``synthetic`` (``tracker.hubsim.synthetic.SyntheticStore``, seed 0, enough repos
 for ``--warmup`` + ``--revisions``; the window ends at the first repo boundary past them)
@@ -333,6 +335,7 @@ def instance(args: argparse.Namespace) -> int:
         "statement_ms": 1000 * meter.statement_s / revisions,
         "transactions": meter.transactions / revisions,
         "bytes": (store.size() - start["size"]) / revisions,
+        "recorded": recorded(),
         "failed_checks": int(
             metrics.registry.get_sample_value("neurarch_checks_total", {"outcome": "failed"}) or 0
         ),
@@ -459,7 +462,7 @@ def hub_for(workload: str, args: argparse.Namespace) -> tuple[Any, list[str]]:
     return HubEmulator(None, store=store), [store.generator.repo_id(i) for i in range(size)]
 
 
-LINE = "{:<10} {:<10} {:<6} {:>5} {:>9} {:>9} {:>7} {:>9} {:>6} {:>9}"
+LINE = "{:<10} {:<10} {:<6} {:>5} {:>9} {:>9} {:>7} {:>9} {:>6} {:>9} {:>6}"
 
 
 def main() -> int:
@@ -493,6 +496,7 @@ def main() -> int:
             "stmt ms",
             "tx",
             "bytes",
+            "hub",
         )
     )
     same = True
@@ -512,6 +516,7 @@ def main() -> int:
                         url = fresh_database(
                             kind, f"bench_revcost_{workload}_{code}_{os.getpid()}", scratch
                         )
+                        asked = hub.stats.requests()
                         try:
                             results[code] = run_tree(
                                 code_root, url, endpoint, listing, scratch, args
@@ -519,6 +524,7 @@ def main() -> int:
                         finally:
                             drop_database(url)
                         f = results[code][0]
+                        hub_requests = (hub.stats.requests() - asked) / f["recorded"]
                         print(
                             LINE.format(
                                 workload,
@@ -531,6 +537,7 @@ def main() -> int:
                                 f"{f['statement_ms']:.2f}",
                                 f"{f['transactions']:.2f}",
                                 f"{f['bytes']:.0f}",
+                                f"{hub_requests:.2f}",
                             ),
                             flush=True,
                         )
