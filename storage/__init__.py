@@ -25,6 +25,7 @@ from storage.errors import (
     DatabaseURLError,
     IntegrityConflict,
     InvalidRecord,
+    LeaseNotHeld,
     NotFound,
     RepoNotFound,
     RevisionNotFound,
@@ -106,6 +107,7 @@ if TYPE_CHECKING:
         record_delivery_success,
     )
     from storage.polling import (
+        LeaseFence,
         claim_due_repos,
         due_count,
         extend_lease,
@@ -144,6 +146,7 @@ if TYPE_CHECKING:
 _ON_FIRST_USE: Final[dict[str, str]] = {
     "Database": "storage.database",
     "DiffBase": "storage.diff_bases",
+    "LeaseFence": "storage.polling",
     "MAX_BLOB_BYTES": "storage.blobs",
     "PLAN_SCHEMA_VERSION": "storage.history",
     "SubscriptionColumns": "storage.subscription_rows",
@@ -243,6 +246,8 @@ __all__ = [
     "IntegrityConflict",
     "InvalidRecord",
     "InvalidRepoId",
+    "LeaseFence",
+    "LeaseNotHeld",
     "NotFound",
     "PollState",
     "RepoId",

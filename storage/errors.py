@@ -9,6 +9,7 @@
     ├── IntegrityConflict       a write broke a constraint (duplicate, dangling reference)
     ├── BlobTooLarge            a blob is over the store's size limit; nothing was written
     ├── BlobCorrupt             stored bytes do not decompress to their recorded size
+    ├── LeaseNotHeld            a fenced write found its lease expired or taken over; nothing written
     ├── InvalidRecord           a record cannot be stored as given (naive datetime, NUL in text)
     │   ├── InvalidRepoId       a repo id the Hub would reject (storage.repo_ids); ValueError
     │   └── InvalidCursor       a page cursor storage did not hand out (storage.publishing)
@@ -50,6 +51,11 @@ class BlobTooLarge(StorageError):
 
 class BlobCorrupt(StorageError):
     """A stored blob does not decompress to the size recorded beside it."""
+
+
+class LeaseNotHeld(StorageError):
+    """The lease a write was fenced by (``storage.polling.LeaseFence``) is no longer its
+    owner's: the write is abandoned, so the repo's new holder records the revision once."""
 
 
 class InvalidRecord(StorageError):

@@ -28,6 +28,7 @@ from storage.models import (
     SnapshotRow,
 )
 from storage.plans import estimate_of
+from storage.polling import LeaseFence
 from storage.recording import place_on_chain, recording_context
 from storage.records import (
     Change,
@@ -70,6 +71,7 @@ def record_revision(
     repo_pk: int | None = None,
     texts: Mapping[str, bytes] | None = None,
     stored_keys: Collection[str] = (),
+    fence: LeaseFence | None = None,
 ) -> bool:
     """Write one revision with its files, snapshot data, changes and estimate; True if new.
 
@@ -87,7 +89,9 @@ def record_revision(
     statement (``storage.recording``). Every
     time it stores (processed, blob and repo creation) is ``processed_at``, the
     writer's clock reading; ``repo_pk`` is the repo's key when the caller has read
-    it already.
+    it already. A worker's write passes its lease as ``fence``: that one statement
+    also renews the lease, and raises LeaseNotHeld before anything is written where
+    the worker no longer holds it.
     """
     require_aware(processed_at, "record_revision processed_at")
     storable = storable_revision(snapshot, plan_json)
@@ -111,6 +115,7 @@ def record_revision(
         revision,
         blob_keys=list(documents),
         text_keys=set(snapshot.texts.values()).difference(given, stored_keys),
+        fence=fence,
     )
     if not context.texts_stored:
         _refuse_missing_texts(session, snapshot, set(given))

@@ -13,6 +13,7 @@ cannot overwrite the new holder's state.
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
@@ -226,6 +227,27 @@ def release_lease(session: Session, repo_id: RepoId, owner: str) -> bool:
     return _finish(session, repo_id, owner, {})
 
 
+@dataclass(frozen=True)
+class LeaseFence:
+    """A lease a write must still hold: ``owner``'s on the repo, live at ``now``. The
+    statement that checks it pushes its expiry to ``until`` and holds its row until the
+    transaction ends, so no other worker takes the repo over while the write goes on."""
+
+    owner: str
+    now: datetime
+    until: datetime
+
+    def parameters(self, repo_pk: int) -> dict[str, object]:
+        """``LEASE_RENEWAL``'s values for this fence on the repo ``repo_pk``."""
+        require_aware(self.now, "lease fence now")
+        return {
+            "leased_pk": repo_pk,
+            "leased_by": self.owner,
+            "leased_now": self.now,
+            "leased_until": self.until,
+        }
+
+
 def extend_lease(
     session: Session,
     repo_id: RepoId,
@@ -238,21 +260,12 @@ def extend_lease(
 
     ``repo_pk`` is the repo's key where the caller has it (``PollState.repo_pk``).
     """
-    require_aware(now, "extend_lease now")
-    result = execute_core(
-        session,
-        _EXTEND_LEASE,
-        {
-            "leased_pk": _pk(session, repo_id) if repo_pk is None else repo_pk,
-            "leased_by": owner,
-            "leased_now": now,
-            "leased_until": now + timedelta(seconds=lease_seconds),
-        },
-    )
-    return bool(result.rowcount)
+    fence = LeaseFence(owner, now, now + timedelta(seconds=lease_seconds))
+    pk = _pk(session, repo_id) if repo_pk is None else repo_pk
+    return bool(execute_core(session, LEASE_RENEWAL, fence.parameters(pk)).rowcount)
 
 
-_EXTEND_LEASE: Final = (
+LEASE_RENEWAL: Final = (
     update(table_of(PollStateRow))
     .where(
         PollStateRow.repo_pk == bindparam("leased_pk"),
@@ -261,7 +274,8 @@ _EXTEND_LEASE: Final = (
     )
     .values(lease_expires_at=bindparam("leased_until", type_=PollStateRow.lease_expires_at.type))
 )
-"""The fence, built once: every revision's transaction runs it."""
+"""The fence, built once: a heartbeat runs it, and every revision's transaction runs it with
+the recording's read as what it returns (``storage.recording``)."""
 
 
 def release_leases_of(session: Session, owner_prefix: str) -> int:

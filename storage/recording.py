@@ -6,7 +6,11 @@ recorded already, which of the blobs it names the store lacks (its manifest and
 plan, and any text the caller did not see stored), and whether any subscription
 could name its repo. Each was a round trip of its own inside the revision's
 transaction; here they are scalar subqueries of one ``SELECT``, so against a
-server the write waits for one answer instead of five.
+server the write waits for one answer instead of five. A worker's write is fenced
+by its lease (``storage.polling.LeaseFence``): then the statement is the lease's
+renewal (``UPDATE poll_state ... RETURNING``) returning those subqueries, so the
+fence and the read are one round trip, still the transaction's first; a lease no
+longer held returns no row and the write stops there (``LeaseNotHeld``).
 
 A subscription that cannot name the repo leaves a note in the session
 (``no_subscription_names``): ``storage.subscriptions_naming`` then answers
@@ -21,17 +25,20 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final
 
-from sqlalchemy import Integer, Select, Text, bindparam, cast, exists, func, null, select, update
+from sqlalchemy import Integer, Text, bindparam, cast, exists, func, null, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.expression import Executable
 
 from storage.blobs import known_content_keys
 from storage.dialect import execute_core, table_of
+from storage.errors import LeaseNotHeld
 from storage.models import (
     BlobRow,
     RevisionRow,
     SubscriptionRepoKeyRow,
     SubscriptionRow,
 )
+from storage.polling import LEASE_RENEWAL, LeaseFence
 from storage.records import Revision
 from storage.repo_ids import RepoId
 from storage.repo_patterns import lookup_keys
@@ -68,11 +75,14 @@ def recording_context(
     *,
     blob_keys: Sequence[str],
     text_keys: Collection[str],
+    fence: LeaseFence | None = None,
 ) -> RecordingContext:
     """Everything ``record_revision`` reads before writing, in one statement.
 
     ``blob_keys`` (at most a few) are answered key by key; ``text_keys`` only as a
     whole: a missing text is the caller's error, worth a second query to name it.
+    With a ``fence`` the statement renews that lease on the repo and raises
+    LeaseNotHeld, reading nothing, where it is not held.
     """
     parents = revision.parents
     lookup = lookup_keys(revision.repo_id)
@@ -88,8 +98,17 @@ def recording_context(
     if count_texts:
         parameters["context_texts"] = asked
     parameters |= {f"context_blob_{index}": key for index, key in enumerate(blob_keys)}
-    statement = _context_statement(len(parents), len(lookup), len(blob_keys), count_texts)
-    found: Sequence[Any] = execute_core(session, statement, parameters).one()
+    if fence is not None:
+        parameters |= fence.parameters(repo_pk)
+    statement = _context_statement(
+        len(parents), len(lookup), len(blob_keys), count_texts, fenced=fence is not None
+    )
+    found: Sequence[Any] | None = execute_core(session, statement, parameters).first()
+    if found is None:  # only the fenced statement returns no row: the lease is not held
+        raise LeaseNotHeld(
+            f"{revision.repo_id}: the lease of {fence and fence.owner} expired or was taken "
+            "over; its new holder records the revision"
+        )
     recorded, parent, child, newest, subscribable = found[:5]
     blobs = found[5 : 5 + len(blob_keys)]
     if not subscribable:
@@ -105,9 +124,11 @@ def recording_context(
 
 
 @cache
-def _context_statement(parents: int, lookups: int, blobs: int, count_texts: bool) -> Select[Any]:
+def _context_statement(
+    parents: int, lookups: int, blobs: int, count_texts: bool, *, fenced: bool
+) -> Executable:
     """The statement of ``recording_context`` for one shape of revision, built once: each
-    revision binds its values (``context_*``) to it.
+    revision binds its values (``context_*``, and ``leased_*`` where ``fenced``) to it.
 
     The parents and lookup keys (one or two, two or three) are a parameter each, not
     an expanding list: that list's SQL is rewritten on every execution, which cost
@@ -154,7 +175,7 @@ def _context_statement(parents: int, lookups: int, blobs: int, count_texts: bool
             .where(BlobRow.content_key.in_(bindparam("context_texts", expanding=True)))
             .scalar_subquery()
         )
-    return select(*columns)
+    return LEASE_RENEWAL.returning(*columns) if fenced else select(*columns)
 
 
 def place_on_chain(session: Session, repo_pk: int, context: RecordingContext) -> int:

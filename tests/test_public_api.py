@@ -54,6 +54,8 @@ PUBLIC = {
         "IntegrityConflict",
         "InvalidRecord",
         "InvalidRepoId",
+        "LeaseFence",
+        "LeaseNotHeld",
         "MAX_BLOB_BYTES",
         "MAX_REPO_ID_LENGTH",
         "NotFound",

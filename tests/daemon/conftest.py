@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from storage import Database
 from tracker.hub.api import connect
@@ -57,3 +60,39 @@ def run_until_idle(worker: Worker, limit: int = 10_000) -> int:
         checks += 1
         assert checks < limit, "the worker never ran out of due work"
     return checks
+
+
+@dataclass
+class Transactions:
+    """The transactions the engine began since the last ``take``, each as the verbs of the
+    statements it ran (SQLite's own ``BEGIN`` left out, so both backends count alike)."""
+
+    began: list[list[str]] = field(default_factory=list)
+
+    def take(self) -> list[list[str]]:
+        taken = list(self.began)
+        self.began.clear()
+        return taken
+
+
+@pytest.fixture
+def transactions(database: Database) -> Iterator[Transactions]:
+    counted = Transactions()
+
+    def on_begin(conn: Any) -> None:
+        counted.began.append([])
+
+    def on_execute(
+        conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool
+    ) -> None:
+        verb = statement.split(None, 1)[0].upper()
+        if verb != "BEGIN":
+            counted.began[-1].append(verb)
+
+    event.listen(database.engine, "begin", on_begin)
+    event.listen(database.engine, "before_cursor_execute", on_execute)
+    try:
+        yield counted
+    finally:
+        event.remove(database.engine, "before_cursor_execute", on_execute)
+        event.remove(database.engine, "begin", on_begin)

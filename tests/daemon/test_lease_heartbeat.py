@@ -11,13 +11,23 @@ the revision after it.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
-from storage import Database, changes_of, poll_states, revisions
+import tracker.schedule.worker as worker_module
+from storage import (
+    Database,
+    changes_of,
+    claim_due_repos,
+    poll_states,
+    release_lease,
+    revisions,
+)
 from tests.daemon.conftest import track_all
 from tests.fixtures.hostile import llama_config
 from tracker.hub.api import connect
@@ -101,6 +111,40 @@ def test_a_revision_past_its_budget_is_recorded_partial_and_the_next_one_follows
     assert 0 < len(skipped) < FILES + 1
     assert all(path.endswith(".json") for path in skipped)
     assert "time budget ran out" in incomplete.message
+
+
+def test_a_worker_whose_lease_was_taken_over_while_preparing_writes_nothing(
+    database: Database,
+    hub_emulator: HubEmulator,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    hub_emulator.publish(REPO, {"config.json": llama_config()}, title="one")
+    track_all(database, [REPO])
+    first = worker(database, hub_emulator, WorkerPolicy(lease_s=60.0), "first/0")
+    real_prepare = worker_module.prepare
+
+    def prepare_then_lose_the_lease(*args: Any, **kwargs: Any) -> Any:
+        prepared = real_prepare(*args, **kwargs)
+        with database.session() as session:  # another worker holds the repo now
+            assert release_lease(session, REPO, "first/0")
+            assert claim_due_repos(session, "second/0", datetime.now(UTC), 1, 60)
+        return prepared
+
+    monkeypatch.setattr(worker_module, "prepare", prepare_then_lose_the_lease)
+    with caplog.at_level(logging.INFO, logger="neurarch.worker"):
+        assert first.run_once()
+
+    assert lease_lost(first.metrics) == 1
+    # the commit's fence said so itself: not a failed check
+    events = [
+        json.loads(r.getMessage())["event"] for r in caplog.records if r.name == "neurarch.worker"
+    ]
+    assert events == ["lease_lost"]
+    with database.read_session() as session:
+        assert revisions(session, REPO) == []
+        [state] = [s for s in poll_states(session) if s.repo_id == REPO]
+    assert state.lease_owner == "second/0"
 
 
 def test_the_heartbeat_stops_renewing_past_its_bound(database: Database) -> None:

@@ -33,9 +33,18 @@ from sqlalchemy import event
 import estimator
 import tracker.schedule.worker as worker_module
 from estimator import plan_json
-from storage import Database, deliveries, ensure_repo, plan_at, revision_log, snapshot_at
+from storage import (
+    Database,
+    LeaseFence,
+    claim_due_repos,
+    deliveries,
+    ensure_repo,
+    plan_at,
+    revision_log,
+    snapshot_at,
+)
 from storage.records import Publication, Revision, RevisionOutcome, Subscription
-from tests.daemon.conftest import run_until_idle, track_all
+from tests.daemon.conftest import Transactions, run_until_idle, track_all
 from tests.storage.builders import RECORDED_AT, recorded_at
 from tracker.alerts.registry import save_subscription
 from tracker.alerts.spec import parse_subscription
@@ -358,55 +367,21 @@ def test_a_walk_reads_no_blob_back_and_plans_only_when_config_json_changed(
     assert plans[2] == plans[3] == plans[4] != plans[1] == plans[5]
 
 
-@dataclass
-class Transactions:
-    """The transactions the engine began since the last ``take``, each as the verbs of the
-    statements it ran (SQLite's own ``BEGIN`` left out, so both backends count alike)."""
-
-    began: list[list[str]] = field(default_factory=list)
-
-    def take(self) -> list[list[str]]:
-        taken = list(self.began)
-        self.began.clear()
-        return taken
-
-
-@pytest.fixture
-def transactions(database: Database) -> Iterator[Transactions]:
-    counted = Transactions()
-
-    def on_begin(conn: Any) -> None:
-        counted.began.append([])
-
-    def on_execute(
-        conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool
-    ) -> None:
-        verb = statement.split(None, 1)[0].upper()
-        if verb != "BEGIN":
-            counted.began[-1].append(verb)
-
-    event.listen(database.engine, "begin", on_begin)
-    event.listen(database.engine, "before_cursor_execute", on_execute)
-    try:
-        yield counted
-    finally:
-        event.remove(database.engine, "before_cursor_execute", on_execute)
-        event.remove(database.engine, "begin", on_begin)
-
-
 WALKED = {
     # revision: statements per transaction it ran, in order (the read session, if any; the write)
     "initial commit": [2, 5],  # no walk yet: the repo, then its standing (storage.diff_base)
-    "Upload folder": [1, 8],  # which of the new texts the store holds; the recording
-    "context 2048 -> 4096": [1, 8],
-    "generation_config only": [1, 8],
-    "chat template": [1, 8],
-    "context 4096 -> 2048": [1, 7],  # config.json back to a stored text: asked, found, not sent
-    "drop the README": [7],  # every text the walk's: no read session at all
+    "Upload folder": [8],  # its new texts are small: fetched without asking the store
+    "context 2048 -> 4096": [8],
+    "generation_config only": [8],
+    "chat template": [8],
+    "context 4096 -> 2048": [8],  # config.json back to a stored text: fetched, its insert ignored
+    "drop the README": [7],  # every text the walk's: nothing fetched, no blob written
 }
-"""What each revision of a walk asks the database, prepared and committed as a backfill does.
-The write's first statement is the recording's one read (``storage.recording``), which also
-answers whether the revision is recorded: the walk does not ask it first."""
+"""What each revision of a walk asks the database, prepared and committed as a worker does,
+fenced by its lease. A walked revision whose new texts are small
+(``tracker.revision.snapshot.ASK_ABOVE``) opens no read session: its one transaction is the
+write, whose first statement renews the lease and returns the recording's one read
+(``storage.recording``), which also answers whether the revision is recorded."""
 
 
 def test_a_walked_revision_asks_the_store_only_what_the_walk_does_not_hold(
@@ -414,15 +389,18 @@ def test_a_walked_revision_asks_the_store_only_what_the_walk_does_not_hold(
 ) -> None:
     hub = published_steps(hub_emulator)
     hub_emulator.publish(REPO, {}, deletions=["README.md"], title="drop the README", date=START)
+    now = datetime.now(UTC)
     with database.session() as session:
-        ensure_repo(session, REPO, now=RECORDED_AT)
+        ensure_repo(session, REPO, now=now)
+        assert claim_due_repos(session, "walk/0", now, 1, 600)  # a worker's lease on it
+    fence = LeaseFence("walk/0", now, now + timedelta(seconds=600))
     walk = Walk()
     per_revision: dict[str, list[list[str]]] = {}
     transactions.take()
     for revision in hub.commits(REPO):
         prepared = prepare(database, hub, revision, walk)
         assert prepared is not None
-        assert commit(database, prepared, fence=no_fence, publish=None, clock=recorded_at)
+        assert commit(database, prepared, fence=fence, publish=None, clock=recorded_at)
         remember(walk, prepared)
         per_revision[revision.title] = transactions.take()
 
@@ -430,7 +408,8 @@ def test_a_walked_revision_asks_the_store_only_what_the_walk_does_not_hold(
     for title, done in per_revision.items():
         *reads, write = done
         assert all(verb == "SELECT" for read in reads for verb in read), title
-        assert write[0] == "SELECT" and "SELECT" not in write[1:], (title, write)
+        # the fence and the recording's read are one statement: nothing is read after it
+        assert write[0] == "UPDATE" and "SELECT" not in write[1:], (title, write)
     # the walk recorded what a backfill records: every revision once, the README gone last
     with database.read_session() as session:
         log = revision_log(session, REPO)
@@ -487,7 +466,3 @@ def test_a_revision_recorded_by_another_writer_meanwhile_is_written_once_and_not
     )
     # written by the other writer, at its clock, not by this worker at the worker's
     assert [s.processed_at for s in log if s.revision.title == raced] == [RECORDED_AT]
-
-
-def no_fence(session: Any) -> None:
-    """No lease to check: the test is the only writer."""

@@ -9,17 +9,21 @@ import pytest
 
 from storage import (
     Database,
+    LeaseFence,
+    LeaseNotHeld,
     RepoStatus,
     TrackingSummary,
     claim_due_repos,
     due_count,
     ensure_repo,
     extend_lease,
+    has_revision,
     most_overdue,
     poll_state,
     poll_states,
     record_check_failure,
     record_check_success,
+    record_revision,
     release_lease,
     schedule_check,
     set_repo_status,
@@ -27,7 +31,7 @@ from storage import (
     untrack,
 )
 from storage.repos import repo_row
-from tests.storage.builders import BASE_DATE
+from tests.storage.builders import BASE_DATE, RECORDED_AT, revision, snapshot
 
 NOW = BASE_DATE
 REPOS = [f"org/model-{n:03d}" for n in range(60)]
@@ -220,3 +224,33 @@ def test_a_claim_carries_the_repo_key_and_a_renewal_by_key_fences_like_one_by_na
         held = poll_state(session, state.repo_id)
     assert held.lease_owner == "w/1"
     assert held.lease_expires_at == later + timedelta(seconds=60)
+
+
+def test_a_recording_fenced_by_a_lost_lease_writes_nothing_and_a_held_one_is_renewed(
+    database: Database,
+) -> None:
+    _track(database, REPOS[:1])
+    with database.session() as session:
+        claim_due_repos(session, "w/1", NOW, 1, 60)
+    later = NOW + timedelta(seconds=61)
+    with database.session() as session:  # w/1's lease ran out: w/2 takes the repo over
+        assert [s.lease_owner for s in claim_due_repos(session, "w/2", later, 1, 60)] == ["w/2"]
+    first = snapshot(revision(REPOS[0], 0), {"config.json": b"{}"})
+
+    def record(fence: LeaseFence) -> bool:
+        with database.session() as session:
+            texts = {key: b"{}" for key in first.texts.values()}
+            return record_revision(
+                session, first, [], None, processed_at=RECORDED_AT, texts=texts, fence=fence
+            )
+
+    with pytest.raises(LeaseNotHeld, match="w/1"):
+        record(LeaseFence("w/1", later, later + timedelta(seconds=60)))
+    with database.read_session() as session:
+        assert not has_revision(session, REPOS[0], first.revision.sha)
+        assert poll_state(session, REPOS[0]).lease_expires_at == later + timedelta(seconds=60)
+    assert record(LeaseFence("w/2", later, later + timedelta(seconds=90)))
+    with database.read_session() as session:
+        assert has_revision(session, REPOS[0], first.revision.sha)
+        held = poll_state(session, REPOS[0])
+    assert (held.lease_owner, held.lease_expires_at) == ("w/2", later + timedelta(seconds=90))

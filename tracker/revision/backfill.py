@@ -159,15 +159,12 @@ def _record(
     prepared = prepare(database, hub, revision, walk, listed)
     if prepared is None:
         return None
-    publication = commit(database, prepared, fence=_no_fence, publish=publish, clock=clock)
+    # a command-line backfill holds no lease: nothing to check before writing
+    publication = commit(database, prepared, fence=None, publish=publish, clock=clock)
     if publication is None:  # another process recorded (and published) it first
         return None
     remember(walk, prepared)
     return _Recorded(prepared.outcome.changes, publication.advisory_id)
-
-
-def _no_fence(session: Session) -> None:
-    """A command-line backfill holds no lease, so there is nothing to check before writing."""
 
 
 def stored_content(session: Session, repo_id: RepoId, sha: str) -> RevisionContent:

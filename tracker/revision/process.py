@@ -21,9 +21,12 @@ One revision from claim to alert, and what each step reads:
 2. ``prepare``, in at most one read session (``ReadSession``), opened only when
    something asks the store: the previous snapshot and plan (one query for the
    revision, its parent's row, snapshot, estimate, manifest and plan blobs, one for
-   the parent's files); the file list from the Hub and ONE query for which content
-   keys the store already holds; unseen texts fetched from the Hub, never read
-   back; the texts the differs need from the store through ``SessionBlobs``, which
+   the parent's files); the file list from the Hub and at most ONE query for which
+   content keys the store already holds, asked about texts over
+   ``tracker.revision.snapshot.ASK_ABOVE`` (and the small ones with them, or when the
+   session is open anyway): a small text is cheaper to fetch than a read session, so it
+   is fetched without asking, and where the store held it the blob insert ignores it;
+   unseen texts fetched from the Hub, never read back; the texts the differs need from the store through ``SessionBlobs``, which
    reads each content key at most once per revision; parsing through the artifact
    table, cached by (kind, content key); ``estimator.plan`` once on config.json;
    the previous plan from the estimates table, read into a typed Plan once
@@ -34,18 +37,20 @@ One revision from claim to alert, and what each step reads:
    the parent or the revision (whether another writer recorded the revision
    meanwhile is the recording statement's answer) and no stored plan is parsed; the
    parent's Plan is the revision's own when config.json and the manifest are
-   unchanged (no plan, no plan delta). A walked revision whose every text the walk
-   holds or the Hub gave opens no read session: its one transaction is the write.
+   unchanged (no plan, no plan delta). A walked revision whose new texts are small
+   opens no read session: its one transaction is the write.
    Plan JSON is written once, into the estimates table. The parsed configs
    (``CONFIG_PATHS``) go into the record, the previous side's taken from the new
    one where the file is unchanged, else from what the differ parsed, so building
    the record reads nothing more.
-3. ``commit``, in one write transaction: the lease fence; ONE statement for what
-   the recording must know (``storage.recording``: its place on main's chain,
+3. ``commit``, in one write transaction: ONE statement, the lease fence (the
+   worker's lease renewed, or nothing written) returning what the recording must
+   know (``storage.recording``: its place on main's chain,
    whether it is recorded, which of its manifest and plan blobs are stored,
    whether any subscription can name the repo; the texts the read session saw
    stored are not asked again); the fetched texts, manifest and plan in one
-   batched insert, the revision's rows (files and changes each one executemany);
+   batched insert that ignores a key already stored (a small text fetched without
+   asking, or one another writer stored meanwhile: each blob is stored once), the revision's rows (files and changes each one executemany);
    then the publishers in order, each reading only the record: ``advisories``
    (feeds.publish.advisory_writer: changes and both plans; the repo's key is the
    claim's) and ``alerts`` (tracker.alerts.evaluate.alert_publisher: the
@@ -78,6 +83,7 @@ from estimator import Plan
 from storage import (
     Database,
     DiffBase,
+    LeaseFence,
     diff_base,
     get_blob,
     known_content_keys,
@@ -104,7 +110,7 @@ class ReadSession:
     """The one read session of a ``prepare``, opened only when something asks the store.
 
     A revision walked after its parent often asks the store nothing: the walk holds the
-    parent, and its texts are held or fetched. Such a revision opens no session at all;
+    parent, and its texts are held or, when small, fetched without asking. Such a revision opens no session at all;
     any other opens one at its first question and keeps it to the end (``with``), closed
     (rolled back) when preparing raises.
     """
@@ -113,6 +119,11 @@ class ReadSession:
         self._database = database
         self._stack = ExitStack()
         self._session: Session | None = None
+
+    @property
+    def opened(self) -> bool:
+        """Whether something asked the store already: asking more costs no session of its own."""
+        return self._session is not None
 
     def __call__(self) -> Session:
         """The session, opened on the first call."""
@@ -168,16 +179,26 @@ class SessionBlobs:
         view.stored = self.stored
         return view
 
-    def known(self, keys: Iterable[str]) -> set[str]:
-        """The keys among ``keys`` already fetched in this revision or stored in the blob table."""
-        wanted = set(keys)
-        seen = {k for k in wanted if k in self.fetched or k in self.stored}
+    def known(self, keys: Iterable[str], *, fetchable: Iterable[str] = ()) -> set[str]:
+        """The keys among ``keys`` and ``fetchable`` already fetched in this revision or stored
+        in the blob table. ``fetchable`` keys are asked about only with others or in a read
+        session already open: otherwise they are left unknown, to be fetched, and ``prepare``
+        opens no read session for them (``tracker.revision.snapshot.ASK_ABOVE``)."""
+        wanted, optional = set(keys), set(fetchable)
+        seen = {k for k in wanted | optional if k in self.fetched or k in self.stored}
         asked = wanted - seen
+        if asked or self._session_open():
+            asked |= optional - seen
         if not asked:
             return seen
         found = known_content_keys(self._session(), asked)
         self.stored |= found
         return seen | found
+
+    def _session_open(self) -> bool:
+        """Whether asking the store costs no session of its own: a session in hand, or the
+        read session opened already."""
+        return not isinstance(self._session, ReadSession) or self._session.opened
 
     def read(self, key: str) -> bytes:
         """The blob at ``key``, read from the store at most once through this view."""
@@ -227,10 +248,6 @@ class Publishers:
         for _, publisher in self.entries:
             publication = publisher(session, outcome, publication)
         return publication
-
-
-InTransaction = Callable[[Session], None]
-"""Runs first inside the recording transaction (the lease fence); raising aborts the commit."""
 
 
 @dataclass(frozen=True)
@@ -397,14 +414,16 @@ def commit(
     database: Database,
     prepared: Prepared,
     *,
-    fence: InTransaction,
+    fence: LeaseFence | None,
     publish: Publishers | None,
     clock: Callable[[], datetime],
 ) -> Publication | None:
     """Write the revision, its blobs and its published rows in one transaction.
 
     ``clock`` (the daemon's, or a test's fake) is read once: every time the
-    transaction stores is that reading.
+    transaction stores is that reading. ``fence`` is the worker's lease on the repo
+    (None for a writer that holds none, a backfill): the recording's first statement
+    renews it and raises LeaseNotHeld, writing nothing, where it is no longer held.
 
     What the publishers wrote (empty without publishers), or None when
     (repo, sha) was already recorded and nothing was written.
@@ -412,7 +431,6 @@ def commit(
     outcome = prepared.outcome
     now = clock()
     with database.session() as session:
-        fence(session)
         if not record_revision(
             session,
             outcome.snapshot,
@@ -422,6 +440,7 @@ def commit(
             repo_pk=prepared.repo_pk,
             texts=prepared.fetched,
             stored_keys=prepared.stored,
+            fence=fence,
         ):
             return None
         return Publication() if publish is None else publish.run(session, outcome)
@@ -463,7 +482,6 @@ def content_of(
 
 __all__ = [
     "CONFIG_PATHS",
-    "InTransaction",
     "Prepared",
     "Publisher",
     "Publishers",

@@ -2,22 +2,24 @@
 
 Leases live in storage (``storage.polling``: ``FOR UPDATE SKIP LOCKED`` on
 PostgreSQL, one writer on SQLite). What this adds is the fence: every
-revision transaction first extends the lease, guarded by the owner, so an
-instance whose lease expired and was taken over writes nothing more on that
-repo (``LeaseLost``) and the revision it had in hand is left to the new
-holder, which keeps each revision processed once.
+revision transaction first extends the lease, guarded by the owner (its first
+statement renews the lease and returns the recording's read: ``lease_fence``,
+``storage.recording``), so an instance whose lease expired and was taken over
+writes nothing more on that repo (``LeaseLost``) and the revision it had in hand
+is left to the new holder, which keeps each revision processed once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
 from storage import (
     Database,
+    LeaseFence,
     RepoId,
     claim_due_repos,
     ensure_repo,
@@ -82,6 +84,12 @@ def claim_due(
                 )
             )
         return claims
+
+
+def lease_fence(claim: Claim, *, now: datetime, lease_s: float) -> LeaseFence:
+    """The fence of a revision's write (``storage.LeaseFence``): ``claim``'s lease, live at
+    ``now``, renewed for ``lease_s`` by the statement that checks it."""
+    return LeaseFence(claim.owner, now, now + timedelta(seconds=lease_s))
 
 
 def renew(session: Session, claim: Claim, *, now: datetime, lease_s: float) -> None:
@@ -158,6 +166,7 @@ __all__ = [
     "claim_due",
     "complete",
     "fail",
+    "lease_fence",
     "release",
     "release_previous",
     "renew",

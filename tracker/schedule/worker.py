@@ -28,7 +28,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from storage import Database, RepoStatus, StorageError, place_on_main
+from storage import Database, LeaseNotHeld, RepoStatus, StorageError, place_on_main
 from storage.records import Revision
 from tracker.errors import Gated, HubError, RepoGone
 from tracker.hub.client import Hub
@@ -43,6 +43,7 @@ from tracker.schedule.leases import (
     claim_due,
     complete,
     fail,
+    lease_fence,
     release,
     renew,
 )
@@ -231,12 +232,13 @@ class Worker:
         if prepared is None:
             return
 
-        def fence(session: Session) -> None:
-            renew(session, claim, now=self.clock(), lease_s=self.policy.lease_s)
-
-        published = commit(
-            self.database, prepared, fence=fence, publish=self.publish, clock=self.clock
-        )
+        fence = lease_fence(claim, now=self.clock(), lease_s=self.policy.lease_s)
+        try:
+            published = commit(
+                self.database, prepared, fence=fence, publish=self.publish, clock=self.clock
+            )
+        except LeaseNotHeld as exc:
+            raise LeaseLost(str(exc)) from exc
         if published is not None:
             remember(walk, prepared)
             self.metrics.revisions.inc()
