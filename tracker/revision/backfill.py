@@ -36,14 +36,8 @@ from storage.records import Change, Revision
 from tracker.diff.revision import Parsed, RevisionContent
 from tracker.hub.client import Hub
 from tracker.hub.repo_id import validate_repo_id
-from tracker.revision.process import (
-    Publishers,
-    SessionBlobs,
-    commit,
-    content_of,
-    prepare,
-    remember,
-)
+from tracker.revision.process import Publishers, commit, prepare, remember
+from tracker.revision.session_blobs import SessionBlobs, content_of
 from tracker.revision.walk import Walk
 
 

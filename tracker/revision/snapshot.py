@@ -9,10 +9,10 @@ without asking unless the store is asked anyway, so a revision walked after
 its parent records in one transaction; a small text the store turns out to
 hold is then stored once all the same (the blob insert ignores a key it
 holds), and one that could not be fetched is looked for in the store before
-it is called missing, so the snapshot is the one asking first would take. Safetensors headers are read by range, and only for
-weight files whose content key differs from the previous snapshot's (their
-tensors are copied over otherwise), within the manifest's caps
-(``tracker.revision.weights_manifest``). A header that declares an absurd size is
+it is called missing, so the snapshot is the one asking first would take.
+Safetensors headers are read by range, and only for weight files whose
+content key differs from the previous snapshot's (their tensors are copied
+over otherwise), within the manifest's caps (``tracker.revision.weights_manifest``). A header that declares an absurd size is
 refused before anything is allocated and recorded in the manifest.
 Unsafe file names are listed but never fetched. Code another repo's
 ``auto_map`` entries load is listed at that repo's main (tracker.revision.remote_code:

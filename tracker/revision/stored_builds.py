@@ -34,7 +34,7 @@ KEY_PREFIX: Final = "m"
 FORMAT: Final = 1
 
 SessionSource = Callable[[], Session]
-"""Gives the session to read through, opening it on first use (``process.ReadSession``)."""
+"""Gives the session to read through, opening it on first use (``session_blobs.ReadSession``)."""
 
 
 def session_source(session: Session | SessionSource) -> SessionSource:
