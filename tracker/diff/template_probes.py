@@ -42,8 +42,9 @@ from tracker.untrusted.isolation import LimitExceeded, RemoteError, default_pool
 RENDER_WALL_SECONDS = RENDER_SECONDS + 1.0
 """Wall time one template's probes may take before its worker is killed."""
 LIMITED = "template could not be rendered within limits ({})"
-RENDERED_BUDGET = 16 * 1024 * 1024
-"""Bytes of probe outcomes kept (one template's are a few KB, at most ~12 MB)."""
+RENDERED_BUDGET = 8 * 1024 * 1024
+"""Pickled bytes of probe outcomes kept: a template's are a few KB (held in about twice
+that), so some two thousand templates; outcomes near the output cap are not kept."""
 _RENDERED: EvaluatedByContent[tuple[ProbeOutcome, ...]] = EvaluatedByContent(RENDERED_BUDGET)
 
 

@@ -38,8 +38,8 @@ from tracker.untrusted.isolation import LimitExceeded, RemoteError, default_pool
 ARTIFACT = "tokenizer"
 PARSE_WALL_SECONDS = 30.0
 """Wall time to load one tokenizer.json (the largest real ones, ~35 MB, take ~2 s)."""
-LOADED_BUDGET = 8 * 1024 * 1024
-"""Bytes of tokenizer summaries kept (one is a few KB, more with many special tokens)."""
+LOADED_BUDGET = 4 * 1024 * 1024
+"""Pickled bytes of tokenizer summaries kept (one is a few KB, more with many special tokens)."""
 
 
 @dataclass(frozen=True)
