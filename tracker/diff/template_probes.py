@@ -17,7 +17,11 @@ What a template does with one shape (``Support``) is read from its two renders:
 - ``fails``: any other error (a bug, or a limit of the sandbox).
 
 All probes of one template render in one call to an isolated worker
-(``tracker.untrusted.isolation``), which is killed if it runs past its deadline.
+(``tracker.untrusted.isolation``), which is killed if it runs past its deadline. The
+outcomes are kept by the template's text, the probes and the special tokens they render
+with (``tracker.untrusted.evaluated``), so a template met again (the next revision's old
+side, a revert, another repo's copy) is not rendered again; outcomes a limit stopped are
+not kept, and that template renders again under the same limits.
 """
 
 from __future__ import annotations
@@ -32,11 +36,16 @@ from importlib import resources
 from typing import Any
 
 from tracker.diff.sandbox import RENDER_SECONDS, ProbeOutcome, render_prompts
+from tracker.untrusted.evaluated import EvaluatedByContent, content_key
 from tracker.untrusted.isolation import LimitExceeded, RemoteError, default_pool
 
 RENDER_WALL_SECONDS = RENDER_SECONDS + 1.0
 """Wall time one template's probes may take before its worker is killed."""
 LIMITED = "template could not be rendered within limits ({})"
+RENDERED_BUDGET = 8 * 1024 * 1024
+"""Pickled bytes of probe outcomes kept: a template's are a few KB (held in about twice
+that), so some two thousand templates; outcomes near the output cap are not kept."""
+_RENDERED: EvaluatedByContent[tuple[ProbeOutcome, ...]] = EvaluatedByContent(RENDERED_BUDGET)
 
 
 @dataclass(frozen=True)
@@ -115,7 +124,8 @@ def shapes() -> tuple[str, ...]:
 
 
 def render_probes(template: str, special_tokens: Mapping[str, str]) -> dict[str, Rendering]:
-    """Every probe's rendered prompt (or its error) for one template, in one isolated call.
+    """Every probe's rendered prompt (or its error) for one template, in one isolated call
+    unless the same template was rendered with the same variables before.
 
     Raises only if no worker can be had at all (tracker.untrusted.isolation's
     WorkerUnavailable, PoolClosed): then nothing about the template is known,
@@ -123,16 +133,23 @@ def render_probes(template: str, special_tokens: Mapping[str, str]) -> dict[str,
     """
     now, every = _probe_data()
     variable_sets = [_variables(probe, special_tokens) for probe in every]
-    try:
-        outcomes = default_pool().call(
-            render_prompts, template, now, variable_sets, wall_seconds=RENDER_WALL_SECONDS
-        )
-    except LimitExceeded as exc:
-        failed = Rendering(None, LIMITED.format(exc.reason))
-        return dict.fromkeys((p.label for p in every), failed)
-    except RemoteError as exc:  # e.g. the worker's memory ran out sending the prompts back
-        failed = Rendering(None, LIMITED.format(exc))
-        return dict.fromkeys((p.label for p in every), failed)
+    key = content_key(template, now.isoformat(), json.dumps(variable_sets))
+    outcomes = _RENDERED.get(key)
+    if outcomes is None:
+        try:
+            outcomes = tuple(
+                default_pool().call(
+                    render_prompts, template, now, variable_sets, wall_seconds=RENDER_WALL_SECONDS
+                )
+            )
+        except LimitExceeded as exc:
+            failed = Rendering(None, LIMITED.format(exc.reason))
+            return dict.fromkeys((p.label for p in every), failed)
+        except RemoteError as exc:  # e.g. the worker's memory ran out sending the prompts back
+            failed = Rendering(None, LIMITED.format(exc))
+            return dict.fromkeys((p.label for p in every), failed)
+        if not any(o.limited for o in outcomes):  # a limit's verdict may differ next time
+            _RENDERED.keep(key, outcomes)
     return {p.label: _rendering(o) for p, o in zip(every, outcomes, strict=True)}
 
 

@@ -11,7 +11,10 @@ differ, ``diff_tokenizer_kind``, runs both.
 Loading runs in an isolated worker (``tracker.untrusted.isolation``) under its memory,
 CPU and wall-clock limits: the file is upstream input, and a native parser
 given a hostile one may allocate without bound or crash. Only the summary
-(``TokenizerFacts``) comes back.
+(``TokenizerFacts``) comes back, and it is kept by the file's content and the probe
+texts (``tracker.untrusted.evaluated``): a walk parses each content once already, and
+the next check of the repo meets its parent's file again. A file stopped by a limit is
+not kept, and loads again, under the same limits, the next time it is met.
 """
 
 from __future__ import annotations
@@ -29,11 +32,14 @@ from tracker.diff.common import format_value, per_file
 from tracker.diff.special_tokens import diff_special_tokens
 from tracker.errors import TokenizerParseError
 from tracker.untrusted.artifacts import Side
+from tracker.untrusted.evaluated import EvaluatedByContent, content_key
 from tracker.untrusted.isolation import LimitExceeded, RemoteError, default_pool
 
 ARTIFACT = "tokenizer"
 PARSE_WALL_SECONDS = 30.0
 """Wall time to load one tokenizer.json (the largest real ones, ~35 MB, take ~2 s)."""
+LOADED_BUDGET = 4 * 1024 * 1024
+"""Pickled bytes of tokenizer summaries kept (one is a few KB, more with many special tokens)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,9 @@ class TokenizerFacts:
     vocab_size: int
     special_tokens: dict[str, int]
     encodings: tuple[tuple[int, ...], ...]
+
+
+_LOADED: EvaluatedByContent[TokenizerFacts | str] = EvaluatedByContent(LOADED_BUDGET)
 
 
 @cache
@@ -58,16 +67,22 @@ def parse_tokenizer(data: bytes) -> TokenizerFacts:
     A file that makes the worker pass a limit (or crash) will not load either,
     and says so.
     """
-    try:
-        facts = default_pool().call(
-            summarize_tokenizer,
-            data,
-            probe_texts(),
-            wall_seconds=PARSE_WALL_SECONDS,
-            cpu_seconds=round(PARSE_WALL_SECONDS),
-        )
-    except (LimitExceeded, RemoteError) as exc:
-        raise TokenizerParseError(f"tokenizers could not load it within limits ({exc})") from exc
+    key = content_key(data, *probe_texts())
+    facts = _LOADED.get(key)
+    if facts is None:
+        try:
+            facts = default_pool().call(
+                summarize_tokenizer,
+                data,
+                probe_texts(),
+                wall_seconds=PARSE_WALL_SECONDS,
+                cpu_seconds=round(PARSE_WALL_SECONDS),
+            )
+        except (LimitExceeded, RemoteError) as exc:
+            raise TokenizerParseError(
+                f"tokenizers could not load it within limits ({exc})"
+            ) from exc
+        _LOADED.keep(key, facts)
     if isinstance(facts, str):
         raise TokenizerParseError(f"tokenizers cannot load it: {facts}")
     return facts

@@ -136,13 +136,16 @@ def _worker_main(conn: Connection, memory_bytes: int, preload: tuple[str, ...]) 
 
 
 def _limit_cpu(seconds: int) -> None:
-    """Soft RLIMIT_CPU at the CPU used so far plus ``seconds`` (the hard limit stays)."""
+    """Soft RLIMIT_CPU at the CPU used so far plus ``seconds`` (the hard limit stays);
+    set only when that differs from the soft limit in force (short calls of one budget
+    mostly find it set already)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     soft = math.ceil(usage.ru_utime + usage.ru_stime) + seconds
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    current, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    if soft != current:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
 @dataclass
