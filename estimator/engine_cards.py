@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 
 from estimator.architecture import Architecture
 from estimator.cards import Card
-from estimator.engines import EngineRequest, simulate_engine
+from estimator.engines import EngineRequest
+from estimator.engines.simulate import ENGINES, engine_input
 from estimator.errors import EstimateError
 from estimator.memory.states import ParameterSplit
 
@@ -36,11 +37,20 @@ class CardEngineVerdict:
 def on_every_card(
     arch: Architecture, split: ParameterSplit, request: EngineRequest, cards: tuple[Card, ...]
 ) -> tuple[CardEngineVerdict, ...]:
-    """``request`` on each of ``cards`` (its card and card memory replaced), in table order."""
+    """``request`` on each of ``cards`` (its card and card memory replaced), in table order.
+
+    The model's serving shape does not depend on the card: it is computed once, and each
+    card runs only the engine's own start-up (what ``simulate_engine`` runs after it).
+    """
+    try:
+        shape, request = engine_input(arch, split, request)
+    except EstimateError:
+        return ()
+    simulate = ENGINES[request.engine]
     out = []
     for c in cards:
         try:
-            v = simulate_engine(arch, split, replace(request, card=c.name, card_memory_bytes=None))
+            v = simulate(shape, replace(request, card=c.name, card_memory_bytes=None))
         except EstimateError:
             continue
         out.append(

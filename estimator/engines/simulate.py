@@ -35,16 +35,26 @@ ENGINES: Final[Mapping[str, Simulator]] = {
 def simulate_engine(
     arch: Architecture, split: ParameterSplit, request: EngineRequest
 ) -> EngineVerdict:
-    """The engine's start-up verdict for this model on ``request``'s card and flags.
+    """The engine's start-up verdict for this model on ``request``'s card and flags."""
+    shape, request = engine_input(arch, split, request)
+    return ENGINES[request.engine](shape, request)
+
+
+def engine_input(
+    arch: Architecture, split: ParameterSplit, request: EngineRequest
+) -> tuple[ServingShape, EngineRequest]:
+    """What ``simulate_engine`` hands the engine: the model's serving shape and the request.
 
     A ``quantization`` still ``auto`` here had no config to read: 16-bit weights.
+    Neither depends on the card, so the card table's verdicts (``engine_cards``)
+    compute them once for every card.
     """
     if request.quantization == "auto":
         request = replace(request, quantization="none")
     shape = serving_shape(
         arch, split, request.unquantized if request.quantization != "none" else ()
     )
-    return ENGINES[request.engine](shape, request)
+    return shape, request
 
 
-__all__ = ["ENGINES", "Simulator", "simulate_engine"]
+__all__ = ["ENGINES", "Simulator", "engine_input", "simulate_engine"]
