@@ -44,6 +44,8 @@ from estimator.engines.vllm_kv import (
 from estimator.engines.vllm_lines import Line, line_for
 
 NAME = "vllm"
+# No KV cache: a start-up refused before allocating one, or no bytes left for it (shared).
+NO_KV_CACHE = KvConfig(0, 0, 0, 0.0)
 CONSERVING = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
 
 
@@ -177,7 +179,6 @@ def decide(
     free_at_start = total - device.context_bytes
     specs = layer_specs(shape, s, tp)
     available = int(requested - (weights + activation + non_torch))
-    none = KvConfig(0, 0, 0, 0.0)
     error = _early_error(s, length, free_at_start, requested, total, weights)
     if error is None and non_torch + activation + weights > free_at_start:
         error = (
@@ -187,10 +188,10 @@ def decide(
     if error is None and not specs and available <= 0:
         error = "No available memory for the cache blocks. " + CONSERVING
     if error is not None or not specs:
-        return Decision(weights, activation, requested, none, error, specs, available)
+        return Decision(weights, activation, requested, NO_KV_CACHE, error, specs, available)
     # What the pool would hold is reported even when one request of max_model_len does not fit.
     kv = (
-        none
+        NO_KV_CACHE
         if available <= 0
         else kv_cache_config(specs, available, length, s.max_num_batched_tokens)
     )
