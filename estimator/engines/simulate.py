@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import cache
 from typing import Final
 
 from estimator.architecture import Architecture
@@ -20,10 +21,16 @@ def _on_first_use(name: str) -> Simulator:
     """Engine ``name``'s ``simulate``, its module imported by the first call."""
 
     def simulate(shape: ServingShape, request: EngineRequest) -> EngineVerdict:
-        engine: Simulator = importlib.import_module(f"estimator.engines.{name}").simulate
-        return engine(shape, request)
+        return _engine(name)(shape, request)
 
     return simulate
+
+
+@cache
+def _engine(name: str) -> Simulator:
+    """The module's ``simulate``, looked up once: a plan asks it on every card of the table."""
+    engine: Simulator = importlib.import_module(f"estimator.engines.{name}").simulate
+    return engine
 
 
 ENGINES: Final[Mapping[str, Simulator]] = {

@@ -21,6 +21,7 @@ The version and file of each step are in ``data/engines.json``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from estimator.engines.common import (
     Device,
@@ -280,20 +281,28 @@ def _run(
         starts=at.error is None,
         error=at.error,
         max_model_len_that_starts=that_starts,
-        assumptions=(
-            quantization_note(s.quantization, bpw),
-            f"weights, activations and KV cache in {request.dtype} "
-            f"({s.dtype_bytes} B); KV cache "
-            f"{'fp8' if s.kv_cache_dtype == 'fp8' else 'in the model dtype'}, block_size "
-            f"{s.block_size}, KV heads split over {tp} GPU(s) (at least one per GPU)",
-            "profile run: one layer's forward transients for max_num_batched_tokens tokens, "
-            "then the sampler over min(max_num_seqs, max_num_batched_tokens) rows (modelled)",
-            f"non-torch memory {gib(non_torch)} GiB and CUDA graphs {gib(graphs)} GiB "
-            "are modelled constants, not measured",
-            f"derived max_model_len {s.derived_max_model_len:,}: max_position_embeddings "
-            "scaled by rope_scaling as _get_and_verify_max_len scales it",
-        ),
+        assumptions=_assumptions(s, request.dtype, bpw, tp, non_torch, graphs),
         sources=data.sources + line.sources,
+    )
+
+
+@lru_cache(maxsize=64)
+def _assumptions(
+    s: Settings, dtype: str, bpw: float, tp: int, non_torch: int, graphs: int
+) -> tuple[str, ...]:
+    """The verdict's assumptions: the same on every card of a size class, so written once."""
+    return (
+        quantization_note(s.quantization, bpw),
+        f"weights, activations and KV cache in {dtype} "
+        f"({s.dtype_bytes} B); KV cache "
+        f"{'fp8' if s.kv_cache_dtype == 'fp8' else 'in the model dtype'}, block_size "
+        f"{s.block_size}, KV heads split over {tp} GPU(s) (at least one per GPU)",
+        "profile run: one layer's forward transients for max_num_batched_tokens tokens, "
+        "then the sampler over min(max_num_seqs, max_num_batched_tokens) rows (modelled)",
+        f"non-torch memory {gib(non_torch)} GiB and CUDA graphs {gib(graphs)} GiB "
+        "are modelled constants, not measured",
+        f"derived max_model_len {s.derived_max_model_len:,}: max_position_embeddings "
+        "scaled by rope_scaling as _get_and_verify_max_len scales it",
     )
 
 
