@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from estimator.data_files import data_text
 from estimator.errors import WorkloadError
@@ -81,8 +81,13 @@ def _index() -> dict[str, Card]:
     return index
 
 
+@lru_cache(maxsize=256)
 def card(name: str) -> Card:
-    """The card called ``name`` (case, spaces and dashes ignored)."""
+    """The card called ``name`` (case, spaces and dashes ignored).
+
+    Remembered per name (a bounded few: names outside the table raise, and raising is
+    not remembered): a plan with an engine looks up every card of the table by name.
+    """
     found = _index().get(_key(name))
     if found is None:
         known = ", ".join(c.name for c in all_cards())

@@ -98,8 +98,10 @@ def estimate_cost(
     serve_model: MethodModel,
     fits: bool = True,
 ) -> Cost:
-    """The cost of ``w`` on ``card``; ``fits`` is the card table's verdict for it there."""
-    method = w.method
+    """The cost of ``model``'s method under ``w`` on ``card``; ``fits`` is the card table's
+    verdict for it there. The method is the model's, not ``w.method``: a plan prices every
+    method of one workload, and a Workload per method would validate every field again."""
+    method = model.method
     active = active_parameters(arch)
     bandwidth = card.bandwidth_gbs * 1e9 * MEMORY_EFFICIENCY
     weight_bytes = next(t.fixed for t in serve_model.phases[0].terms if t.key == "weights")

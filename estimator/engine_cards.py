@@ -13,10 +13,12 @@ no verdict for it rather than guessing one.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from estimator.architecture import Architecture
 from estimator.cards import Card
-from estimator.engines import EngineRequest, simulate_engine
+from estimator.engines import EngineRequest
+from estimator.engines.simulate import ENGINES, engine_input
 from estimator.errors import EstimateError
 from estimator.memory.states import ParameterSplit
 
@@ -36,11 +38,22 @@ class CardEngineVerdict:
 def on_every_card(
     arch: Architecture, split: ParameterSplit, request: EngineRequest, cards: tuple[Card, ...]
 ) -> tuple[CardEngineVerdict, ...]:
-    """``request`` on each of ``cards`` (its card and card memory replaced), in table order."""
+    """``request`` on each of ``cards`` (its card and card memory replaced), in table order.
+
+    The model's serving shape does not depend on the card: it is computed once, and each
+    card runs only the engine's own start-up (what ``simulate_engine`` runs after it), on a
+    request per card built once for the table.
+    """
+    try:
+        shape, request = engine_input(arch, split, request)
+    except EstimateError:
+        return ()
+    simulate = ENGINES[request.engine]
+    requests = _on_cards(request, tuple(card.name for card in cards))
     out = []
-    for c in cards:
+    for c, on_card in zip(cards, requests, strict=True):
         try:
-            v = simulate_engine(arch, split, replace(request, card=c.name, card_memory_bytes=None))
+            v = simulate(shape, on_card)
         except EstimateError:
             continue
         out.append(
@@ -49,6 +62,13 @@ def on_every_card(
             )
         )
     return tuple(out)
+
+
+@lru_cache(maxsize=16)
+def _on_cards(request: EngineRequest, names: tuple[str, ...]) -> tuple[EngineRequest, ...]:
+    """``request`` on each card of ``names``, its card memory dropped: built (and validated)
+    once, as the daemon asks the same request on the same table for every revision."""
+    return tuple(replace(request, card=name, card_memory_bytes=None) for name in names)
 
 
 __all__ = ["CardEngineVerdict", "on_every_card"]

@@ -146,14 +146,7 @@ def plan(
     fits = fit_cards(models, all_cards(), w.batch, w.gpus, w.headroom, w.precision)
     on_target = next(f for f in fits if f.card.name == target.name)
     costs = tuple(
-        estimate_cost(
-            arch,
-            replace(w, method=m),  # type: ignore[arg-type]  # m is a key of method_models
-            target,
-            models[m],
-            models["serve"],
-            on_target.method(m).fits,
-        )
+        estimate_cost(arch, w, target, models[m], models["serve"], on_target.method(m).fits)
         for m in models
     )
     cost = next(c for c in costs if c.method == w.method)

@@ -68,8 +68,12 @@ def _raw() -> Mapping[str, Any]:
     return data
 
 
+@cache
 def engine_data(name: str) -> EngineData:
-    """The entry for engine ``name``; KeyError for an engine the file does not list."""
+    """The entry for engine ``name``; KeyError for an engine the file does not list.
+
+    Built once per engine: every start-up reads it several times, on each card of the table.
+    """
     entry = _raw()["engines"][name]
     return EngineData(entry["version_modelled"], entry, tuple(entry["sources"]))
 

@@ -21,49 +21,33 @@ The version and file of each step are in ``data/engines.json``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from estimator.engines.common import (
     Device,
     bytes_per_weight,
-    cdiv,
     device_for,
     engine_data,
     gib,
-    largest_passing,
     quantization_note,
 )
 from estimator.engines.request import EngineRequest
 from estimator.engines.shape import KvLayer, ServingShape
 from estimator.engines.verdict import EngineVerdict
+from estimator.engines.vllm_kv import (
+    KvConfig,
+    LayerSpec,
+    Specs,
+    kv_cache_config,
+    longest_fitting,
+    needed_memory,
+)
 from estimator.engines.vllm_lines import Line, line_for
 
 NAME = "vllm"
+# No KV cache: a start-up refused before allocating one, or no bytes left for it (shared).
+NO_KV_CACHE = KvConfig(0, 0, 0, 0.0)
 CONSERVING = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
-
-
-@dataclass(frozen=True)
-class LayerSpec:
-    """vLLM's ``FullAttentionSpec`` / ``SlidingWindowSpec`` / ``MLAAttentionSpec`` for one layer."""
-
-    block_size: int
-    heads: int
-    head_size: int
-    dtype_bytes: int
-    latent: bool
-    sliding_window: int | None
-
-    @property
-    def page_size_bytes(self) -> int:
-        """Bytes of one block: K and V (or MLA's one latent) for ``block_size`` tokens."""
-        coef = 1 if self.latent else 2
-        return coef * self.block_size * self.heads * self.head_size * self.dtype_bytes
-
-    def max_memory_usage_bytes(self, max_model_len: int, max_num_batched_tokens: int) -> int:
-        """One request's KV bytes at ``max_model_len``; a sliding window caps the tokens held."""
-        if self.sliding_window is None:
-            return cdiv(max_model_len, self.block_size) * self.page_size_bytes
-        num_tokens = min(self.sliding_window - 1 + max_num_batched_tokens, max_model_len)
-        return (cdiv(num_tokens, self.block_size) + 1) * self.page_size_bytes
 
 
 @dataclass(frozen=True)
@@ -118,10 +102,6 @@ def derived_max_model_len(shape: ServingShape) -> int:
     return max(1, min(int(derived), 1 << 24))
 
 
-# Each distinct layer spec with the number of layers that have it, in model order.
-Specs = tuple[tuple[LayerSpec, int], ...]
-
-
 def layer_specs(shape: ServingShape, s: Settings, tp: int) -> Specs:
     """Each distinct per-GPU layer spec with its layer count; an fp8 cache stores 1 B per value."""
     dtype_bytes = 1 if s.kv_cache_dtype == "fp8" else s.dtype_bytes
@@ -141,48 +121,6 @@ def _spec(layer: KvLayer, block_size: int, dtype_bytes: int, tp: int) -> LayerSp
         layer.latent,
         layer.sliding_window,
     )
-
-
-def needed_memory(specs: Specs, max_model_len: int, batched: int) -> int:
-    """``max_memory_usage_bytes(vllm_config, kv_cache_spec.values())``: one request's KV."""
-    return sum(spec.max_memory_usage_bytes(max_model_len, batched) * n for spec, n in specs)
-
-
-def groups_of(specs: Specs) -> list[tuple[LayerSpec, int]]:
-    """KV cache groups: one for uniform specs, else ``_get_kv_cache_groups_uniform_page_size``."""
-    if len(specs) == 1:
-        return [specs[0]]
-    counts = [n for _, n in specs]
-    group_size = min(counts)
-    if max(counts) < min(counts) * 1.5:
-        group_size = max(counts)
-    groups: list[tuple[LayerSpec, int]] = []
-    for spec, n in specs:
-        groups.extend([(spec, group_size)] * cdiv(n, group_size))
-    return groups
-
-
-@dataclass(frozen=True)
-class KvConfig:
-    """The KV cache vLLM allocates: blocks, tokens, bytes and how many full requests fit at once."""
-
-    num_blocks: int
-    tokens: int
-    bytes: int
-    max_concurrency: float
-
-
-def kv_cache_config(specs: Specs, available: int, max_model_len: int, batched: int) -> KvConfig:
-    """``get_kv_cache_config_from_groups``: the cache that ``available`` bytes hold."""
-    groups = groups_of(specs)
-    group_size = max(n for _, n in groups)
-    page = max(spec.page_size_bytes for spec, _ in groups)
-    num_blocks = max(int(available // page // group_size), 0)
-    min_block = min(spec.block_size for spec, _ in groups)
-    tokens = num_blocks // len(groups) * min_block
-    per_request = sum(spec.max_memory_usage_bytes(max_model_len, batched) for spec, _ in groups)
-    concurrency = num_blocks / cdiv(per_request, page)
-    return KvConfig(num_blocks, tokens, num_blocks * page * group_size, concurrency)
 
 
 def activation_peak(shape: ServingShape, s: Settings, tp: int, per_logit: int) -> int:
@@ -242,7 +180,6 @@ def decide(
     free_at_start = total - device.context_bytes
     specs = layer_specs(shape, s, tp)
     available = int(requested - (weights + activation + non_torch))
-    none = KvConfig(0, 0, 0, 0.0)
     error = _early_error(s, length, free_at_start, requested, total, weights)
     if error is None and non_torch + activation + weights > free_at_start:
         error = (
@@ -252,10 +189,10 @@ def decide(
     if error is None and not specs and available <= 0:
         error = "No available memory for the cache blocks. " + CONSERVING
     if error is not None or not specs:
-        return Decision(weights, activation, requested, none, error, specs, available)
+        return Decision(weights, activation, requested, NO_KV_CACHE, error, specs, available)
     # What the pool would hold is reported even when one request of max_model_len does not fit.
     kv = (
-        none
+        NO_KV_CACHE
         if available <= 0
         else kv_cache_config(specs, available, length, s.max_num_batched_tokens)
     )
@@ -274,23 +211,29 @@ def decide(
 
 
 def max_model_len_that_starts(
-    shape: ServingShape, request: EngineRequest, device: Device, s: Settings
+    shape: ServingShape,
+    request: EngineRequest,
+    device: Device,
+    s: Settings,
+    taken: Decision | None = None,
 ) -> int:
     """The largest length in 1..derived at which ``decide`` finds no error (0: none).
 
     Of ``decide``'s checks only ``_kv_error``'s "one request of max_model_len
     must fit" reads a length at or below the derived one, and its KV bytes
     grow with the length; every other check fails at every length or at none.
-    So ``decide`` runs once, at length 1, and the search (vLLM's
-    ``estimate_max_model_len`` bisection) asks only that inequality: one KV sum
-    per step instead of the whole start-up, on each of the card table's cards.
+    So ``decide`` runs once, at length 1, and only that inequality is solved
+    (``longest_fitting``, vLLM's ``estimate_max_model_len``), on each of the card
+    table's cards. ``taken``: a decision already taken at some length; when it
+    starts, length 1 starts too, and the start-up is not run again.
     """
-    first = decide(shape, request, device, s, 1, explain=False)
+    first = taken if taken is not None and taken.error is None else None
+    if first is None:
+        first = decide(shape, request, device, s, 1, explain=False)
     if first.error is not None:
         return 0
-    specs, available, batched = first.specs, first.available, s.max_num_batched_tokens
-    return largest_passing(
-        1, s.derived_max_model_len, lambda n: needed_memory(specs, n, batched) <= available
+    return longest_fitting(
+        first.specs, first.available, s.max_num_batched_tokens, s.derived_max_model_len
     )
 
 
@@ -307,7 +250,7 @@ def _run(
     tp = request.tensor_parallel
     bpw = bytes_per_weight(s.quantization, request.group_size, s.dtype_bytes)
     at = decide(shape, request, device, s, length)
-    that_starts = max_model_len_that_starts(shape, request, device, s)
+    that_starts = max_model_len_that_starts(shape, request, device, s, at)
     settings = (
         ("gpu_memory_utilization", s.gpu_memory_utilization),
         ("block_size", s.block_size),
@@ -338,20 +281,28 @@ def _run(
         starts=at.error is None,
         error=at.error,
         max_model_len_that_starts=that_starts,
-        assumptions=(
-            quantization_note(s.quantization, bpw),
-            f"weights, activations and KV cache in {request.dtype} "
-            f"({s.dtype_bytes} B); KV cache "
-            f"{'fp8' if s.kv_cache_dtype == 'fp8' else 'in the model dtype'}, block_size "
-            f"{s.block_size}, KV heads split over {tp} GPU(s) (at least one per GPU)",
-            "profile run: one layer's forward transients for max_num_batched_tokens tokens, "
-            "then the sampler over min(max_num_seqs, max_num_batched_tokens) rows (modelled)",
-            f"non-torch memory {gib(non_torch)} GiB and CUDA graphs {gib(graphs)} GiB "
-            "are modelled constants, not measured",
-            f"derived max_model_len {s.derived_max_model_len:,}: max_position_embeddings "
-            "scaled by rope_scaling as _get_and_verify_max_len scales it",
-        ),
+        assumptions=_assumptions(s, request.dtype, bpw, tp, non_torch, graphs),
         sources=data.sources + line.sources,
+    )
+
+
+@lru_cache(maxsize=64)
+def _assumptions(
+    s: Settings, dtype: str, bpw: float, tp: int, non_torch: int, graphs: int
+) -> tuple[str, ...]:
+    """The verdict's assumptions: the same on every card of a size class, so written once."""
+    return (
+        quantization_note(s.quantization, bpw),
+        f"weights, activations and KV cache in {dtype} "
+        f"({s.dtype_bytes} B); KV cache "
+        f"{'fp8' if s.kv_cache_dtype == 'fp8' else 'in the model dtype'}, block_size "
+        f"{s.block_size}, KV heads split over {tp} GPU(s) (at least one per GPU)",
+        "profile run: one layer's forward transients for max_num_batched_tokens tokens, "
+        "then the sampler over min(max_num_seqs, max_num_batched_tokens) rows (modelled)",
+        f"non-torch memory {gib(non_torch)} GiB and CUDA graphs {gib(graphs)} GiB "
+        "are modelled constants, not measured",
+        f"derived max_model_len {s.derived_max_model_len:,}: max_position_embeddings "
+        "scaled by rope_scaling as _get_and_verify_max_len scales it",
     )
 
 
@@ -404,9 +355,7 @@ def _kv_error(
         return None
     if not explain:
         return "KV cache too small"
-    estimated = largest_passing(
-        1, length, lambda n: needed_memory(specs, n, s.max_num_batched_tokens) <= available
-    )
+    estimated = longest_fitting(specs, available, s.max_num_batched_tokens, length)
     estimated_msg = (
         f"Based on the available memory, the estimated maximum model length is {estimated}. "
         if estimated > 0

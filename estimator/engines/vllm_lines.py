@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from estimator.engines.common import engine_data
@@ -39,8 +40,12 @@ class Line:
         return f"vllm {version}: {self.version_modelled}"
 
 
+@cache
 def lines() -> tuple[Line, ...]:
-    """Every line in file order, oldest first: ``line_for`` falls back to the last."""
+    """Every line in file order, oldest first: ``line_for`` falls back to the last.
+
+    Read once per process: every start-up asks for its line, on each card of the table.
+    """
     raw = engine_data("vllm").values["lines"]
     return tuple(
         Line(

@@ -80,9 +80,7 @@ class FamilyTable(Mapping[str, Family]):
     """
 
     def __getitem__(self, model_type: str) -> Family:
-        module, name = _HOMES[model_type]
-        family: Family = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-        return family
+        return _family(*_HOMES[model_type])
 
     def __iter__(self) -> Iterator[str]:
         return iter(_HOMES)
@@ -92,6 +90,13 @@ class FamilyTable(Mapping[str, Family]):
 
 
 TABLE: Final = FamilyTable()
+
+
+@cache
+def _family(module: str, name: str) -> Family:
+    """The Family ``name`` of ``module``, imported once: every plan asks for its model's."""
+    family: Family = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return family
 
 
 @cache

@@ -27,6 +27,7 @@ from estimator.engines.vllm import (
     decide,
     max_model_len_that_starts,
     settings_for,
+    simulate,
 )
 from estimator.errors import EstimateError
 from estimator.families import describe
@@ -243,6 +244,8 @@ def test_the_largest_length_that_starts_is_the_whole_start_up_bisected(
             s = settings_for(on_card, device, shape)
             whole = _bisect_whole_start_up(shape, on_card, device, s)
             assert max_model_len_that_starts(shape, on_card, device, s) == whole
+            # The verdict reuses its own decision at max_model_len when that one starts.
+            assert simulate(shape, on_card).max_model_len_that_starts == whole
             compared += 1
             starting += whole > 0
     assert compared > 1000 and 0 < starting < compared
