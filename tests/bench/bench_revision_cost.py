@@ -123,33 +123,34 @@ a revision in the process, 7.7 of it in the worker's own thread (preparing 5.1: 
 client about 1.6, the diff 1.1, the estimate 1.1; recording 2.0) and 1.8 in the isolated
 parser pool's two processes (template renders and tokenizer parses).
 
-Then one transaction per walked revision (``--base b25552d --revisions 400 --warmup 60``, on
-the shared 2-core machine, load 2.7 at the start and 3.2 at the end, other work running):
-tree fetches a walked revision's small new texts without asking the store
-(``tracker.revision.snapshot.ASK_ABOVE``), so it opens no read session, and its write's
-lease fence returns the recording's read (one ``UPDATE ... RETURNING``). ``hub`` is the
-column added then: Hub requests per revision over the whole run; the small texts the store
-held and are now fetched again cost 0.11 (synthetic) and 0.20 (corpus) more. Every pair
-stored the same records (519 synthetic, 496 corpus).
+Then, on a third machine (about 1.4 times slower: base 31.2 ms where the last measured 22.9),
+quiet (load 0.2 at the start, 1.0 at the end, nothing else running), ``--base f7138e5
+--revisions 400 --warmup 60``: tree adds one transaction per walked revision (its small new
+texts, ``tracker.revision.snapshot.ASK_ABOVE``, fetched without asking the store, so it
+opens no read session; its write's lease fence returns the recording's read, one ``UPDATE
+... RETURNING``), isolated template and tokenizer results kept by content, the estimator's
+card table computed once per table rather than per card, and Hub headers resolved once
+per 30 s. ``hub`` is Hub requests per revision over the whole run: the small texts the
+store held and are now fetched again cost 0.11 (synthetic) and 0.20 (corpus) more. Every
+pair stored the same records (519 synthetic, 496 corpus).
 
 ```text
 workload   database   code    revs    CPU ms     PG ms   stmts   stmt ms     tx     bytes    hub
-synthetic  sqlite     base     422      12.8         -    12.7      0.48   2.22      9201   2.76
-synthetic  sqlite     tree     422      15.1         -     9.9      1.07   1.37      9201   2.87
-synthetic  postgresql base     422      19.2      2.99    10.5      7.91   2.22      6387   2.76
-synthetic  postgresql tree     422      19.9      2.75     8.5      6.48   1.37      6387   2.87
-corpus     sqlite     base     381      23.8         -    13.8      0.59   2.46     26436   4.74
-corpus     sqlite     tree     381      29.7         -    11.2      1.20   1.72     26436   4.94
-corpus     postgresql base     381      30.5      3.73    11.3      8.50   2.46     11546   4.74
-corpus     postgresql tree     381      32.0      3.44     9.4      5.16   1.72     11546   4.94
+synthetic  sqlite     base     422      31.2         -    24.1      0.86   2.43      9231   2.76
+synthetic  sqlite     tree     422      14.4         -     9.9      0.56   1.37      9201   2.87
+synthetic  postgresql base     422      41.4      4.57    21.6      8.61   2.43      6406   2.76
+synthetic  postgresql tree     422      15.8      2.35     8.5      3.66   1.37      6387   2.87
+corpus     sqlite     base     381      48.3         -    25.9      1.02   2.79     26425   4.74
+corpus     sqlite     tree     381      24.0         -    11.2      0.61   1.72     26436   4.94
+corpus     postgresql base     381      61.7      5.46    23.1     10.41   2.79     11546   4.74
+corpus     postgresql tree     381      29.7      3.57     9.4      5.35   1.72     11546   4.94
 ```
-Transactions, statements and Hub requests are counts; the CPU and statement-time figures
-at this load are not: a run just before (fetching without asking alone, load 1.9) had the
-tree below the base on synthetic SQLite (18.5 -> 14.9 ms) and level on corpus SQLite
-(30.2 -> 30.6), and the fence step alone against that commit (load 3.8) moved synthetic
-SQLite 18.6 -> 16.1 ms and corpus SQLite 27.5 -> 34.5 ms. The fence and the read timed
-alone, 800 transactions each, alternating, on SQLite with 300 revisions stored: 0.46-0.66
-ms as one statement, 0.53-0.76 ms as two.
+That step alone (``--base b25552d``, the next run, load 0.9 -> 1.1) moved transactions
+2.22 -> 1.37 (synthetic) and 2.46 -> 1.72 (corpus) and statements by 1.9-2.8, with CPU
+inside the noise (synthetic SQLite 19.0 -> 15.4 ms, the other three within 1.4 ms either
+way). The sampled profile shows it better (``profile_revision.py --sample``, synthetic
+SQLite, alternating, load 0.6-1.0): 16.3 and 15.1 ms per revision in the process before,
+14.4 and 14.9 after; ``prepare`` 9.0/8.5 -> 7.6/7.5 ms, ``estimator.plan`` 1.7 -> 1.1-1.2.
 """
 
 from __future__ import annotations
