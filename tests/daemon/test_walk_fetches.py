@@ -71,6 +71,13 @@ def walk_history(
     return walked
 
 
+EOS_CHANGED: dict[str, dict[str, bytes]] = {
+    "upload": {"config.json": CONFIG, "generation_config.json": GENERATION},
+    "new eos": {"generation_config.json": b'{"eos_token_id": [2, 32000]}'},
+}
+"""Two steps whose second changes a small text; a third may bring the first's back."""
+
+
 def publish(hub_emulator: HubEmulator, steps: dict[str, dict[str, bytes]]) -> None:
     for index, (title, files) in enumerate(steps.items()):
         hub_emulator.publish(REPO, files, title=title, date=START + timedelta(minutes=index))
@@ -81,11 +88,7 @@ def test_a_walked_revision_whose_new_texts_are_small_records_in_one_transaction(
 ) -> None:
     publish(
         hub_emulator,
-        {
-            "upload": {"config.json": CONFIG, "generation_config.json": GENERATION},
-            "new eos": {"generation_config.json": b'{"eos_token_id": [2, 32000]}'},
-            "eos back": {"generation_config.json": GENERATION},  # a text the store holds
-        },
+        {**EOS_CHANGED, "eos back": {"generation_config.json": GENERATION}},  # a text stored
     )
     walked = walk_history(database, hub_emulator, transactions)
 
@@ -140,8 +143,7 @@ def test_a_small_text_the_time_budget_left_unfetched_is_taken_from_the_store(
     publish(
         hub_emulator,
         {
-            "upload": {"config.json": CONFIG, "generation_config.json": GENERATION},
-            "new eos": {"generation_config.json": b'{"eos_token_id": [2, 32000]}'},
+            **EOS_CHANGED,
             "eos back, late": {"generation_config.json": GENERATION, "vocab.json": b"{}"},
         },
     )

@@ -9,7 +9,6 @@ sliding windows, MLA latents and lengths just around the boundary.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from estimator.errors import EstimateError
 from estimator.families import describe
 from estimator.memory import split_parameters
 from estimator.memory.states import ParameterSplit
+from tests.estimator.test_engines_vllm import distinct_corpus_configs
 
 REQUESTS = (
     EngineRequest(engine="vllm"),
@@ -56,23 +56,12 @@ def _card_by_card(
     return out
 
 
-def _distinct_configs(corpus_dir: Path) -> list[dict[str, object]]:
-    seen: dict[str, dict[str, object]] = {}
-    for path in sorted(corpus_dir.glob("*/*/*/config.json")):
-        text = path.read_text()
-        try:
-            seen.setdefault(text, json.loads(text))
-        except json.JSONDecodeError:
-            continue
-    return list(seen.values())
-
-
 @pytest.mark.parametrize("request_", REQUESTS, ids=lambda r: f"{r.engine}-{r.version}")
 def test_the_card_table_equals_each_card_simulated_alone(
     corpus_dir: Path, request_: EngineRequest
 ) -> None:
     compared = starting = refusing = 0
-    for config in _distinct_configs(corpus_dir):
+    for config in distinct_corpus_configs(corpus_dir):
         try:
             arch = describe(config)
         except EstimateError:

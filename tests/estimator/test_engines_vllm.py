@@ -196,7 +196,7 @@ def test_derived_max_model_len_scales_as_get_and_verify_max_len_does(
     assert derived_max_model_len(shape) == derived
 
 
-def _configs(corpus_dir: Path) -> list[dict[str, object]]:
+def distinct_corpus_configs(corpus_dir: Path) -> list[dict[str, object]]:
     """Every corpus config.json the estimator describes, once per distinct content."""
     seen: dict[str, dict[str, object]] = {}
     for path in sorted(corpus_dir.glob("*/*/*/config.json")):
@@ -232,7 +232,7 @@ def test_the_largest_length_that_starts_is_the_whole_start_up_bisected(
 ) -> None:
     # The search asks one KV inequality per step; bisecting the whole decide() must agree.
     compared = starting = 0
-    for config in _configs(corpus_dir):
+    for config in distinct_corpus_configs(corpus_dir):
         try:
             arch = describe(config)
         except EstimateError:
