@@ -374,7 +374,7 @@ WALKED = {
     "context 2048 -> 4096": [8],
     "generation_config only": [8],
     "chat template": [8],
-    "context 4096 -> 2048": [8],  # config.json back to a stored text: fetched, its insert ignored
+    "context 4096 -> 2048": [7],  # config.json back to a text the walk recorded: not fetched
     "drop the README": [7],  # every text the walk's: nothing fetched, no blob written
 }
 """What each revision of a walk asks the database, prepared and committed as a worker does,

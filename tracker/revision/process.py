@@ -33,7 +33,8 @@ One revision from claim to alert, and what each step reads:
    the previous plan from the estimates table, read into a typed Plan once
    (``estimate.parent_plan``). Walking a repo's history, the caller passes what it
    kept of the revision it recorded before (``tracker.revision.walk.Walk``): its
-   texts are neither asked for nor read again, the repo is looked up once, and the
+   texts are neither asked for nor read again, nor fetched where a later revision
+   brings back a text the walk recorded, the repo is looked up once, and the
    parent's snapshot and Plan are the ones it recorded, so nothing is asked about
    the parent or the revision (whether another writer recorded the revision
    meanwhile is the recording statement's answer) and no stored plan is parsed; the

@@ -66,8 +66,8 @@ class SessionBlobs:
     and they are written with the revision (``Prepared.fetched``). ``kept`` holds
     texts already in the store whose bytes the caller has in hand (the walk's
     previous revision, ``tracker.revision.walk``): they are neither asked for nor read.
-    ``stored`` names more keys the caller knows are in the store (the rest of that
-    revision's texts): they are not asked for, only read when a differ needs their bytes.
+    ``stored`` names more keys the caller knows are in the store (every text the walk
+    recorded): they are not asked for, only read when a differ needs their bytes.
     ``session`` is a session or, in ``prepare``, its ``ReadSession``: asked for only when
     a key is none of these.
     """

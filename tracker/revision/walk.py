@@ -7,7 +7,9 @@ config.json and manifest. Kept here, the next revision asks the store nothing ab
 (not the snapshot, not the stored plan, not whether its texts are stored, not even whether
 the revision itself is recorded: the recording's first statement answers that), parses
 nothing twice and plans only when the inputs of the plan changed. Only the last recorded
-revision's texts are kept, so a walk holds one revision's texts however long the history.
+revision's texts are kept, so a walk holds one revision's texts however long the history;
+the content keys of every text it recorded are kept too (a key is 64 characters), so a
+text that comes back later in the walk (a revert) counts as stored and is not fetched again.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class Walk:
     """The repo's key in storage, once a revision of the walk has looked it up."""
     snapshot: Snapshot | None = None
     """The last recorded revision's snapshot, as this process recorded it."""
+    recorded_keys: set[str] = field(default_factory=set)
+    """The content keys of every text this walk recorded: all in the store."""
 
     def recorded(
         self, snapshot: Snapshot, in_hand: Mapping[str, bytes], planned: Planned | None
@@ -57,12 +61,13 @@ class Walk:
         self.texts = {key: in_hand[key] for key in snapshot.texts.values() if key in in_hand}
         self.planned = planned
         self.snapshot = snapshot
+        self.recorded_keys.update(snapshot.texts.values())
 
     def stored(self) -> frozenset[str]:
-        """The content keys of the last recorded revision's texts: all in the store, since it
-        was recorded, whether or not their bytes are kept (a text found stored and parsed from
-        the cache was never read)."""
-        return frozenset() if self.snapshot is None else frozenset(self.snapshot.texts.values())
+        """The content keys of the texts of every revision this walk recorded: all in the
+        store, whether or not their bytes are kept (a text found stored and parsed from the
+        cache was never read)."""
+        return frozenset(self.recorded_keys)
 
     def parent_of(self, revision: Revision) -> Snapshot | None:
         """The snapshot of ``revision``'s parent on main, when it is the one recorded last."""
