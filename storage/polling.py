@@ -237,6 +237,11 @@ class LeaseFence:
     now: datetime
     until: datetime
 
+    @classmethod
+    def lasting(cls, owner: str, now: datetime, seconds: float) -> LeaseFence:
+        """``owner``'s fence at ``now``, renewing the lease for ``seconds``."""
+        return cls(owner, now, now + timedelta(seconds=seconds))
+
     def parameters(self, repo_pk: int) -> dict[str, object]:
         """``LEASE_RENEWAL``'s values for this fence on the repo ``repo_pk``."""
         require_aware(self.now, "lease fence now")
@@ -260,7 +265,7 @@ def extend_lease(
 
     ``repo_pk`` is the repo's key where the caller has it (``PollState.repo_pk``).
     """
-    fence = LeaseFence(owner, now, now + timedelta(seconds=lease_seconds))
+    fence = LeaseFence.lasting(owner, now, lease_seconds)
     pk = _pk(session, repo_id) if repo_pk is None else repo_pk
     return bool(execute_core(session, LEASE_RENEWAL, fence.parameters(pk)).rowcount)
 

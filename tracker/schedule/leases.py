@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy.orm import Session
 
@@ -89,7 +89,7 @@ def claim_due(
 def lease_fence(claim: Claim, *, now: datetime, lease_s: float) -> LeaseFence:
     """The fence of a revision's write (``storage.LeaseFence``): ``claim``'s lease, live at
     ``now``, renewed for ``lease_s`` by the statement that checks it."""
-    return LeaseFence(claim.owner, now, now + timedelta(seconds=lease_s))
+    return LeaseFence.lasting(claim.owner, now, lease_s)
 
 
 def renew(session: Session, claim: Claim, *, now: datetime, lease_s: float) -> None:
